@@ -1,0 +1,30 @@
+"""``python -m ragexp``: compose the config, run the evaluation, print one line on a user error."""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from .errors import RagexpError
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def _app(cfg: DictConfig) -> float | None:
+    from .runner import run
+
+    try:
+        summary = run(cfg)
+    except RagexpError as exc:
+        print(f"ragexp: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    return summary.get("objective")
+
+
+def main() -> None:
+    _app()
+
+
+if __name__ == "__main__":
+    main()

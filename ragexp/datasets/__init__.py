@@ -1,0 +1,8 @@
+"""Dataset adapters, one module per source format (SPEC §1); each returns a :class:`Dataset`.
+
+Pick one with ``dataset=<name>`` (``conf/dataset/<name>.yaml`` names the loader function).
+"""
+
+from .base import Dataset
+
+__all__ = ["Dataset"]

@@ -1,0 +1,36 @@
+"""The JSON of seed ``004_…``: a list of {query, context, generated_answer, reference_answer}.
+
+The source carries no per-sample label: the file itself is the label (every reference in
+``evaluation_samples_true.json`` is correct, every one in ``_false`` deliberately wrong), so
+the config sets ``label`` for all rows.
+"""
+
+from __future__ import annotations
+
+from ..errors import DataError
+from .base import Dataset, build, existing, read_json
+
+
+def load_memory_eval(path: str, *, name: str = "memory_eval", limit: int | None = None,
+                     label: bool | None = None) -> Dataset:
+    p = existing(path)
+    items = read_json(p)
+    if not isinstance(items, list):
+        raise DataError(f"expected a JSON list of samples, got {type(items).__name__}", path=str(p))
+
+    def rows():
+        for row, item in enumerate(items, start=1):
+            if not isinstance(item, dict):
+                raise DataError(f"expected an object with query/context/generated_answer/reference_answer, got {type(item).__name__}",
+                                path=str(p), row=row)
+            yield row, {
+                "id": item.get("id", f"{p.stem}-{row}"),
+                "query": item.get("query"),
+                "contexts": item.get("context"),
+                "answer": item.get("generated_answer"),
+                "reference_answers": item.get("reference_answer"),
+                "label": item.get("label"),
+                "latency_s": item.get("latency_s"),
+            }
+
+    return build(name, p, rows(), limit=limit, label=label)

@@ -1,0 +1,55 @@
+"""The exceptions ragexp raises on purpose.
+
+Every error a user can cause derives from :class:`RagexpError`; ``python -m ragexp`` prints
+such an error as one line (no traceback) and exits with status 2.
+
+    RagexpError
+    ├── ConfigError        a config value is missing, unknown or of the wrong type
+    ├── DataError          a dataset file is missing, unreadable or holds a bad value
+    ├── FieldsError        a metric needs a record field the dataset does not have
+    ├── CredentialsError   a judge or generator model needs a key that is not set
+    └── BudgetExceeded     the judge's ``max_cost_usd`` would be exceeded
+"""
+
+from __future__ import annotations
+
+
+class RagexpError(Exception):
+    """Base class of every error a user can cause; printed as one line."""
+
+
+class ConfigError(RagexpError):
+    """A config value is missing, unknown or of the wrong type."""
+
+
+class DataError(RagexpError):
+    """A dataset file is missing, unreadable, empty, or holds a bad value.
+
+    The message names the file, the row (1-based, as a user counts lines or items) and the
+    field, then says what was expected and what was found.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, row: int | None = None,
+                 field: str | None = None):
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if row is not None:
+            where.append(f"row {row}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        prefix = ": ".join([", ".join(where)]) if where else ""
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+        self.path, self.row, self.field = path, row, field
+
+
+class FieldsError(RagexpError):
+    """A configured metric reads a field that the dataset does not provide."""
+
+
+class CredentialsError(RagexpError):
+    """A model needs credentials (an API key) that are not in the environment."""
+
+
+class BudgetExceeded(RagexpError):
+    """Going on would spend more than the configured ``max_cost_usd``."""

@@ -1,0 +1,223 @@
+"""From records and a metric config to per-sample scores and aggregates — no I/O here.
+
+``build_metrics`` turns the ``metric`` config node (name → ``_target_`` + options) into
+:class:`MetricSpec` objects, expanding list-valued variant options (``k: [1, 5, 10]`` →
+``ndcg/k1``, ``ndcg/k5``, ``ndcg/k10``). ``check_fields`` refuses, before any work, a metric
+whose fields the dataset lacks. ``score`` computes the deterministic metrics; ``aggregate``
+reduces them to the run's numbers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from .errors import ConfigError, FieldsError
+from .metrics.base import MetricInfo, Score, info_for, mean_ok, status_counts
+from .records import Record, present_fields
+
+#: Keys of the ``metric`` node that are settings of the suite, not metrics.
+SUITE_KEYS = ("_all_that_apply_",)
+
+
+@dataclass
+class MetricSpec:
+    """One metric as it will be computed and logged under ``key``."""
+
+    key: str
+    info: MetricInfo
+    options: dict[str, Any] = field(default_factory=dict)
+    matcher: Any = None  # a built matcher, for metrics with a ``matcher`` option
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.info.required_fields(self.options)
+
+    def call(self, *args: Any) -> Any:
+        opts = dict(self.options)
+        if self.matcher is not None:
+            opts["matcher"] = self.matcher
+        return self.info.fn(*args, **opts)
+
+
+def _import_target(target: str, key: str) -> Callable[..., Any]:
+    module, _, attr = target.rpartition(".")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"metric '{key}': _target_ '{target}' cannot be imported ({exc})") from None
+    return fn
+
+
+def _variant_label(param: str, value: Any) -> str:
+    if param == "k":
+        return f"k{value}"
+    if isinstance(value, Mapping):
+        return str(value.get("name", param))
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+
+        if isinstance(value, (DictConfig, ListConfig)):
+            return OmegaConf.to_container(value, resolve=True)
+    except ImportError:  # pragma: no cover
+        pass
+    return value
+
+
+def build_metrics(metric_cfg: Mapping[str, Any] | None, matcher_cfg: Any = None) -> tuple[list[MetricSpec], bool]:
+    """Specs for every metric in the ``metric`` node, and whether the suite asks for "all that apply"."""
+    metric_cfg = _plain(metric_cfg) or {}
+    all_that_apply = bool(metric_cfg.get("_all_that_apply_", False))
+    specs: list[MetricSpec] = []
+    for key, node in metric_cfg.items():
+        if key in SUITE_KEYS:
+            continue
+        if node is None:
+            continue  # a suite member switched off with metric.<name>=null
+        if not isinstance(node, Mapping) or "_target_" not in node:
+            raise ConfigError(f"metric '{key}': expected a mapping with a _target_, got {node!r}")
+        fn = _import_target(node["_target_"], key)
+        try:
+            info = info_for(fn)
+        except KeyError:
+            raise ConfigError(f"metric '{key}': '{node['_target_']}' is not a registered metric") from None
+        options = {k: v for k, v in node.items() if not k.startswith("_")}
+        unknown = sorted(set(options) - set(info.options))
+        if unknown:
+            raise ConfigError(
+                f"metric '{key}' has no option {', '.join(repr(u) for u in unknown)}; "
+                f"its options are: {', '.join(sorted(info.options)) or '(none)'}"
+            )
+        lists = [p for p in info.variant_params if isinstance(options.get(p), list)]
+        combos = itertools.product(*[options[p] for p in lists]) if lists else [()]
+        for combo in combos:
+            opts = dict(options)
+            suffix = ""
+            for p, v in zip(lists, combo):
+                opts[p] = v
+                suffix += "/" + _variant_label(p, v)
+            spec = MetricSpec(key=key + suffix, info=info, options=opts)
+            if info.uses_matcher:
+                from .matchers import build_matcher
+
+                chosen = opts.pop("matcher", None)
+                if chosen is None:
+                    chosen = _plain(matcher_cfg)
+                if chosen is None:
+                    raise ConfigError(f"metric '{key}' needs a matcher: choose one with matcher=<name> "
+                                      "(exact_chunk, exact_sentence, rouge_chunk, rouge_sentence)")
+                spec.matcher = build_matcher(chosen)
+                spec.options = opts
+            _check_options(spec)
+            specs.append(spec)
+    return specs, all_that_apply
+
+
+def _check_options(spec: MetricSpec) -> None:
+    """Resolve field names now, so a bad option fails before any work."""
+    try:
+        spec.fields
+    except ValueError as exc:
+        raise ConfigError(f"metric '{spec.key}': {exc}") from None
+
+
+def check_fields(specs: list[MetricSpec], records: list[Record], dataset: str,
+                 all_that_apply: bool = False, provided: Iterable[str] = ()) -> tuple[list[MetricSpec], list[str]]:
+    """Keep the metrics the dataset can feed; raise (or, for "all that apply", skip and say so).
+
+    ``provided`` names fields a pipeline will fill in before scoring.
+    """
+    have = present_fields(records)
+    have += [f for f in provided if f not in have]
+    kept, skipped = [], []
+    for spec in specs:
+        lacking = [f for f in spec.fields if f not in have]
+        if not lacking:
+            kept.append(spec)
+            continue
+        message = (f"metric '{spec.key}' needs {', '.join(repr(f) for f in lacking)}; "
+                   f"dataset '{dataset}' has: {', '.join(have)}")
+        if not all_that_apply:
+            raise FieldsError(message + " (choose another metric or dataset, or a suite that skips what does not apply)")
+        skipped.append(message)
+    return kept, skipped
+
+
+def _args(spec: MetricSpec, record: Record) -> list[Any] | None:
+    values = []
+    for f in spec.fields:
+        if not record.has(f):
+            return None
+        values.append(getattr(record, f))
+    return values
+
+
+def score_sample(spec: MetricSpec, record: Record) -> Score:
+    args = _args(spec, record)
+    if args is None:
+        lacking = [f for f in spec.fields if not record.has(f)]
+        return Score.missing(f"empty {', '.join(lacking)}")
+    out = spec.call(*args)
+    if isinstance(out, Score):
+        return out
+    if out is None or (isinstance(out, float) and math.isnan(out)):
+        return Score.missing("undefined for this sample")
+    return Score(float(out))
+
+
+def score(records: list[Record], specs: Iterable[MetricSpec], progress: Callable[[Iterable], Iterable] | None = None
+          ) -> dict[str, list[Score]]:
+    """Per-sample scores of every sample-level, non-judge metric, in record order."""
+    sample_specs = [s for s in specs if s.info.level == "sample" and not s.info.judge]
+    out: dict[str, list[Score]] = {s.key: [] for s in sample_specs}
+    iterator = progress(records) if progress else records
+    for record in iterator:
+        for spec in sample_specs:
+            out[spec.key].append(score_sample(spec, record))
+    return out
+
+
+def dataset_value(spec: MetricSpec, records: list[Record]) -> float | None:
+    columns = [[getattr(r, f) if r.has(f) else None for r in records] for f in spec.fields]
+    value = spec.call(*columns)
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def aggregate(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], records: list[Record]
+              ) -> tuple[dict[str, float | None], dict[str, dict[str, int]]]:
+    """The run's value of every metric, and each metric's status counts."""
+    values: dict[str, float | None] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for spec in specs:
+        if spec.info.level == "dataset":
+            values[spec.key] = dataset_value(spec, records)
+            continue
+        per = scores.get(spec.key)
+        if per is None:
+            continue
+        values[spec.key] = mean_ok(per)
+        counts[spec.key] = status_counts(per)
+    return values, counts
+
+
+def stage_latencies(records: list[Record]) -> dict[str, float]:
+    """Mean seconds per pipeline stage over the records that timed it (``latency/<stage>``)."""
+    sums: dict[str, list[float]] = {}
+    for r in records:
+        for stage, secs in (r.timings or {}).items():
+            sums.setdefault(stage, []).append(secs)
+    return {f"latency/{k}": math.fsum(v) / len(v) for k, v in sums.items()}
+
+
+def signature_fields(fn: Callable[..., Any]) -> list[str]:
+    """Positional parameter names of a function (used by tests and docs)."""
+    return [p.name for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

@@ -1,0 +1,154 @@
+"""The metric registry: how a metric declares its fields, options, range and aggregation.
+
+A metric is a plain function. Its positional parameters receive record fields (named after
+them), its keyword-only parameters are options with documented defaults::
+
+    @register(bounds=(0.0, 1.0))
+    def token_f1(contexts, reference_answers, *, against="reference_answers") -> float: ...
+
+Registering it makes ``conf/metric/token_f1.yaml`` (``_target_: ragexp.metrics.token.token_f1``)
+work, and the runner check its fields against the dataset before any work. A metric returns
+a float, or a :class:`Score` when it must say why a value is missing.
+
+Two levels exist. ``level="sample"`` metrics score one record and are averaged over the
+records whose status is ``ok``. ``level="dataset"`` metrics (the confusion metrics of SPEC §2.5)
+receive one list per field, a value per record, and return one number for the run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+STATUSES = ("ok", "missing_field", "parse_error", "timeout", "rate_limited", "api_error")
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """One per-sample value with its status (SPEC §3). ``value`` is None unless status is ok."""
+
+    value: float | None
+    status: str = "ok"
+    detail: Any = None  # a judge's rationale, raw output on a parse error, an error message
+
+    @classmethod
+    def missing(cls, what: str) -> "Score":
+        return cls(None, "missing_field", what)
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What the registry knows of one metric function."""
+
+    name: str
+    fn: Callable[..., Any]
+    fields: tuple[str, ...]
+    fields_for: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    level: str = "sample"
+    judge: bool = False
+    bounds: tuple[float, float] = (0.0, 1.0)
+    higher_is_better: bool = True
+    variant_params: tuple[str, ...] = ()
+    uses_matcher: bool = False
+
+    def required_fields(self, options: dict[str, Any] | None = None) -> tuple[str, ...]:
+        """The record fields this metric reads with these options."""
+        if self.fields_for is not None:
+            merged = {**self.options, **(options or {})}
+            return tuple(self.fields_for(merged))
+        return self.fields
+
+
+REGISTRY: dict[str, MetricInfo] = {}
+_BY_FUNCTION: dict[Callable[..., Any], MetricInfo] = {}
+
+
+def register(
+    *,
+    fields: Sequence[str] | None = None,
+    fields_for: Callable[[dict[str, Any]], Sequence[str]] | None = None,
+    level: str = "sample",
+    judge: bool = False,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    higher_is_better: bool = True,
+    variant_params: Sequence[str] = (),
+    name: str | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a metric function under its own name (or ``name``).
+
+    ``fields`` defaults to the names of the function's positional parameters; ``fields_for``
+    computes them from the options when an option changes what is read (token metrics'
+    ``against``). ``variant_params`` are options that may be given a list, each value making
+    one variant logged under ``name/<value>`` (``ndcg/k10``, ``context_recall/rouge_chunk``).
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn)
+        positional = tuple(
+            p.name for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        )
+        options = {
+            p.name: p.default for p in sig.parameters.values()
+            if p.kind == p.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
+        }
+        info = MetricInfo(
+            name=name or fn.__name__,
+            fn=fn,
+            fields=tuple(fields) if fields is not None else positional,
+            fields_for=(lambda o: tuple(fields_for(o))) if fields_for else None,
+            options=options,
+            level=level,
+            judge=judge,
+            bounds=bounds,
+            higher_is_better=higher_is_better,
+            variant_params=tuple(variant_params),
+            uses_matcher="matcher" in options,
+        )
+        if info.name in REGISTRY and REGISTRY[info.name].fn is not fn:
+            raise RuntimeError(f"metric name '{info.name}' registered twice")
+        REGISTRY[info.name] = info
+        _BY_FUNCTION[fn] = info
+        fn.metric_info = info  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+def info_for(fn: Callable[..., Any]) -> MetricInfo:
+    """The :class:`MetricInfo` of a registered function."""
+    try:
+        return _BY_FUNCTION[fn]
+    except KeyError:
+        raise KeyError(f"{getattr(fn, '__qualname__', fn)!r} is not a registered metric") from None
+
+
+def mean_ok(scores: Sequence[Score]) -> float | None:
+    """The mean of the ``ok`` values; None when there is none (never a silent 0)."""
+    values = [s.value for s in scores if s.status == "ok" and s.value is not None and not math.isnan(s.value)]
+    if not values:
+        return None
+    return math.fsum(values) / len(values)
+
+
+def status_counts(scores: Sequence[Score]) -> dict[str, int]:
+    counts = {s: 0 for s in STATUSES}
+    for s in scores:
+        counts[s.status] = counts.get(s.status, 0) + 1
+    return {k: v for k, v in counts.items() if v}
+
+
+def load_all() -> dict[str, MetricInfo]:
+    """Import every metric module so the registry is complete; return it."""
+    import importlib
+    import pkgutil
+
+    from ragexp import metrics as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if not mod.name.startswith("_") and mod.name != "base":
+            importlib.import_module(f"{pkg.__name__}.{mod.name}")
+    return REGISTRY

@@ -1,0 +1,157 @@
+"""Keyword correctness, the confusion metrics, coverage and latency (SPEC §2.5; seed ``004_…``).
+
+Keywords of a text are its distinct lowercased words of two or more characters, Chinese
+segmented with jieba (:func:`ragexp.text.keywords`). An answer is judged correct when
+``|kw(reference) ∩ kw(answer)| / |kw(reference)| > threshold`` (0.7 by default;
+``inclusive: true`` makes it ≥). The judgement is set against the human ``label`` (is the
+reference correct?): [1,1] TP, [1,0] FN, [0,1] FP, [0,0] TN.
+
+    >>> keyword_overlap("Paris is the capital", ["The capital is Paris, France"])
+    0.8
+    >>> labels = [True, True, False, False]
+    >>> answers = ["paris capital", "berlin", "paris capital", "rome"]
+    >>> refs = [["paris capital"]] * 4
+    >>> accuracy(labels, answers, refs) == (1 + 1) / 4   # TP=1, FN=1, FP=1, TN=1
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Sequence
+
+from ..text import keywords, stopword_set
+from .base import Score, register
+
+
+def _overlap(reference: str, answer: str, stops: frozenset[str]) -> float | None:
+    ref = keywords(reference, stops)
+    if not ref:
+        return None
+    return len(ref & keywords(answer, stops)) / len(ref)
+
+
+@register()
+def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str | list[str] | None = None) -> float | Score:
+    """Share of the reference's keywords found in the answer; range [0, 1]. Max over references.
+
+    A reference without any keyword makes the value undefined (status ``missing_field``).
+
+    >>> keyword_overlap("Embedding模型用于将文本转换为向量", ["Embedding模型用于将文本转换为向量以支持相似度搜索"])
+    0.6
+    """
+    stops = stopword_set(stopwords)
+    values = [v for ref in reference_answers if (v := _overlap(ref, answer, stops)) is not None]
+    if not values:
+        return Score.missing("the reference answers hold no keywords")
+    return max(values)
+
+
+def _judged(answer: str, refs: Sequence[str], threshold: float, inclusive: bool, stops: frozenset[str]) -> bool | None:
+    value = keyword_overlap(answer, list(refs), stopwords=sorted(stops))
+    if isinstance(value, Score):
+        return None
+    return value >= threshold if inclusive else value > threshold
+
+
+def confusion(labels: Sequence[bool | None], answers: Sequence[str | None], references: Sequence[Sequence[str] | None],
+              *, threshold: float = 0.7, inclusive: bool = False, stopwords=None) -> dict[str, int]:
+    """Counts of TP, FN, FP, TN (and ``skipped`` rows that lack a label, answer or reference)."""
+    stops = stopword_set(stopwords)
+    counts = {"tp": 0, "fn": 0, "fp": 0, "tn": 0, "skipped": 0}
+    for label, answer, refs in zip(labels, answers, references):
+        judged = None if (label is None or not answer or not refs) else _judged(answer, refs, threshold, inclusive, stops)
+        if judged is None:
+            counts["skipped"] += 1
+        elif label and judged:
+            counts["tp"] += 1
+        elif label:
+            counts["fn"] += 1
+        elif judged:
+            counts["fp"] += 1
+        else:
+            counts["tn"] += 1
+    return counts
+
+
+def _ratio(num: int, den: int, name: str, zero_division: float) -> float:
+    if den == 0:
+        warnings.warn(f"{name}: the denominator is 0 (no sample in it); the value is {zero_division}", RuntimeWarning, stacklevel=3)
+        return zero_division
+    return num / den
+
+
+@register(level="dataset")
+def accuracy(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
+             stopwords=None, zero_division: float = math.nan) -> float:
+    """(TP + TN) / all labelled samples; range [0, 1]. ``zero_division`` when there are none."""
+    c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
+    return _ratio(c["tp"] + c["tn"], c["tp"] + c["tn"] + c["fp"] + c["fn"], "accuracy", zero_division)
+
+
+@register(level="dataset")
+def precision(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
+              stopwords=None, zero_division: float = math.nan) -> float:
+    """TP / (TP + FP): of the answers judged correct, how many have a correct reference.
+
+    >>> precision([False, False], ["a b", "c d"], [["x y"], ["x y"]]) != precision([False], ["a"], [["x"]])
+    True
+    """
+    c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
+    return _ratio(c["tp"], c["tp"] + c["fp"], "precision", zero_division)
+
+
+@register(level="dataset")
+def recall(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
+           stopwords=None, zero_division: float = math.nan) -> float:
+    """TP / (TP + FN): of the samples with a correct reference, how many answers were judged correct."""
+    c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
+    return _ratio(c["tp"], c["tp"] + c["fn"], "recall", zero_division)
+
+
+@register(level="dataset")
+def f1(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
+       stopwords=None, zero_division: float = math.nan) -> float:
+    """2TP / (2TP + FP + FN), on the positive class as the seed writes it."""
+    c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
+    return _ratio(2 * c["tp"], 2 * c["tp"] + c["fp"] + c["fn"], "f1", zero_division)
+
+
+@register()
+def avg_coverage(contexts: list[str], answer: str, *, denominator: str = "answer",
+                 reference_answers: list[str] | None = None, stopwords=None) -> float | Score:
+    """Share of the answer's keywords found in the contexts; range [0, 1]. Averaged per run.
+
+    ``denominator: answer`` is the seed's definition, ``|kw(contexts) ∩ kw(answer)| / |kw(answer)|``.
+    ``denominator: reference`` divides by the reference's keywords instead, as the seed's own
+    code does: ``|kw(contexts) ∩ kw(answer)| / |kw(reference)|`` (the runner then also reads
+    ``reference_answers``, using the first one).
+
+    >>> avg_coverage(["Paris is in France", "Lyon too"], "Paris France capital") == 2 / 3
+    True
+    """
+    stops = stopword_set(stopwords)
+    ctx = frozenset().union(*(keywords(c, stops) for c in contexts))
+    ans = keywords(answer, stops)
+    if denominator == "answer":
+        den = ans
+    elif denominator == "reference":
+        if not reference_answers:
+            return Score.missing("denominator 'reference' needs reference_answers")
+        den = keywords(reference_answers[0], stops)
+    else:
+        raise ValueError(f"denominator must be 'answer' or 'reference', got {denominator!r}")
+    if not den:
+        return Score.missing(f"the {denominator} holds no keywords")
+    return len(ctx & ans) / len(den)
+
+
+@register(bounds=(0.0, math.inf), higher_is_better=False)
+def avg_latency(latency_s: float) -> float:
+    """End-to-end seconds per sample, averaged over the run (SPEC §2.5); lower is better.
+
+    >>> avg_latency(0.25)
+    0.25
+    """
+    return float(latency_s)

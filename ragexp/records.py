@@ -1,0 +1,188 @@
+"""The canonical record every metric reads (SPEC §1), and its validation.
+
+Adapters turn each source format into plain dicts and hand them to :func:`to_record`, which
+checks every field's type and says exactly where a bad value sits::
+
+    >>> r = to_record({"query": "What is RAG?", "reference_answers": "retrieval"}, path="x.jsonl", row=1)
+    >>> r.reference_answers
+    ['retrieval']
+    >>> to_record({"query": "q", "contexts": "not a list"}, path="x.jsonl", row=3)
+    Traceback (most recent call last):
+    ...
+    ragexp.errors.DataError: x.jsonl, row 3, field 'contexts': expected a list of strings, got str 'not a list'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+from .errors import DataError
+
+#: The canonical fields, in the order SPEC §1 lists them.
+FIELDS = (
+    "id", "query", "contexts", "context_ids", "gt_contexts", "gt_context_ids", "answer",
+    "reference_answers", "label", "latency_s", "timings",
+)
+LIST_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers")
+STAGES = ("embed", "retrieve", "rerank", "compress", "generate")
+
+
+@dataclass(slots=True)
+class Record:
+    """One evaluation sample. Every field but ``query`` may be absent (``None``)."""
+
+    id: str
+    query: str
+    contexts: list[str] | None = None
+    context_ids: list[str] | None = None
+    gt_contexts: list[str] | None = None
+    gt_context_ids: list[str] | None = None
+    answer: str | None = None
+    reference_answers: list[str] | None = None
+    label: bool | None = None
+    latency_s: float | None = None
+    timings: dict[str, float] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def has(self, name: str) -> bool:
+        """True when the field holds a value (an empty list or string counts as absent)."""
+        value = getattr(self, name, None)
+        if value is None:
+            return False
+        if isinstance(value, (str, list, dict)) and len(value) == 0:
+            return False
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if not d["extra"]:
+            d.pop("extra")
+        return d
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _got(value: Any) -> str:
+    return f"{type(value).__name__} {_short(value)}"
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | None = None) -> Record:
+    """Validate one raw dict and build a :class:`Record`.
+
+    ``row`` is 1-based and appears in every error. Unknown keys go to ``extra``. A single
+    string in ``reference_answers`` becomes a one-item list (SPEC §1).
+    """
+    if not isinstance(raw, dict):
+        raise DataError(f"expected an object with the record's fields, got {_got(raw)}", path=path, row=row)
+    out: dict[str, Any] = {}
+    query = raw.get("query")
+    if _is_missing(query) or not isinstance(query, str) or not query.strip():
+        raise DataError(f"expected a non-empty string (the user question), got {_got(query)}",
+                        path=path, row=row, field="query")
+    out["query"] = query
+    rid = raw.get("id", default_id)
+    if _is_missing(rid):
+        rid = default_id if default_id is not None else str(row)
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+        raise DataError(f"expected a string or integer id, got {_got(rid)}", path=path, row=row, field="id")
+    out["id"] = str(rid)
+    for name in LIST_FIELDS:
+        value = raw.get(name)
+        if _is_missing(value):
+            continue
+        if name == "reference_answers" and isinstance(value, str):
+            value = [value]
+        if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+            value = value.tolist()  # numpy arrays from parquet
+        if isinstance(value, tuple):
+            value = list(value)
+        if not isinstance(value, list):
+            raise DataError(f"expected a list of strings, got {_got(value)}", path=path, row=row, field=name)
+        for i, item in enumerate(value):
+            if name.endswith("_ids") and isinstance(item, int) and not isinstance(item, bool):
+                value[i] = item = str(item)
+            if not isinstance(item, str):
+                raise DataError(f"expected a list of strings, but item {i} is {_got(item)}",
+                                path=path, row=row, field=name)
+        out[name] = value
+    answer = raw.get("answer")
+    if not _is_missing(answer):
+        if not isinstance(answer, str):
+            raise DataError(f"expected a string, got {_got(answer)}", path=path, row=row, field="answer")
+        out["answer"] = answer
+    label = raw.get("label")
+    if not _is_missing(label):
+        if isinstance(label, str) and label.strip().lower() in ("true", "1", "yes", "correct"):
+            label = True
+        elif isinstance(label, str) and label.strip().lower() in ("false", "0", "no", "incorrect"):
+            label = False
+        elif isinstance(label, (int, float)) and not isinstance(label, bool) and label in (0, 1):
+            label = bool(label)
+        if not isinstance(label, bool):
+            raise DataError(f"expected a boolean (true/false, 1/0), got {_got(label)}",
+                            path=path, row=row, field="label")
+        out["label"] = label
+    latency = raw.get("latency_s")
+    if not _is_missing(latency):
+        if isinstance(latency, bool) or not isinstance(latency, (int, float)) or latency < 0:
+            raise DataError(f"expected a non-negative number of seconds, got {_got(latency)}",
+                            path=path, row=row, field="latency_s")
+        out["latency_s"] = float(latency)
+    timings = raw.get("timings")
+    if not _is_missing(timings):
+        if not isinstance(timings, dict) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+            for k, v in timings.items()
+        ):
+            raise DataError(f"expected a mapping of stage name to seconds, got {_got(timings)}",
+                            path=path, row=row, field="timings")
+        out["timings"] = {k: float(v) for k, v in timings.items()}
+    known = set(FIELDS)
+    extra = {k: v for k, v in raw.items() if k not in known}
+    return Record(**out, extra=extra)
+
+
+def check_records(records: list[Record], *, path: str) -> list[Record]:
+    """Refuse an empty dataset and duplicate ids, naming the rows involved."""
+    if not records:
+        raise DataError("the dataset is empty: expected at least one record", path=path)
+    seen: dict[str, int] = {}
+    for row, rec in enumerate(records, start=1):
+        if rec.id in seen:
+            raise DataError(f"duplicate id '{rec.id}' (first seen at row {seen[rec.id]}); ids must be unique",
+                            path=path, row=row, field="id")
+        seen[rec.id] = row
+    return records
+
+
+def present_fields(records: Iterable[Record]) -> list[str]:
+    """Canonical fields that at least one record holds."""
+    have = set()
+    for r in records:
+        for f in FIELDS:
+            if f not in have and r.has(f):
+                have.add(f)
+    return [f for f in FIELDS if f in have]
+
+
+def digest(records: Iterable[Record]) -> str:
+    """A short content digest of the records (order-sensitive), for MLflow's dataset tag."""
+    h = hashlib.sha256()
+    for r in records:
+        h.update(json.dumps(r.to_dict(), sort_keys=True, ensure_ascii=False, default=str).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+__all__ = ["Record", "FIELDS", "STAGES", "to_record", "check_records", "present_fields", "digest"]

@@ -1,0 +1,188 @@
+"""The work behind ``python -m ragexp``: load → check fields → (pipeline) → score → aggregate → log.
+
+:func:`run` takes the composed config and returns the summary (a dict); when the config names
+``objective``, the summary carries that metric's value under ``"objective"`` so a Hydra sweeper
+(Optuna) can optimise it. Only this module and :mod:`ragexp.tracking` touch disk and MLflow.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from . import __version__
+from .console import print_summary, progress
+from .datasets.base import Dataset
+from .errors import ConfigError, RagexpError
+from .evaluate import aggregate, build_metrics, check_fields, score, stage_latencies
+from .metrics.base import Score
+from .records import FIELDS, digest, present_fields
+
+
+def load_dataset(dataset_cfg: DictConfig) -> Dataset:
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    if dataset_cfg is None or "_target_" not in dataset_cfg:
+        raise ConfigError("no dataset: choose one with dataset=<name> (see conf/dataset/)")
+    try:
+        ds = instantiate(dataset_cfg, _convert_="all")
+    except InstantiationException as exc:
+        cause = exc.__cause__
+        while cause is not None and not isinstance(cause, RagexpError) and cause.__cause__ is not None:
+            cause = cause.__cause__
+        if isinstance(cause, RagexpError):
+            raise cause from None
+        raise ConfigError(f"dataset '{dataset_cfg.get('name')}': {exc}") from None
+    if not isinstance(ds, Dataset):
+        raise ConfigError(f"dataset loader {dataset_cfg._target_} returned {type(ds).__name__}, expected a Dataset")
+    return ds
+
+
+def per_sample_frame(records, scores: dict[str, list[Score]]):
+    """One row per sample: id, query, answer, then each metric's value, status and detail."""
+    import pandas as pd
+
+    rows = []
+    for i, r in enumerate(records):
+        row: dict[str, Any] = {"id": r.id, "query": r.query, "answer": r.answer}
+        if r.label is not None:
+            row["label"] = r.label
+        if r.latency_s is not None:
+            row["latency_s"] = r.latency_s
+        for key, per in scores.items():
+            s = per[i]
+            row[key] = s.value
+            row[f"{key}.status"] = s.status
+            if s.detail is not None:
+                row[f"{key}.detail"] = s.detail if isinstance(s.detail, str) else str(s.detail)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def dataset_frame(records):
+    import pandas as pd
+
+    return pd.DataFrame([{f: getattr(r, f) for f in FIELDS if r.has(f)} for r in records])
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Evaluate the configured dataset and metrics, log the run to MLflow, return the summary."""
+    started = time.perf_counter()
+    show = bool(cfg.get("progress", True))
+    dataset = load_dataset(cfg.dataset)
+    records = dataset.records
+
+    specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))
+    if not specs:
+        raise ConfigError("no metric configured: choose one with metric=<name> (see conf/metric/)")
+
+    from .pipeline import build_pipeline  # light: stages import their libraries when run
+
+    pipeline = build_pipeline(cfg, dataset)
+    produced = set(pipeline.produces) if pipeline else set()
+    if produced:
+        for r in records:  # the pipeline's output replaces what the dataset brought
+            for f in produced:
+                if f in ("contexts", "context_ids", "answer", "latency_s", "timings"):
+                    setattr(r, f, None)
+    specs, skipped = check_fields(specs, records, dataset.name, all_that_apply, provided=produced)
+
+    judge_specs = [s for s in specs if s.info.judge]
+    judge = None
+    if judge_specs:
+        from .judge import build_judge
+
+        judge = build_judge(cfg.get("judge"), judge_specs)  # checks credentials before any work
+
+    if pipeline is not None:
+        records = pipeline.run(records, progress=progress(show, "pipeline", len(records)))
+
+    scores = score(records, specs, progress=progress(show and len(records) >= 200, "metrics", len(records)))
+    usage: dict[str, float] = {}
+    if judge is not None:
+        judge_scores, usage = judge.score(records, judge_specs, progress=show)
+        scores.update(judge_scores)
+    values, counts = aggregate(specs, scores, records)
+    extra = stage_latencies(records)
+    extra.update(usage)
+    for key, c in counts.items():
+        for status, n in c.items():
+            if status != "ok":
+                extra[f"status/{status}/{key}"] = float(n)
+
+    container = OmegaConf.to_container(cfg, resolve=True)
+    objective_key = cfg.get("objective")
+    summary: dict[str, Any] = {
+        "dataset": dataset.name,
+        "dataset_source": dataset.source,
+        "dataset_digest": digest(records),
+        "n_samples": len(records),
+        "fields": present_fields(records),
+        "metrics": values,
+        "status_counts": counts,
+        "skipped_metrics": skipped,
+        "latency": {k: v for k, v in extra.items() if k.startswith("latency/")},
+        "judge": usage,
+        "ragexp_version": __version__,
+        "seconds": None,
+    }
+    if objective_key:
+        if objective_key not in values:
+            raise ConfigError(f"objective '{objective_key}' is not among this run's metrics: {', '.join(values)}")
+        v = values[objective_key]
+        summary["objective"] = float("nan") if v is None else v
+
+    hydra_dir, sweep_dir, job_name = _hydra_paths()
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
+    run_id, uri = None, None
+    if tracking.get("enabled", True):
+        from .tracking.log import log_run
+
+        run_id, uri = log_run(
+            config=container, tracking=tracking, run_name=cfg.get("run_name") or job_name,
+            dataset_name=dataset.name, dataset_digest=summary["dataset_digest"],
+            dataset_frame=dataset_frame(records), per_sample=per_sample_frame(records, scores),
+            metrics=values, extra_metrics=extra, summary=summary, hydra_dir=hydra_dir, sweep_dir=sweep_dir,
+        )
+        summary["run_id"] = run_id
+        summary["tracking_uri"] = uri
+
+    footer = [f"[dim]{m}[/dim]" for m in skipped]
+    if run_id:
+        from .tracking.store import ui_command
+
+        footer.append(f"MLflow run {run_id} logged to {uri}")
+        footer.append(f"Open it with:  {ui_command(uri)}")
+    shown = dict(values)
+    shown.update({k: v for k, v in extra.items() if k.startswith(("latency/", "judge/"))})
+    print_summary(f"ragexp · {dataset.name} · {len(records)} samples · {summary['seconds']} s", shown, counts,
+                  len(records), footer)
+    return summary
+
+
+def _hydra_paths() -> tuple[Path | None, str | None, str | None]:
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if not HydraConfig.initialized():
+            return None, None, None
+        hc = HydraConfig.get()
+        out = Path(hc.runtime.output_dir)
+        sweep = str(hc.sweep.dir) if str(hc.mode) == "RunMode.MULTIRUN" else None
+        name = None
+        if sweep is not None:
+            name = ",".join(str(o) for o in hc.overrides.task) or f"job {hc.job.num}"
+        return out / hc.output_subdir if hc.output_subdir else None, sweep, name
+    except Exception:  # noqa: BLE001 - Hydra not running (plain function call)
+        return None, None, None
+
+
+def objective_is_nan(summary: dict[str, Any]) -> bool:
+    v = summary.get("objective")
+    return v is None or (isinstance(v, float) and math.isnan(v))

@@ -1,0 +1,116 @@
+"""Tokenisers shared by the metrics.
+
+- :func:`squad_tokens` — SQuAD's answer normalisation: lowercase, drop ASCII punctuation,
+  drop the articles a/an/the, split on white space (SPEC §2.1, §2.4).
+- :func:`keywords` — the keyword set of SPEC §2.5: lowercased word tokens of two or more
+  characters; runs of Chinese characters are segmented into words with jieba.
+- :func:`answer_tokens` — SQuAD tokens for Latin text, jieba words for Chinese (RAGQuestEval).
+
+Tokenisation is cached per text, so a suite that reads the same text in several metrics
+tokenises it once.
+
+    >>> squad_tokens("The Cat, a dog!")
+    ['cat', 'dog']
+    >>> sorted(keywords("RAG是一种结合检索和生成的模型架构"))
+    ['rag', '架构', '检索', '模型', '生成', '结合', '一种']
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from functools import lru_cache
+
+_PUNCT = set(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN_RUN = re.compile(f"[{_CJK}]+")
+_WORD_OR_HAN = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
+
+
+def squad_normalize(text: str) -> str:
+    """SQuAD's official ``normalize_answer``: lower, strip punctuation and articles, fix spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+@lru_cache(maxsize=200_000)
+def _squad_tokens(text: str) -> tuple[str, ...]:
+    return tuple(squad_normalize(text).split())
+
+
+def squad_tokens(text: str) -> list[str]:
+    """Tokens of ``text`` after SQuAD normalisation."""
+    return list(_squad_tokens(text))
+
+
+_jieba = None
+
+
+def _segment_han(run: str) -> list[str]:
+    global _jieba
+    if _jieba is None:
+        import logging
+
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+        _jieba = jieba
+    return [w for w in _jieba.lcut(run) if w.strip()]
+
+
+def has_han(text: str) -> bool:
+    return _HAN_RUN.search(text) is not None
+
+
+@lru_cache(maxsize=200_000)
+def _word_tokens(text: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for m in _WORD_OR_HAN.finditer(text.lower()):
+        piece = m.group(0)
+        if _HAN_RUN.fullmatch(piece):
+            out.extend(_segment_han(piece))
+        else:
+            out.append(piece)
+    return tuple(out)
+
+
+def word_tokens(text: str) -> list[str]:
+    """Lowercased word tokens; Chinese runs segmented by jieba; punctuation dropped."""
+    return list(_word_tokens(text))
+
+
+#: A short English stop-word list (function words only), used when ``stopwords: english``.
+ENGLISH_STOPWORDS = frozenset(
+    """a an the and or but if then else of to in on at by for with from as into onto over under
+    about above below between through during before after is are was were be been being am do
+    does did doing have has had having it its it's this that these those there here what which
+    who whom whose when where why how i me my we our you your he him his she her they them their
+    not no nor so too very can could should would will shall may might must just than also only
+    such each both all any some more most other own same again once up down out off""".split()
+)
+
+
+def stopword_set(stopwords: str | list[str] | None) -> frozenset[str]:
+    """Resolve the ``stopwords`` option: None/'none', 'english', or an explicit list."""
+    if stopwords is None or stopwords == "none":
+        return frozenset()
+    if stopwords == "english":
+        return ENGLISH_STOPWORDS
+    if isinstance(stopwords, str):
+        raise ValueError(f"stopwords must be 'none', 'english' or a list of words, got {stopwords!r}")
+    return frozenset(w.lower() for w in stopwords)
+
+
+def keywords(text: str, stopwords: frozenset[str] = frozenset(), min_len: int = 2) -> frozenset[str]:
+    """The keyword set of SPEC §2.5: distinct lowercased words of ``min_len`` or more characters."""
+    return frozenset(t for t in _word_tokens(text) if len(t) >= min_len and t not in stopwords)
+
+
+def answer_tokens(text: str) -> list[str]:
+    """SQuAD tokens for Latin-script text, jieba words (punctuation dropped) when it holds Chinese."""
+    if has_han(text):
+        return word_tokens(text)
+    return squad_tokens(text)

@@ -1,0 +1,82 @@
+"""The Hydra callback that groups a multirun under one MLflow parent run.
+
+``on_multirun_start`` opens the parent run (in the launching process, before any job) and
+leaves its id in the sweep folder and the environment; every job — in this process with the
+basic launcher, in worker processes with joblib — nests its run under it. ``on_multirun_end``
+logs a comparison table of the children (``sweep_results.json``) on the parent and closes it.
+Creating the parent first also creates the SQLite schema once, so parallel jobs never race
+on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from .log import PARENT_ENV, PARENT_FILE, git_commit
+from .store import get_or_create_experiment, resolve_uri, retrying
+
+
+class ParentRunCallback(Callback):
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.uri: str | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from mlflow.tracking import MlflowClient
+
+        from .. import __version__
+
+        tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
+        self.uri = resolve_uri(tracking.get("uri"))
+        client = MlflowClient(tracking_uri=self.uri)
+        exp_id = get_or_create_experiment(client, tracking.get("experiment") or "ragexp")
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        overrides = list(config.hydra.overrides.task)
+        tags = {"ragexp.version": __version__, "ragexp.sweep": " ".join(overrides), "ragexp.role": "parent"}
+        commit = git_commit()
+        if commit:
+            tags["mlflow.source.git.commit"] = commit
+        name = tracking.get("sweep_name") or f"sweep {sweep_dir.name}"
+        run = retrying(client.create_run, exp_id, run_name=name, tags=tags)
+        self.run_id = run.info.run_id
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": self.run_id, "tracking_uri": self.uri}))
+        os.environ[PARENT_ENV] = self.run_id
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.run_id is None:
+            return
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=self.uri)
+        try:
+            parent = client.get_run(self.run_id)
+            children = retrying(
+                client.search_runs, [parent.info.experiment_id],
+                filter_string=f"tags.mlflow.parentRunId = '{self.run_id}'", max_results=5000,
+            )
+            rows = [{"run_id": c.info.run_id, "run_name": c.info.run_name, "status": c.info.status,
+                     **{f"param.{k}": v for k, v in c.data.params.items() if k in _overridden(config)},
+                     **c.data.metrics} for c in children]
+            retrying(client.log_dict, self.run_id, {"children": rows}, "sweep_results.json")
+            retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
+            retrying(client.set_terminated, self.run_id, "FINISHED")
+        finally:
+            os.environ.pop(PARENT_ENV, None)
+        where = self.uri if str(self.uri).startswith("http") else f"mlflow ui --backend-store-uri {self.uri}"
+        print(f"[ragexp] sweep parent run {self.run_id} holds {len(rows)} child runs; compare them with: {where}")
+
+
+def _overridden(config: DictConfig) -> set[str]:
+    """The dotted keys a sweep varies (``retriever.top_k=3,5`` → ``retriever.top_k``)."""
+    keys = set()
+    for override in config.hydra.overrides.task:
+        key = str(override).split("=", 1)[0].lstrip("+~")
+        keys.add(key if "/" not in key else key.split("/")[-1])
+    return keys
