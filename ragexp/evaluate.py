@@ -147,7 +147,7 @@ def check_fields(specs: list[MetricSpec], records: list[Record], dataset: str,
                    f"dataset '{dataset}' has: {', '.join(have)}")
         if not all_that_apply:
             raise FieldsError(message + " (choose another metric or dataset, or a suite that skips what does not apply)")
-        skipped.append(message)
+        skipped.append(f"skipped {message}")
     return kept, skipped
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -102,12 +103,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if pipeline is not None:
         records = pipeline.run(records, progress=progress(show, "pipeline", len(records)))
 
-    scores = score(records, specs, progress=progress(show and len(records) >= 200, "metrics", len(records)))
-    usage: dict[str, float] = {}
-    if judge is not None:
-        judge_scores, usage = judge.score(records, judge_specs, progress=show)
-        scores.update(judge_scores)
-    values, counts = aggregate(specs, scores, records)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        scores = score(records, specs, progress=progress(show and len(records) >= 200, "metrics", len(records)))
+        usage: dict[str, float] = {}
+        if judge is not None:
+            judge_scores, usage = judge.score(records, judge_specs, progress=show)
+            scores.update(judge_scores)
+        values, counts = aggregate(specs, scores, records)
+    notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)))
     extra = stage_latencies(records)
     extra.update(usage)
     for key, c in counts.items():
@@ -126,6 +130,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "metrics": values,
         "status_counts": counts,
         "skipped_metrics": skipped,
+        "warnings": notes,
         "latency": {k: v for k, v in extra.items() if k.startswith("latency/")},
         "judge": usage,
         "ragexp_version": __version__,
@@ -153,7 +158,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         summary["run_id"] = run_id
         summary["tracking_uri"] = uri
 
-    footer = [f"[dim]{m}[/dim]" for m in skipped]
+    footer = [f"[dim]{m}[/dim]" for m in skipped] + [f"[yellow]warning: {m}[/yellow]" for m in notes]
     if run_id:
         from .tracking.store import ui_command
 

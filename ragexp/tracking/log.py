@@ -25,13 +25,15 @@ PARENT_FILE = "mlflow_parent_run.json"
 
 
 def git_commit(path: Path | None = None) -> str | None:
-    """The commit of the repository the command runs in, if any."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=path or Path.cwd(), capture_output=True,
-                             text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    """The commit of the repository the command runs in, else of the one ragexp itself runs from."""
+    for where in (path or Path.cwd(), Path(__file__).resolve().parents[2]):
+        try:
+            out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    return None
 
 
 def find_parent_run(sweep_dir: str | None) -> str | None:

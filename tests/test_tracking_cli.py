@@ -1,0 +1,113 @@
+"""What a run leaves in MLflow (SPEC §4), read back with MlflowClient as a user would."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import yaml
+
+from cli import parent_and_children, run_cli, runs
+
+
+def test_default_command_leaves_a_complete_run_in_launch_dir_sqlite(tmp_path, data_dir):
+    proc = run_cli(f"data_dir={data_dir}", cwd=tmp_path)
+    db = tmp_path / "mlflow.db"
+    assert db.exists(), "the default store is ./mlflow.db in the launch directory"
+    assert f"mlflow ui --backend-store-uri sqlite:///{db}" in proc.stdout
+    client, found = runs(f"sqlite:///{db}")
+    assert len(found) == 1
+    run = found[0]
+    # params: the composed config, flattened
+    assert run.data.params["dataset.name"] == "demo"
+    assert "metric.token_f1._target_" in run.data.params
+    # metrics: every aggregate the summary printed
+    summary_path = client.download_artifacts(run.info.run_id, "summary.json", str(tmp_path))
+    summary = json.loads(open(summary_path).read())
+    logged = {k: v for k, v in summary["metrics"].items() if v is not None and not math.isnan(v)}
+    assert logged, "the demo run computes metrics"
+    for key, value in logged.items():
+        assert math.isclose(run.data.metrics[key], value, rel_tol=1e-12), key
+        assert key in proc.stdout
+    # per-sample table: one row per sample, each metric's value and status
+    table_path = client.download_artifacts(run.info.run_id, "per_sample.json", str(tmp_path))
+    table = json.loads(open(table_path).read())
+    frame = pd.DataFrame(table["data"], columns=table["columns"])
+    assert len(frame) == summary["n_samples"]
+    assert {"id", "query", "answer", "token_f1", "token_f1.status"} <= set(frame.columns)
+    assert frame["id"].is_unique
+    ok = frame["token_f1.status"] == "ok"
+    assert math.isclose(frame.loc[ok, "token_f1"].mean(), run.data.metrics["token_f1"], rel_tol=1e-9)
+    # config.yaml is the resolved config; .hydra holds Hydra's files
+    cfg_path = client.download_artifacts(run.info.run_id, "config.yaml", str(tmp_path))
+    cfg = yaml.safe_load(open(cfg_path))
+    assert cfg["dataset"]["name"] == "demo" and "token_f1" in cfg["metric"]
+    hydra_files = {a.path for a in client.list_artifacts(run.info.run_id, ".hydra")}
+    assert {".hydra/config.yaml", ".hydra/overrides.yaml", ".hydra/hydra.yaml"} <= hydra_files
+    # tags and the dataset input
+    tags = run.data.tags
+    assert tags["ragexp.dataset"] == "demo"
+    assert tags["ragexp.version"]
+    assert len(tags["ragexp.dataset_digest"]) == 16 and tags["ragexp.dataset_digest"] == summary["dataset_digest"]
+    assert len(tags["mlflow.source.git.commit"]) == 40
+    inputs = run.inputs.dataset_inputs
+    assert [i.dataset.name for i in inputs] == ["demo"]
+    assert inputs[0].dataset.digest == summary["dataset_digest"]
+
+
+def test_tracking_uri_from_config_and_environment(tmp_path, data_dir):
+    other = tmp_path / "elsewhere.db"
+    run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", f"tracking.uri=sqlite:///{other}", "progress=false",
+            cwd=tmp_path)
+    assert other.exists() and not (tmp_path / "mlflow.db").exists()
+    env_db = tmp_path / "from_env.db"
+    run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "progress=false", cwd=tmp_path,
+            env={"MLFLOW_TRACKING_URI": f"sqlite:///{env_db}"})
+    assert env_db.exists() and not (tmp_path / "mlflow.db").exists()
+    _, found = runs(f"sqlite:///{env_db}")
+    assert [r.data.tags["ragexp.dataset"] for r in found] == ["memory_eval_true"]
+
+
+def test_secrets_never_reach_params_artifacts_or_output(tmp_path, data_dir):
+    secret = "sk-test-DO-NOT-LOG-0123456789"
+    proc = run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "progress=false",
+                   f"+tracking.tags.note=using {secret}", f"+extra.api_key={secret}", f"+extra.password={secret}",
+                   cwd=tmp_path, env={"OPENAI_API_KEY": secret})
+    assert secret not in proc.stdout + proc.stderr
+    client, found = runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = found[0]
+    assert run.data.params["extra.api_key"] == "***" and run.data.params["extra.password"] == "***"
+    everything = json.dumps([run.data.params, run.data.tags])
+    out = tmp_path / "artifacts"
+    out.mkdir()
+    local = client.download_artifacts(run.info.run_id, "", str(out))
+    for path in __import__("pathlib").Path(local).rglob("*"):
+        if path.is_file():
+            everything += path.read_text(errors="replace")
+    assert secret not in everything
+    assert "extra.api_key=***" in everything  # the override itself was kept, redacted
+
+
+def test_multirun_basic_launcher_nests_children_under_one_parent(tmp_path, data_dir):
+    run_cli("-m", f"data_dir={data_dir}", "dataset=memory_eval_true,memory_eval_false",
+            "metric=memory", "metric.accuracy.threshold=0.3,0.6", "progress=false", cwd=tmp_path)
+    client, parents, children = parent_and_children(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert len(parents) == 1 and len(children) == 4
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parents[0].info.run_id}
+    assert {(c.data.params["dataset.name"], c.data.params["metric.accuracy.threshold"]) for c in children} == {
+        ("memory_eval_true", "0.3"), ("memory_eval_true", "0.6"), ("memory_eval_false", "0.3"), ("memory_eval_false", "0.6")}
+    assert parents[0].info.status == "FINISHED" and parents[0].data.metrics["sweep/children"] == 4
+    path = client.download_artifacts(parents[0].info.run_id, "sweep_results.json", str(tmp_path))
+    rows = json.loads(open(path).read())["children"]
+    assert len(rows) == 4 and all("keyword_overlap" in r for r in rows)
+
+
+def test_multirun_joblib_parallel_jobs_share_one_sqlite_store(tmp_path, data_dir):
+    run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"data_dir={data_dir}",
+            "dataset=memory_eval_true,memory_eval_false", "metric=memory",
+            "metric.accuracy.threshold=0.2,0.4,0.6", "progress=false", cwd=tmp_path)
+    _, parents, children = parent_and_children(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert len(parents) == 1 and len(children) == 6
+    assert all(c.info.status == "FINISHED" for c in children)
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parents[0].info.run_id}
