@@ -10,6 +10,7 @@ on it.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 from pathlib import Path
@@ -48,6 +49,20 @@ class ParentRunCallback(Callback):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": self.run_id, "tracking_uri": self.uri}))
         os.environ[PARENT_ENV] = self.run_id
+        atexit.register(self._close_if_open)
+
+    def _close_if_open(self) -> None:
+        """A sweep that died mid-way leaves its parent FAILED, not RUNNING forever."""
+        if self.run_id is None:
+            return
+        from mlflow.tracking import MlflowClient
+
+        try:
+            client = MlflowClient(tracking_uri=self.uri)
+            if client.get_run(self.run_id).info.status == "RUNNING":
+                client.set_terminated(self.run_id, "FAILED")
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.run_id is None:
