@@ -8,6 +8,7 @@ canonical fields of SPEC §1, and validates every record through
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +29,17 @@ class Dataset:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def existing(path: str | Path, what: str = "dataset file") -> Path:
+def existing(path: str | Path, what: str = "dataset file", *, directory: bool = False) -> Path:
     """The path, or a DataError saying it is missing (and where it was looked for)."""
+    if path is None or str(path) in ("", "???"):
+        raise DataError(f"no {what} given: set dataset.path=FILE")
     p = Path(path).expanduser()
     if not p.exists():
         raise DataError(f"{what} not found (looked at {p.resolve()}); check dataset.path or data_dir", path=str(path))
+    if directory and not p.is_dir():
+        raise DataError(f"expected a {what} (a directory), got a file", path=str(path))
+    if not directory and p.is_dir():
+        raise DataError(f"expected a {what}, got a directory", path=str(path))
     return p
 
 
@@ -62,15 +69,105 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
         raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
 
 
+#: Table formats :func:`read_table` knows, by file suffix.
+TABLE_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv",
+                 ".parquet": "parquet", ".pq": "parquet"}
+
+
+def plain(value: Any) -> Any:
+    """Python values for what pandas/numpy hand back: arrays → lists (recursively), numpy scalars → int/float/bool."""
+    if isinstance(value, (str, bytes, bool, int, float)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return plain(value.tolist())
+    return value
+
+
+def text_id(text: str, n: int = 10) -> str:
+    """A short stable id for a text (hex digest), for sources whose items carry no id."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:n]
+
+
+def table_format(path: Path, fmt: str | None = None) -> str:
+    if fmt:
+        if fmt not in set(TABLE_FORMATS.values()):
+            raise DataError(f"unknown format '{fmt}': expected one of {', '.join(sorted(set(TABLE_FORMATS.values())))}",
+                            path=str(path))
+        return fmt
+    found = TABLE_FORMATS.get(path.suffix.lower())
+    if found is None:
+        raise DataError(f"cannot tell the format from the suffix '{path.suffix}': expected one of "
+                        f"{', '.join(TABLE_FORMATS)} (or set dataset.format)", path=str(path))
+    return found
+
+
+def read_frame(path: Path, fmt: str):
+    """A pandas DataFrame of a CSV/TSV/Parquet file; an unreadable file raises a one-line DataError."""
+    import pandas as pd
+
+    try:
+        if fmt == "parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
+    except pd.errors.EmptyDataError:
+        raise DataError(f"unreadable {fmt.upper()}: the file is empty (expected a header row)", path=str(path)) from None
+    except pd.errors.ParserError as exc:
+        detail = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"unreadable {fmt.upper()}: {detail}", path=str(path)) from None
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        if isinstance(exc, (FileNotFoundError, IsADirectoryError)):
+            raise
+        detail = " ".join(str(exc).split())[:160]
+        raise DataError(f"unreadable {'Parquet' if fmt == 'parquet' else fmt.upper()}: {detail}", path=str(path)) from None
+
+
+def read_table(path: Path, fmt: str | None = None) -> tuple[list[str], Iterator[tuple[int, Any]]]:
+    """(column names, ``(row, item)`` pairs) of a JSONL, JSON-list, CSV, TSV or Parquet file.
+
+    Rows are 1-based: the line number in JSONL, the item's position in a JSON list, and the
+    data row (the header not counted) in CSV, TSV and Parquet. JSONL columns are the keys of
+    the first object.
+    """
+    fmt = table_format(path, fmt)
+    if fmt == "jsonl":
+        items = list(iter_jsonl(path))
+        columns = list(items[0][1]) if items and isinstance(items[0][1], dict) else []
+        return columns, iter(items)
+    if fmt == "json":
+        data = read_json(path)
+        if not isinstance(data, list):
+            raise DataError(f"expected a JSON list of objects, got {type(data).__name__}", path=str(path))
+        columns = list(data[0]) if data and isinstance(data[0], dict) else []
+        return columns, iter(enumerate(data, start=1))
+    frame = read_frame(path, fmt)
+    columns = [str(c) for c in frame.columns]
+    rows = ((i, {str(k): plain(v) for k, v in item.items()}) for i, item in enumerate(frame.to_dict("records"), start=1))
+    return columns, rows
+
+
 def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None = None,
           label: bool | None = None, corpus: dict[str, str] | None = None, **info: Any) -> Dataset:
     """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels."""
     records: list[Record] = []
+    seen: dict[str, int] = {}
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise DataError(f"dataset.limit must be a positive integer or null, got {limit!r}")
     for row, raw in raws:
         if limit is not None and len(records) >= limit:
             break
         if label is not None and isinstance(raw, dict) and raw.get("label") is None:
             raw = {**raw, "label": label}
-        records.append(to_record(raw, path=str(source), row=row))
+        record = to_record(raw, path=str(source), row=row)
+        if record.id in seen:  # rows here are the source's own, which check_records cannot know
+            raise DataError(f"duplicate id '{record.id}' (first seen at row {seen[record.id]}); ids must be unique",
+                            path=str(source), row=row, field="id")
+        seen[record.id] = row
+        records.append(record)
     check_records(records, path=str(source))
     return Dataset(name=name, records=records, source=str(source), corpus=corpus, info=info)

@@ -1,0 +1,145 @@
+"""AutoRAG's parquet files: a QA table, its corpus, and optionally a pipeline's result table.
+
+QA table (``qid``, ``query``, ``generation_gt``, ``retrieval_gt``): ``qid`` → ``id``,
+``generation_gt`` (a list of answers) → ``reference_answers``.
+
+``retrieval_gt`` is a list of lists of corpus ``doc_id``s: AutoRAG reads the outer list as
+"all of these groups" and each inner list as "any one of these ids". ragexp's fields are flat,
+so ``gt_context_ids`` is the **flattening** of it — every id of every group, in order, each id
+once — and ``gt_contexts`` the corpus text of each. With one id per group (every file shipped
+here) this loses nothing; with alternatives in a group, every alternative counts as a separate
+relevant passage, so recall-style metrics ask for all of them. The original nesting stays in
+``extra['retrieval_gt']``.
+
+Corpus table (``doc_id``, ``contents``): :attr:`Dataset.corpus` = ``doc_id`` → ``contents``. An
+id in ``retrieval_gt`` that the corpus lacks is an error; without a corpus (``corpus: null``)
+the QA table's own ``retrieval_gt_contents`` is used when it has one.
+
+Result table (``result: …/result_*.parquet``, one of AutoRAG's node outputs, joined on
+``qid``): ``retrieved_ids`` → ``context_ids``, ``retrieved_contents`` → ``contexts``,
+``generated_texts`` → ``answer``. A retrieval node's table names them per module
+(``retrieved_ids_lexical``); ``retrieval`` picks that suffix, and is needed only when the table
+has no plain ``retrieved_ids`` and more than one suffix. AutoRAG's own metric columns
+(``retrieval_f1``, ``bleu``, ``rouge``, …) are kept in ``extra`` under ``autorag/<column>``.
+An error's ``row`` is the table row, 1-based.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError
+from .base import Dataset, build, existing, plain, read_frame
+
+QA_COLUMNS = ("qid", "query", "generation_gt", "retrieval_gt")
+METRIC_COLUMNS = ("retrieval_f1", "retrieval_recall", "retrieval_precision", "bleu", "meteor", "rouge",
+                  "sem_score", "g_eval", "bert_score")
+
+
+def _columns(frame, wanted, p: Path, what: str) -> None:
+    missing = [c for c in wanted if c not in frame.columns]
+    if missing:
+        raise DataError(f"missing column {', '.join(repr(c) for c in missing)}: expected AutoRAG's {what} with "
+                        f"{', '.join(wanted)}; the file has {', '.join(map(str, frame.columns))}", path=str(p))
+
+
+def _flatten(groups: Any, p: Path, row: int) -> list[str]:
+    groups = plain(groups)
+    if groups is None:
+        return []
+    if not isinstance(groups, list) or not all(isinstance(g, list) for g in groups):
+        raise DataError(f"expected a list of lists of doc ids, got {type(groups).__name__} {groups!r:.60}",
+                        path=str(p), row=row, field="retrieval_gt")
+    out: list[str] = []
+    for group in groups:
+        for doc in group:
+            if not isinstance(doc, str):
+                raise DataError(f"expected doc ids as strings, got {type(doc).__name__} {doc!r:.40}",
+                                path=str(p), row=row, field="retrieval_gt")
+            if doc not in out:
+                out.append(doc)
+    return out
+
+
+def _retrieval_columns(frame, retrieval: str | None, p: Path) -> tuple[str, str]:
+    if retrieval:
+        ids, contents = f"retrieved_ids_{retrieval}", f"retrieved_contents_{retrieval}"
+        _columns(frame, (ids, contents), p, f"result table of retrieval module '{retrieval}'")
+        return ids, contents
+    if "retrieved_ids" in frame.columns:
+        _columns(frame, ("retrieved_ids", "retrieved_contents"), p, "result table")
+        return "retrieved_ids", "retrieved_contents"
+    suffixes = [c[len("retrieved_ids_"):] for c in frame.columns if str(c).startswith("retrieved_ids_")]
+    if len(suffixes) == 1:
+        return _retrieval_columns(frame, suffixes[0], p)
+    if not suffixes:
+        raise DataError("expected AutoRAG's result table with retrieved_ids (or retrieved_ids_<module>) columns; "
+                        f"the file has {', '.join(map(str, frame.columns))}", path=str(p))
+    raise DataError(f"the result table holds several retrievals ({', '.join(suffixes)}): "
+                    "choose one with dataset.retrieval=<name>", path=str(p))
+
+
+def load_autorag(path: str, *, corpus: str | None = None, result: str | None = None, retrieval: str | None = None,
+                 name: str = "autorag", limit: int | None = None, label: bool | None = None) -> Dataset:
+    p = existing(path)
+    qa = read_frame(p, "parquet")
+    _columns(qa, QA_COLUMNS, p, "QA table")
+
+    docs: dict[str, str] | None = None
+    if corpus:
+        cp = existing(corpus, "corpus file")
+        table = read_frame(cp, "parquet")
+        _columns(table, ("doc_id", "contents"), cp, "corpus table")
+        docs = {}
+        for row, (doc, text) in enumerate(zip(table["doc_id"], table["contents"]), start=1):
+            if not isinstance(doc, str) or not isinstance(text, str):
+                raise DataError(f"expected doc_id and contents as strings, got {type(doc).__name__} and "
+                                f"{type(text).__name__}", path=str(cp), row=row)
+            docs[doc] = text
+
+    results: dict[str, dict[str, Any]] = {}
+    rp = None
+    if result:
+        rp = existing(result, "result file")
+        table = read_frame(rp, "parquet")
+        _columns(table, ("qid",), rp, "result table")
+        ids_col, contents_col = _retrieval_columns(table, retrieval, rp)
+        for row, item in enumerate(table.to_dict("records"), start=1):
+            out: dict[str, Any] = {"context_ids": plain(item[ids_col]), "contexts": plain(item[contents_col])}
+            if "generated_texts" in item:
+                out["answer"] = item["generated_texts"]
+            for col in METRIC_COLUMNS:
+                if col in item and item[col] is not None:
+                    out[f"autorag/{col}"] = plain(item[col])
+            results[str(item["qid"])] = out
+
+    def rows():
+        has_contents = "retrieval_gt_contents" in qa.columns
+        for row, item in enumerate(qa.to_dict("records"), start=1):
+            gt_ids = _flatten(item["retrieval_gt"], p, row)
+            if docs is not None:
+                absent = [d for d in gt_ids if d not in docs]
+                if absent:
+                    raise DataError(f"doc id {absent[0]!r} is not in the corpus ({corpus}); expected every "
+                                    "retrieval_gt id to be a corpus doc_id", path=str(p), row=row, field="retrieval_gt")
+                gt_texts = [docs[d] for d in gt_ids]
+            elif has_contents:
+                gt_texts = [t for group in plain(item["retrieval_gt_contents"]) or [] for t in group]
+            else:
+                gt_texts = None
+            raw: dict[str, Any] = {
+                "id": item["qid"], "query": item["query"],
+                "reference_answers": plain(item["generation_gt"]),
+                "gt_context_ids": gt_ids or None, "gt_contexts": gt_texts or None,
+                "retrieval_gt": plain(item["retrieval_gt"]),
+            }
+            if result:
+                raw.update(results.get(str(item["qid"]), {}))
+            yield row, raw
+
+    ds = build(name, p, rows(), limit=limit, label=label, corpus=docs)
+    if result:
+        ds.info["result"] = str(rp)
+        ds.info["results_matched"] = sum(r.id in results for r in ds.records)
+    return ds

@@ -1,0 +1,55 @@
+"""continuous-eval's JSONL samples: one adapter for both of its files, keyed by column name.
+
+Columns → fields: ``question`` → ``query``, ``retrieved_contexts`` → ``contexts``,
+``ground_truth_contexts`` → ``gt_contexts``, ``answer`` → ``answer``, ``ground_truths`` →
+``reference_answers``, and ``annotation`` → ``label`` through the ``labels`` map. Other
+columns (``dataset``, ``model``, the raw ``annotation``) stay in ``extra``.
+
+Two config options read the two shipped files: ``dataset=continuous_eval`` (retrieval_sm.jsonl:
+retrieved and ground-truth contexts, answers, references) and
+``dataset=continuous_eval_correctness`` (correctness_sm.jsonl: answers a human marked
+``correct``, ``incorrect`` or ``refuse-to-answer``).
+
+What the label means here: the annotation says whether the *answer* is right with respect to
+the ground truths. The references are taken as correct, so the label plays the part seed
+``004_…``'s label plays in its confusion matrix — "should this answer be judged as agreeing
+with the reference?" — and a refusal counts as not agreeing (``refuse-to-answer: false``).
+An annotation missing from ``labels`` is an error naming the row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import DataError
+from .base import Dataset, build, existing, iter_jsonl
+
+COLUMNS = {"question": "query", "retrieved_contexts": "contexts", "ground_truth_contexts": "gt_contexts",
+           "answer": "answer", "ground_truths": "reference_answers"}
+DEFAULT_LABELS = {"correct": True, "incorrect": False, "refuse-to-answer": False}
+
+
+def load_continuous_eval(path: str, *, name: str = "continuous_eval", limit: int | None = None,
+                         labels: dict[str, bool] | None = None, label: bool | None = None) -> Dataset:
+    p = existing(path)
+    labels = DEFAULT_LABELS if labels is None else dict(labels)
+
+    def rows():
+        for row, item in iter_jsonl(p):
+            if not isinstance(item, dict):
+                raise DataError(f"expected an object per line, got {type(item).__name__}", path=str(p), row=row)
+            raw: dict[str, Any] = {"id": item.get("id", f"{p.stem}-{row}")}
+            for column, value in item.items():
+                if column == "id":
+                    continue
+                raw[COLUMNS.get(column, column)] = value
+            annotation = item.get("annotation")
+            if annotation is not None:
+                if annotation not in labels:
+                    raise DataError(f"unknown annotation {annotation!r}: expected one of "
+                                    f"{', '.join(map(repr, labels))} (map it with dataset.labels)",
+                                    path=str(p), row=row, field="annotation")
+                raw["label"] = labels[annotation]
+            yield row, raw
+
+    return build(name, p, rows(), limit=limit, label=label)

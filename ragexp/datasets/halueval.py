@@ -1,0 +1,56 @@
+"""``dataset=halueval``: HaluEval's QA file, JSON lines of ``{knowledge, question, right_answer,
+hallucinated_answer}``. Each item becomes two labelled records, ``<line>-right`` and
+``<line>-hallucinated``; ``knowledge`` (the gold passage) fills both ``gt_contexts`` and
+``contexts``, as if a retriever had returned exactly the gold passage.
+
+SPEC's ``label`` asks "is the reference (ground truth) correct?". In seed ``004_…`` the
+generated answers are right and some references are deliberately wrong, so the label is, in
+effect, "should this answer be judged as agreeing with the reference?" — that is what the
+confusion metrics (``accuracy``, ``precision``, ``recall``, ``f1``) compare a metric's verdict with.
+HaluEval gives one right and one hallucinated answer per question, and ``role`` says where the
+candidate goes:
+
+- ``role: answer`` (default): the candidate is the ``answer`` and ``reference_answers`` is the
+  right answer; ``label`` is true for the right candidate, false for the hallucinated one. The
+  reference is always correct here, so the label stands for the same thing as in seed 004's
+  confusion matrix (answer and reference should agree), and answer-side metrics
+  (``answer_consistency``, overlap with ``contexts``) get a real hallucination to find.
+- ``role: reference``: seed 004's own set-up, word for word — the ``answer`` is always the right
+  answer and the candidate becomes the reference, so ``label`` literally says whether the
+  reference is correct.
+
+Rows in errors are line numbers.
+"""
+
+from __future__ import annotations
+
+from ..errors import DataError
+from .base import Dataset, build, existing, iter_jsonl
+
+ROLES = ("answer", "reference")
+
+
+def load_halueval(path: str, *, role: str = "answer", name: str = "halueval", limit: int | None = None) -> Dataset:
+    if role not in ROLES:
+        raise DataError(f"dataset.role must be one of {', '.join(ROLES)}, got {role!r}")
+    p = existing(path)
+
+    def rows():
+        for row, item in iter_jsonl(p):
+            if not isinstance(item, dict):
+                raise DataError(f"expected an object per line, got {type(item).__name__}", path=str(p), row=row)
+            for key in ("knowledge", "question", "right_answer", "hallucinated_answer"):
+                if not isinstance(item.get(key), str):
+                    raise DataError(f"expected a string, got {type(item.get(key)).__name__}",
+                                    path=str(p), row=row, field=key)
+            right, wrong = item["right_answer"], item["hallucinated_answer"]
+            for kind, candidate, label in (("right", right, True), ("hallucinated", wrong, False)):
+                answer, reference = (candidate, right) if role == "answer" else (right, candidate)
+                yield row, {
+                    "id": f"{row}-{kind}", "query": item["question"],
+                    "contexts": [item["knowledge"]], "gt_contexts": [item["knowledge"]],
+                    "answer": answer, "reference_answers": [reference], "label": label,
+                    "candidate": kind,
+                }
+
+    return build(name, p, rows(), limit=limit, role=role)

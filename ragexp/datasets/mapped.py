@@ -1,0 +1,94 @@
+"""``dataset=mapped``: any JSONL, JSON list, CSV, TSV or Parquet file, through a column mapping.
+
+``columns`` maps a canonical field (SPEC §1) to the file's column that holds it::
+
+    python -m ragexp dataset=mapped dataset.path=runs.csv \\
+        'dataset.columns={query: question, contexts: retrieved, reference_answers: gold}'
+
+A column already named like a field (``query``, ``answer``, …) needs no entry; every other
+column is kept in ``extra``. A mapping key that is not a canonical field, or a column the file
+does not have, is an error before any row is read.
+
+CSV cells are text, so list and mapping fields (``contexts``, ``context_ids``, ``gt_contexts``,
+``gt_context_ids``, ``reference_answers``, ``timings``) are often JSON-encoded there.
+``json_fields: auto`` (default) decodes such a cell when it starts with ``[`` or ``{``;
+a list of field names decodes exactly those (and a cell that is not valid JSON is an error);
+``json_fields: []`` decodes nothing. ``format`` overrides the format the suffix implies.
+An error's ``row`` is the line of a JSONL file, else the item or data row (header not counted).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import DataError
+from ..records import FIELDS
+from .base import Dataset, build, existing, read_table
+
+JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings")
+
+
+def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",
+                format: str | None = None, name: str = "mapped", limit: int | None = None,
+                label: bool | None = None) -> Dataset:
+    p = existing(path)
+    mapping = dict(columns or {})
+    unknown = [k for k in mapping if k not in FIELDS]
+    if unknown:
+        raise DataError(f"dataset.columns names an unknown field {unknown[0]!r}: expected canonical fields "
+                        f"({', '.join(FIELDS)}) mapped to the file's column names", path=str(p))
+    if json_fields == "auto":
+        decode, strict = set(JSON_FIELDS), False
+    elif isinstance(json_fields, (list, tuple)):
+        bad = [f for f in json_fields if f not in FIELDS]
+        if bad:
+            raise DataError(f"dataset.json_fields names an unknown field {bad[0]!r}: expected canonical fields",
+                            path=str(p))
+        decode, strict = set(json_fields), True
+    else:
+        raise DataError(f"dataset.json_fields must be 'auto' or a list of field names, got {json_fields!r}", path=str(p))
+
+    names, items = read_table(p, format)
+    if names:  # JSONL/JSON rows may differ; tabular files must have every mapped column
+        absent = [(f, c) for f, c in mapping.items() if c not in names]
+        if absent:
+            f, c = absent[0]
+            raise DataError(f"column {c!r} (mapped to field {f!r}) not found: the file's columns are "
+                            f"{', '.join(names)}", path=str(p), field=f)
+    source_of = {c: f for f, c in mapping.items()}
+
+    def rows():
+        for row, item in items:
+            if not isinstance(item, dict):
+                raise DataError(f"expected an object with named columns, got {type(item).__name__}",
+                                path=str(p), row=row)
+            raw: dict[str, Any] = {}
+            for f, c in mapping.items():
+                if c not in item:
+                    raise DataError(f"column {c!r} (mapped to field {f!r}) is missing from this row",
+                                    path=str(p), row=row, field=f)
+                raw[f] = item[c]
+            for c, v in item.items():
+                if c not in source_of and c not in raw:
+                    raw[c] = v
+            for f in decode:
+                v = raw.get(f)
+                if isinstance(v, str) and (strict or v.lstrip()[:1] in ("[", "{")):
+                    try:
+                        raw[f] = json.loads(v)
+                    except json.JSONDecodeError as exc:
+                        raise DataError(f"expected JSON text ({'a list' if f != 'timings' else 'an object'}), "
+                                        f"got {v[:40]!r}: {exc.msg}", path=str(p), row=row,
+                                        field=f) from None
+            yield row, raw
+
+    try:
+        return build(name, p, rows(), limit=limit, label=label)
+    except DataError as exc:
+        if exc.field not in mapping or exc.field is None or mapping[exc.field] == exc.field:
+            raise
+        # name the user's column too, since that is what they will look for in the file
+        prefix = str(DataError("", path=exc.path, row=exc.row, field=exc.field))
+        raise DataError(str(exc)[len(prefix):], path=exc.path, row=exc.row,
+                        field=f"{exc.field}' (column '{mapping[exc.field]}") from None

@@ -1,0 +1,125 @@
+"""Tonic Validate's Paul Graham example: ``qa_pairs.json``, the essays, and the CSV runs.
+
+``dataset=tonic_qa_pairs`` reads ``qa_pairs.json`` (a list of ``{essay, question, answer,
+quote}``): ``answer`` → ``reference_answers``, ``quote`` (the gold passage) → ``gt_contexts``,
+``essay`` (a file name) → ``gt_context_ids``. The ground-truth *id* therefore names the whole
+essay the quote comes from, while the ground-truth *text* is the quote itself. The corpus is the
+``essays/`` folder, id = file name (``siliconvalley.txt``), text = the file.
+
+``dataset=tonic_run`` reads one system's run, a CSV with ``reference_question``,
+``reference_answer``, ``llm_answer``, ``llm_context`` (a JSON list of passages, ``[]`` when
+the system did not return them) and ``answer_similarity`` (Tonic's own LLM-judged 0–5 score,
+kept in ``extra['answer_similarity']``). With ``qa_pairs`` set, each question is matched by its
+text to ``qa_pairs.json`` to add its ``gt_contexts`` and ``gt_context_ids``.
+
+Both give every question the same id, a digest of its text, so a run's records line up with
+the qa pairs'. An error's ``row`` is the item's position (1-based) in the JSON list, or the data
+row (header not counted) in the CSV.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError
+from .base import Dataset, build, existing, read_frame, read_json, text_id
+
+
+def _qa_pairs(p: Path) -> list[dict[str, Any]]:
+    items = read_json(p)
+    if not isinstance(items, list):
+        raise DataError(f"expected a JSON list of {{essay, question, answer, quote}} objects, got {type(items).__name__}",
+                        path=str(p))
+    for row, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise DataError(f"expected an object with essay, question, answer and quote, got {type(item).__name__}",
+                            path=str(p), row=row)
+    return items
+
+
+def _essays(folder: str | Path) -> dict[str, str]:
+    d = existing(folder, "essays folder", directory=True)
+    corpus = {}
+    for f in sorted(d.iterdir()):
+        if f.is_file() and not f.name.startswith("."):
+            try:
+                corpus[f.name] = f.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"unreadable essay: not UTF-8 text ({exc.reason})", path=str(f)) from None
+    if not corpus:
+        raise DataError("the essays folder holds no files: expected one text file per essay", path=str(d))
+    return corpus
+
+
+def _qa_raw(item: dict[str, Any]) -> dict[str, Any]:
+    question = item.get("question")
+    essay = item.get("essay")
+    return {
+        "id": text_id(question) if isinstance(question, str) else None,
+        "query": question,
+        "reference_answers": item.get("answer"),
+        "gt_contexts": [item["quote"]] if item.get("quote") is not None else None,
+        "gt_context_ids": [essay] if essay is not None else None,
+    }
+
+
+def load_tonic_qa_pairs(path: str, *, essays: str | None = None, name: str = "tonic_qa_pairs",
+                        limit: int | None = None, label: bool | None = None) -> Dataset:
+    """``essays`` defaults to the ``essays/`` folder beside ``qa_pairs.json``; ``essays: false`` reads no corpus."""
+    p = existing(path)
+    items = _qa_pairs(p)
+    corpus = None
+    if essays is not False:
+        corpus = _essays(essays if essays else p.parent / "essays")
+    return build(name, p, ((row, _qa_raw(item)) for row, item in enumerate(items, start=1)),
+                 limit=limit, label=label, corpus=corpus)
+
+
+RUN_COLUMNS = ("reference_question", "reference_answer", "llm_answer", "llm_context")
+
+
+def load_tonic_run(path: str, *, qa_pairs: str | None = None, essays: str | None = None, name: str = "tonic_run",
+                   limit: int | None = None, label: bool | None = None) -> Dataset:
+    """One Tonic Validate run CSV; ``qa_pairs`` (a path) adds the gold passages, ``essays`` the corpus."""
+    p = existing(path)
+    frame = read_frame(p, "csv")
+    missing = [c for c in RUN_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"missing column {', '.join(repr(c) for c in missing)}: expected a Tonic Validate run with "
+                        f"{', '.join(RUN_COLUMNS)}; the file has {', '.join(map(str, frame.columns))}", path=str(p))
+    gold: dict[str, dict[str, Any]] = {}
+    if qa_pairs:
+        qp = existing(qa_pairs, "qa_pairs file")
+        for item in _qa_pairs(qp):
+            if isinstance(item.get("question"), str):
+                gold[item["question"].strip()] = _qa_raw(item)
+    corpus = _essays(essays) if essays else None
+
+    def rows():
+        for row, item in enumerate(frame.to_dict("records"), start=1):
+            question = item.get("reference_question")
+            contexts = item.get("llm_context")
+            if isinstance(contexts, str):
+                try:
+                    contexts = json.loads(contexts)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"expected a JSON list of passages, got text that is not JSON ({exc.msg})",
+                                    path=str(p), row=row, field="llm_context") from None
+            raw: dict[str, Any] = {
+                "id": text_id(question) if isinstance(question, str) else None,
+                "query": question,
+                "reference_answers": item.get("reference_answer"),
+                "answer": item.get("llm_answer"),
+                "contexts": contexts,
+                "answer_similarity": item.get("answer_similarity"),
+            }
+            match = gold.get(question.strip()) if isinstance(question, str) else None
+            if match:
+                raw["gt_contexts"] = match["gt_contexts"]
+                raw["gt_context_ids"] = match["gt_context_ids"]
+            yield row, raw
+
+    return build(name, p, rows(), limit=limit, label=label, corpus=corpus,
+                 matched_qa_pairs=len(gold) > 0)
