@@ -61,9 +61,10 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    yield lineno, json.loads(line)
+                    yield lineno, json.loads(line.rstrip("\r\n"))
                 except json.JSONDecodeError as exc:
-                    raise DataError(f"unreadable JSON line: {exc.msg} at column {exc.colno}; expected one JSON object per line",
+                    where = f"{exc.msg} column {exc.colno}" if exc.msg.endswith(" at") else f"{exc.msg} at column {exc.colno}"
+                    raise DataError(f"unreadable JSON line: {where}; expected one JSON object per line",
                                     path=str(path), row=lineno) from None
     except UnicodeDecodeError as exc:
         raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None

@@ -90,5 +90,7 @@ def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields
             raise
         # name the user's column too, since that is what they will look for in the file
         prefix = str(DataError("", path=exc.path, row=exc.row, field=exc.field))
-        raise DataError(str(exc)[len(prefix):], path=exc.path, row=exc.row,
-                        field=f"{exc.field}' (column '{mapping[exc.field]}") from None
+        column = f"{prefix[:-2]} (column '{mapping[exc.field]}'): "
+        err = DataError(str(exc)[len(prefix):], path=exc.path, row=exc.row, field=exc.field)
+        err.args = (column + str(exc)[len(prefix):],)
+        raise err from None

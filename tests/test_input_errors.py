@@ -1,0 +1,368 @@
+"""Every bad input is refused before any work, in one line naming file, row, field and what was
+expected — through the real config options, and once through the real command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragexp.errors import DataError, FieldsError
+from ragexp.runner import load_dataset, run
+
+
+@pytest.fixture
+def load(compose):
+    def _load(option: str, *overrides: str):
+        return load_dataset(compose(f"dataset={option}", *overrides).dataset)
+
+    return _load
+
+
+def message(excinfo) -> str:
+    text = str(excinfo.value)
+    assert "\n" not in text, "a user error is one line"
+    return text
+
+
+def jsonl(path: Path, *rows) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows),
+                    encoding="utf-8")
+    return path
+
+
+# --- missing and unreadable files ---------------------------------------------------------
+
+def test_missing_file(load, tmp_path):
+    f = tmp_path / "nope.jsonl"
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}: dataset file not found (looked at {f}); check dataset.path or data_dir"
+
+
+def test_missing_file_under_data_dir(compose, tmp_path):
+    cfg = compose("dataset=squad2", f"data_dir={tmp_path}")
+    with pytest.raises(DataError) as e:
+        load_dataset(cfg.dataset)
+    f = tmp_path / "squad2" / "dev-v2.0.json"
+    assert message(e) == f"{f}: dataset file not found (looked at {f}); check dataset.path or data_dir"
+
+
+def test_no_path_given(load):
+    with pytest.raises(DataError) as e:
+        load("records")
+    assert message(e) == "no dataset file given: set dataset.path=FILE"
+
+
+def test_a_directory_is_not_a_file(load, tmp_path):
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={tmp_path}")
+    assert message(e) == f"{tmp_path}: expected a dataset file, got a directory"
+
+
+def test_unreadable_jsonl_line(load, tmp_path):
+    f = jsonl(tmp_path / "r.jsonl", {"query": "fine"}, '{"query": "cut off')
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == (f"{f}, row 2: unreadable JSON line: Unterminated string starting at column 11; "
+                          "expected one JSON object per line")
+
+
+def test_unreadable_json_file(load, tmp_path):
+    f = tmp_path / "samples.json"
+    f.write_text('[{"query": "a"},\n {"query": }]', encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("memory_eval_true", f"dataset.path={f}")
+    assert message(e) == f"{f}: unreadable JSON at line 2, column 12: Expecting value"
+
+
+def test_not_utf8(load, tmp_path):
+    f = tmp_path / "latin1.jsonl"
+    f.write_bytes('{"query": "caf\u00e9"}\n'.encode("latin-1"))
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}: unreadable: not UTF-8 text (invalid continuation byte)"
+
+
+def test_unreadable_parquet(load, tmp_path):
+    f = tmp_path / "qa.parquet"
+    f.write_text("this is not parquet", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("autorag", f"dataset.path={f}")
+    text = message(e)
+    assert text.startswith(f"{f}: unreadable Parquet: ")
+    assert "magic bytes not found" in text
+
+
+def test_unreadable_csv(load, tmp_path):
+    f = tmp_path / "run.csv"
+    f.write_text('question,answer\n"never closed,x\n', encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={f}", "dataset.columns={query: question}")
+    assert message(e) == f"{f}: unreadable CSV: Error tokenizing data. C error: EOF inside string starting at row 1"
+
+
+def test_empty_csv_file(load, tmp_path):
+    f = tmp_path / "run.csv"
+    f.write_text("", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("tonic_run", f"dataset.path={f}")
+    assert message(e) == f"{f}: unreadable CSV: the file is empty (expected a header row)"
+
+
+def test_unknown_suffix(load, tmp_path):
+    f = tmp_path / "data.xlsx"
+    f.write_text("x", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={f}")
+    assert message(e) == (f"{f}: cannot tell the format from the suffix '.xlsx': expected one of .jsonl, .ndjson, "
+                          ".json, .csv, .tsv, .parquet, .pq (or set dataset.format)")
+
+
+# --- bad values ----------------------------------------------------------------------------
+
+def test_missing_query(load, tmp_path):
+    f = jsonl(tmp_path / "r.jsonl", {"id": "a", "query": "fine"}, {"id": "b", "answer": "no question"})
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}, row 2, field 'query': expected a non-empty string (the user question), got NoneType None"
+
+
+def test_contexts_a_string(load, tmp_path):
+    f = jsonl(tmp_path / "r.jsonl", {"query": "q", "contexts": "one passage, not a list"})
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}, row 1, field 'contexts': expected a list of strings, got str 'one passage, not a list'"
+
+
+def test_context_item_not_a_string(load, tmp_path):
+    f = jsonl(tmp_path / "r.jsonl", {"query": "q", "gt_contexts": ["ok", 3.5]})
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}, row 1, field 'gt_contexts': expected a list of strings, but item 1 is float 3.5"
+
+
+def test_negative_latency(load, tmp_path):
+    f = jsonl(tmp_path / "r.jsonl", {"query": "q"}, {"query": "q2"}, {"query": "q3", "latency_s": -0.5})
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}, row 3, field 'latency_s': expected a non-negative number of seconds, got float -0.5"
+
+
+def test_label_not_a_boolean(load, tmp_path):
+    f = jsonl(tmp_path / "r.jsonl", {"query": "q", "label": "maybe"})
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}, row 1, field 'label': expected a boolean (true/false, 1/0), got str 'maybe'"
+
+
+def test_timings_not_a_mapping(load, tmp_path):
+    f = jsonl(tmp_path / "r.jsonl", {"query": "q", "timings": [0.1, 0.2]})
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}, row 1, field 'timings': expected a mapping of stage name to seconds, got list [0.1, 0.2]"
+
+
+def test_empty_dataset(load, tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}: the dataset is empty: expected at least one record"
+
+
+def test_empty_csv_with_header_only(load, tmp_path):
+    f = tmp_path / "r.csv"
+    f.write_text("question,answer\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={f}", "dataset.columns={query: question}")
+    assert message(e) == f"{f}: the dataset is empty: expected at least one record"
+
+
+def test_duplicate_ids(load, tmp_path):
+    f = jsonl(tmp_path / "r.jsonl", {"id": "a", "query": "q"}, {"id": "b", "query": "q"}, {"id": "a", "query": "q"})
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}, row 3, field 'id': duplicate id 'a' (first seen at row 1); ids must be unique"
+
+
+def test_duplicate_ids_name_the_source_rows(load, tmp_path):
+    """Rows are the file's lines even when blank lines are skipped."""
+    f = jsonl(tmp_path / "r.jsonl", {"id": 7, "query": "q"}, "", {"id": "7", "query": "q"})
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}, row 3, field 'id': duplicate id '7' (first seen at row 1); ids must be unique"
+
+
+def test_bad_limit(load):
+    with pytest.raises(DataError) as e:
+        load("demo", "dataset.limit=0")
+    assert message(e) == "dataset.limit must be a positive integer or null, got 0"
+
+
+# --- the column mapping ----------------------------------------------------------------------
+
+@pytest.fixture
+def csv_run(tmp_path) -> Path:
+    f = tmp_path / "run.csv"
+    f.write_text('question,retrieved,gold\n"q1","[""a"", ""b""]",x\n"q2","not json",y\n', encoding="utf-8")
+    return f
+
+
+def test_mapping_unknown_field(load, csv_run):
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={csv_run}", "dataset.columns={query: question, contxts: retrieved}")
+    assert message(e) == (f"{csv_run}: dataset.columns names an unknown field 'contxts': expected canonical fields "
+                          "(id, query, contexts, context_ids, gt_contexts, gt_context_ids, answer, reference_answers, "
+                          "label, latency_s, timings) mapped to the file's column names")
+
+
+def test_mapping_unknown_column(load, csv_run):
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={csv_run}", "dataset.columns={query: question, contexts: retreived}")
+    assert message(e) == (f"{csv_run}, field 'contexts': column 'retreived' (mapped to field 'contexts') not found: "
+                          "the file's columns are question, retrieved, gold")
+
+
+def test_mapping_names_the_users_column(load, csv_run):
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={csv_run}", "dataset.columns={query: question, contexts: retrieved}")
+    assert message(e) == (f"{csv_run}, row 2, field 'contexts' (column 'retrieved'): expected a list of strings, "
+                          "got str 'not json'")
+
+
+def test_mapping_json_column_that_is_not_json(load, csv_run):
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={csv_run}", "dataset.columns={query: question, contexts: retrieved}",
+             "dataset.json_fields=[contexts]")
+    assert message(e) == (f"{csv_run}, row 2, field 'contexts' (column 'retrieved'): expected JSON text (a list), "
+                          "got 'not json': Expecting value")
+
+
+def test_mapping_decodes_json_lists(load, csv_run):
+    ds = load("mapped", f"dataset.path={csv_run}", "dataset.columns={query: question, contexts: retrieved}",
+              "dataset.limit=1")
+    assert ds.records[0].contexts == ["a", "b"] and ds.records[0].extra == {"gold": "x"}
+
+
+# --- adapter-specific checks -----------------------------------------------------------------
+
+def test_squad_shape(load, tmp_path):
+    f = tmp_path / "squad.json"
+    f.write_text('{"version": "v2.0"}', encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("squad2", f"dataset.path={f}")
+    assert message(e) == f"{f}: expected SQuAD's JSON object with a 'data' list of articles, got dict without data"
+
+
+def test_tonic_run_missing_columns(load, tmp_path):
+    f = tmp_path / "run.csv"
+    f.write_text("reference_question,llm_answer\nq,a\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("tonic_run", f"dataset.path={f}")
+    assert message(e) == (f"{f}: missing column 'reference_answer', 'llm_context': expected a Tonic Validate run with "
+                          "reference_question, reference_answer, llm_answer, llm_context; the file has "
+                          "reference_question, llm_answer")
+
+
+def test_tonic_run_context_not_json(load, tmp_path):
+    f = tmp_path / "run.csv"
+    f.write_text("reference_question,reference_answer,llm_answer,llm_context\nq,r,a,[oops\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("tonic_run", f"dataset.path={f}", "dataset.qa_pairs=null")
+    assert message(e) == f"{f}, row 1, field 'llm_context': expected a JSON list of passages, got text that is not JSON (Expecting value)"
+
+
+def test_continuous_eval_unknown_annotation(load, tmp_path):
+    f = jsonl(tmp_path / "c.jsonl", {"question": "q", "answer": "a", "ground_truths": ["a"], "annotation": "partly"})
+    with pytest.raises(DataError) as e:
+        load("continuous_eval_correctness", f"dataset.path={f}")
+    assert message(e) == (f"{f}, row 1, field 'annotation': unknown annotation 'partly': expected one of 'correct', "
+                          "'incorrect', 'refuse-to-answer' (map it with dataset.labels)")
+
+
+def test_autorag_gt_id_not_in_corpus(load, tmp_path, data_dir):
+    import pandas as pd
+
+    f = tmp_path / "qa.parquet"
+    pd.DataFrame({"qid": ["x1"], "query": ["q"], "generation_gt": [["a"]], "retrieval_gt": [[["no-such-doc"]]]}).to_parquet(f)
+    corpus = data_dir / "autorag" / "sample_corpus.parquet"
+    with pytest.raises(DataError) as e:
+        load("autorag", f"dataset.path={f}")
+    assert message(e) == (f"{f}, row 1, field 'retrieval_gt': doc id 'no-such-doc' is not in the corpus ({corpus}); "
+                          "expected every retrieval_gt id to be a corpus doc_id")
+
+
+def test_autorag_missing_column(load, tmp_path):
+    import pandas as pd
+
+    f = tmp_path / "qa.parquet"
+    pd.DataFrame({"qid": ["x1"], "query": ["q"]}).to_parquet(f)
+    with pytest.raises(DataError) as e:
+        load("autorag", f"dataset.path={f}")
+    assert message(e) == (f"{f}: missing column 'generation_gt', 'retrieval_gt': expected AutoRAG's QA table with "
+                          "qid, query, generation_gt, retrieval_gt; the file has qid, query")
+
+
+def test_halueval_missing_field(load, tmp_path):
+    f = jsonl(tmp_path / "h.json", {"knowledge": "k", "question": "q", "right_answer": "r", "hallucinated_answer": "h"},
+              {"knowledge": "k", "question": "q2", "right_answer": "r"})
+    with pytest.raises(DataError) as e:
+        load("halueval", f"dataset.path={f}")
+    assert message(e) == f"{f}, row 2, field 'hallucinated_answer': expected a string, got NoneType"
+
+
+def test_ragchecker_shape(load, tmp_path):
+    f = tmp_path / "rc.json"
+    f.write_text('[{"query": "q"}]', encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("ragchecker", f"dataset.path={f}")
+    assert message(e) == f"{f}: expected RAGChecker's JSON object with a 'results' list, got list"
+
+
+def test_demo_unknown_system(load):
+    with pytest.raises(DataError) as e:
+        load("demo", "dataset.system=medium")
+    assert message(e) == "dataset.system must be one of strong, weak or null, got 'medium'"
+
+
+# --- a metric's fields are checked before any work -----------------------------------------
+
+def test_single_metric_missing_field_is_an_error(compose, tmp_path):
+    f = jsonl(tmp_path / "r.jsonl", {"query": "q", "contexts": ["a b"], "answer": "a"})
+    cfg = compose("dataset=records", f"dataset.path={f}", "metric=token_f1")
+    with pytest.raises(FieldsError) as e:
+        run(cfg)
+    assert message(e) == ("metric 'token_f1' needs 'reference_answers'; dataset 'records' has: id, query, contexts, "
+                          "answer (choose another metric or dataset, or a suite that skips what does not apply)")
+    assert not (tmp_path / "mlflow.db").exists()  # refused before anything was scored or logged
+
+
+def test_suite_skips_what_does_not_apply_and_says_so(compose, data_dir):
+    cfg = compose("dataset=tonic_qa_pairs", "metric=default", "tracking.enabled=false", "dataset.limit=3")
+    summary = run(cfg)
+    assert "token_f1" not in summary["metrics"]
+    said = ("metric 'token_f1' needs 'contexts'; dataset 'tonic_qa_pairs' has: id, query, gt_contexts, "
+            "gt_context_ids, reference_answers")
+    assert [m for m in summary["skipped_metrics"] if m.endswith(said)], summary["skipped_metrics"]
+
+
+# --- the command line ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["bad_value", "missing_file"])
+def test_cli_prints_one_line_and_exits_2(tmp_path, data_dir, case):
+    f = tmp_path / "bad.jsonl"
+    if case == "bad_value":
+        jsonl(f, {"id": "a", "query": "q", "contexts": "abc"})
+        expected = f"ragexp: error: {f}, row 1, field 'contexts': expected a list of strings, got str 'abc'"
+    else:
+        expected = f"ragexp: error: {f}: dataset file not found (looked at {f}); check dataset.path or data_dir"
+    proc = subprocess.run([sys.executable, "-m", "ragexp", "dataset=records", f"dataset.path={f}",
+                           f"data_dir={data_dir}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [expected]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "mlflow.db").exists()
