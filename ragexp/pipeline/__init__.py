@@ -1,19 +1,155 @@
 """The RAG pipeline under test: corpus → chunker → retriever → compressor → generator.
 
-``build_pipeline(cfg, dataset)`` returns None when every stage is off (``retriever=none``,
-``compressor=none``, ``generator=precomputed``): the dataset's own contexts and answers are
-scored as they are.
+Every stage is a config group whose YAML keys are the arguments of its ``_target_``:
+
+============  ===================================================================
+group         options
+============  ===================================================================
+chunker       ``none`` (passages whole), ``words``, ``tokens`` (size, overlap)
+retriever     ``none`` (the dataset's contexts), ``bm25``, ``dense``, ``hybrid``
+compressor    ``none``, ``sentence``, ``truncate``, ``llm``
+generator     ``precomputed`` (the dataset's answers), ``extractive``, ``llm``
+pipeline      ``default`` (the chain above), ``custom`` (your callable)
+============  ===================================================================
+
+:func:`build_pipeline` validates every setting before any heavy work (no model is loaded, no
+index built, no API called) and returns None when every stage is off (``retriever=none``
+without ``top_k``, ``compressor=none``, ``generator=precomputed``): the dataset's own contexts
+and answers are then scored as they are. Heavy libraries (bm25s, torch,
+sentence-transformers, litellm) are imported only by the stage that uses them.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from typing import Any
+
+from ..errors import ConfigError, RagexpError
+
+BUILTIN = "ragexp.pipeline.core.RAGPipeline"
+
+
+def _plain(node: Any) -> Any:
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if isinstance(node, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(node, resolve=True)
+    return node
+
+
+def _instantiate(node: Any, group: str, default: Any = None) -> Any:
+    """Build one stage from its config node, turning every failure into a one-line ConfigError."""
+    node = _plain(node)
+    if node is None:
+        return default
+    if not isinstance(node, dict) or "_target_" not in node:
+        raise ConfigError(f"{group}: expected a mapping with a _target_ (see conf/{group}/), got {node!r}")
+    target = node["_target_"]
+    kwargs = {k: v for k, v in node.items() if not k.startswith("_")}
+    fn = _import(target, f"{group}._target_")
+    try:
+        inspect.signature(fn).bind(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"{group} ({target}): {exc}; its arguments are "
+                          f"{', '.join(inspect.signature(fn).parameters)}") from None
+    return fn(**kwargs)
+
+
+def _import(target: Any, where: str) -> Any:
+    if not isinstance(target, str) or "." not in target:
+        raise ConfigError(f"{where}: expected a dotted path like my_package.module.function, got {target!r}")
+    module, _, attr = target.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except ImportError as exc:
+        raise ConfigError(f"{where}: cannot import module {module!r} ({exc}); is it on PYTHONPATH?") from None
+    except AttributeError:
+        raise ConfigError(f"{where}: module {module!r} has no attribute {attr!r}") from None
 
 
 def build_pipeline(cfg: Any, dataset: Any):
-    retriever = (cfg.get("retriever") or {}).get("name", "none")
-    compressor = (cfg.get("compressor") or {}).get("name", "none")
-    generator = (cfg.get("generator") or {}).get("name", "precomputed")
-    if retriever == "none" and compressor == "none" and generator == "precomputed":
+    """The configured pipeline for this dataset, or None when every stage is off."""
+    pipe = _plain(cfg.get("pipeline")) or {"_target_": BUILTIN}
+    if not isinstance(pipe, dict) or "_target_" not in pipe:
+        raise ConfigError(f"pipeline: expected a mapping with a _target_ (see conf/pipeline/), got {pipe!r}")
+    if pipe["_target_"] in (None, "???"):
+        raise ConfigError("pipeline=custom needs your callable: pipeline._target_=my_module.my_function")
+    if pipe["_target_"] != BUILTIN:
+        return _custom(pipe, cfg)
+    return _builtin(pipe, cfg, dataset)
+
+
+def _builtin(pipe: dict[str, Any], cfg: Any, dataset: Any):
+    from .chunking import Chunker
+    from .compressors import NoCompressor
+    from .core import RAGPipeline
+    from .generators import PrecomputedGenerator
+    from .retrievers import NoRetriever
+
+    retriever = _instantiate(cfg.get("retriever"), "retriever", NoRetriever())
+    compressor = _instantiate(cfg.get("compressor"), "compressor", NoCompressor())
+    generator = _instantiate(cfg.get("generator"), "generator", PrecomputedGenerator())
+    chunker = _instantiate(cfg.get("chunker"), "chunker", Chunker())
+    if not retriever.uses_corpus and retriever.top_k is None and not compressor.active and not generator.active:
         return None
-    raise NotImplementedError("pipeline stages are not built yet")
+
+    records = dataset.records
+    if retriever.uses_corpus:
+        if not dataset.corpus:
+            raise ConfigError(f"retriever={retriever.name} searches the dataset's corpus, but dataset "
+                              f"'{dataset.name}' brings none; choose a dataset with a corpus or retriever=none")
+    elif compressor.active or isinstance(generator, _extractive()):
+        if not any(r.has("contexts") for r in records):
+            stage = f"compressor={compressor.name}" if compressor.active else f"generator={generator.name}"
+            raise ConfigError(f"{stage} works on contexts, but retriever=none and dataset '{dataset.name}' brings "
+                              "none; choose a retriever (bm25, dense, hybrid) over a dataset with a corpus")
+    for stage in (compressor, generator):
+        client = getattr(stage, "client", None)
+        if client is not None:
+            client.check_credentials()
+    kwargs = {k: v for k, v in pipe.items() if not k.startswith("_")}
+    try:
+        return RAGPipeline(chunker=chunker, retriever=retriever, compressor=compressor, generator=generator,
+                           corpus=dataset.corpus, **kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"pipeline: {exc}") from None
+
+
+def _extractive() -> type:
+    from .generators import ExtractiveGenerator
+
+    return ExtractiveGenerator
+
+
+def _custom(pipe: dict[str, Any], cfg: Any):
+    from .core import CustomPipeline
+
+    for group, off in (("retriever", "none"), ("compressor", "none"), ("generator", "precomputed")):
+        node = _plain(cfg.get(group)) or {}
+        if node.get("name", off) != off:
+            raise ConfigError(f"pipeline=custom replaces the built-in stages; drop {group}={node.get('name')} "
+                              f"(your callable does the retrieval and generation)")
+    target = pipe["_target_"]
+    produces = pipe.get("_produces_") or ("contexts", "context_ids", "answer")
+    kwargs = {k: v for k, v in pipe.items() if not k.startswith("_")}
+    obj = _import(target, "pipeline._target_")
+    try:
+        if inspect.isclass(obj):
+            system = obj(**kwargs)
+        else:
+            import functools
+
+            inspect.signature(obj).bind("query", **kwargs)
+            system = functools.partial(obj, **kwargs) if kwargs else obj
+    except TypeError as exc:
+        raise ConfigError(f"pipeline._target_ {target}: {exc} (it is called as system(query) with the other "
+                          "keys of the pipeline config as keyword arguments)") from None
+    except RagexpError:
+        raise
+    if not callable(system):
+        raise ConfigError(f"pipeline._target_ {target}: expected a function or a class with __call__(query)")
+    return CustomPipeline(system, target, produces)
+
+
+__all__ = ["build_pipeline"]

@@ -1,0 +1,221 @@
+"""Cutting a corpus into retrievable chunks (``conf/chunker/``), and the sentence splitter.
+
+A :class:`Chunker` splits every passage of the corpus into windows of ``size`` units (words or
+tokens) that overlap by ``overlap`` units; ``size: null`` keeps passages whole. Each chunk
+remembers the passage it came from, so ground truth given as ids of the ORIGINAL corpus still
+resolves after re-chunking: a chunk's id is ``<doc_id>#<n>`` (n counts from 0 within its
+passage) and its ``doc_id`` is the source passage's id.
+
+    >>> chunks = Chunker(size=4, overlap=1).split({"d1": "one two three four five six seven"})
+    >>> [(c.id, c.doc_id, c.text) for c in chunks]
+    [('d1#0', 'd1', 'one two three four'), ('d1#1', 'd1', 'four five six seven')]
+    >>> [c.text for c in Chunker(size=None).split({"d1": "kept  as it is"})]
+    ['kept  as it is']
+
+Windows advance by ``size - overlap`` units and stop once a window reaches the passage's end,
+so no chunk is only the tail of the one before it. Token windows (``unit: tokens``) count the
+tokens of a tiktoken encoding (``cl100k_base`` by default, read offline from the copy litellm
+ships) or of a Hugging Face ``tokenizer.json`` given by path; their text is the decoded slice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+CHUNK_SEP = "#"
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One retrievable unit: its own id, the id of the passage it came from, and its text."""
+
+    id: str
+    doc_id: str
+    text: str
+
+
+def source_id(chunk_id: str) -> str:
+    """The passage id a chunk id was cut from (``"p7#2"`` → ``"p7"``; an unchunked id is itself).
+
+    >>> source_id("56be4db0acb8001400a502ec#3"), source_id("doc-1")
+    ('56be4db0acb8001400a502ec', 'doc-1')
+    """
+    head, sep, tail = chunk_id.rpartition(CHUNK_SEP)
+    return head if sep and tail.isdigit() else chunk_id
+
+
+class Chunker:
+    """Split passages into overlapping windows of ``size`` words or tokens.
+
+    ``size``: units per chunk, or None to keep each passage whole. ``overlap``: units shared by
+    consecutive chunks (0 ≤ overlap < size). ``unit``: ``words`` (white-space separated) or
+    ``tokens``. ``tokenizer``: for tokens, a tiktoken encoding name or a path to a Hugging Face
+    ``tokenizer.json``.
+    """
+
+    def __init__(self, size: int | None = None, overlap: int = 0, unit: str = "words",
+                 tokenizer: str = "cl100k_base", name: str | None = None):
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+            raise ConfigError(f"chunker.size: expected a positive number of {unit} or null (keep passages whole), got {size!r}")
+        if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
+            raise ConfigError(f"chunker.overlap: expected a non-negative integer, got {overlap!r}")
+        if size is not None and overlap >= size:
+            raise ConfigError(f"chunker.overlap: expected less than chunker.size ({size}), got {overlap}")
+        if unit not in ("words", "tokens"):
+            raise ConfigError(f"chunker.unit: expected 'words' or 'tokens', got {unit!r}")
+        self.size, self.overlap, self.unit, self.tokenizer = size, overlap, unit, tokenizer
+        self.name = name or ("none" if size is None else unit)
+        if size is not None and unit == "tokens":
+            load_tokenizer(tokenizer)  # fail now, before any work, if it cannot be loaded offline
+
+    def key(self) -> dict[str, Any]:
+        """What determines the chunks (part of the index cache key)."""
+        if self.size is None:
+            return {"size": None}
+        k: dict[str, Any] = {"size": self.size, "overlap": self.overlap, "unit": self.unit}
+        if self.unit == "tokens":
+            k["tokenizer"] = self.tokenizer
+        return k
+
+    def split(self, corpus: dict[str, str]) -> list[Chunk]:
+        out: list[Chunk] = []
+        for doc_id, text in corpus.items():
+            for n, piece in enumerate(self._pieces(text)):
+                out.append(Chunk(f"{doc_id}{CHUNK_SEP}{n}", doc_id, piece))
+        return out
+
+    def _pieces(self, text: str) -> list[str]:
+        if self.size is None:
+            return [text] if text.strip() else []
+        if self.unit == "words":
+            units = text.split()
+            return [" ".join(w) for w in _windows(units, self.size, self.overlap)]
+        tok = load_tokenizer(self.tokenizer)
+        ids = tok.encode(text)
+        return [tok.decode(w).strip() for w in _windows(ids, self.size, self.overlap)]
+
+
+def _windows(units: list[Any], size: int, overlap: int) -> list[list[Any]]:
+    """Consecutive windows of ``size`` units stepping by ``size - overlap``.
+
+    >>> _windows(list("abcdefg"), 3, 1)
+    [['a', 'b', 'c'], ['c', 'd', 'e'], ['e', 'f', 'g']]
+    >>> _windows(list("abcd"), 3, 1)
+    [['a', 'b', 'c'], ['c', 'd']]
+    """
+    step = size - overlap
+    out = []
+    start = 0
+    while start < len(units):
+        out.append(units[start:start + size])
+        if start + size >= len(units):
+            break
+        start += step
+    return out
+
+
+class _HFTokenizer:
+    def __init__(self, path: Path):
+        from tokenizers import Tokenizer
+
+        self._tok = Tokenizer.from_file(str(path))
+
+    def encode(self, text: str) -> list[int]:
+        return self._tok.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: list[int]) -> str:
+        return self._tok.decode(ids)
+
+
+@lru_cache(maxsize=8)
+def load_tokenizer(name: str):
+    """A tokenizer with ``encode``/``decode``: a tiktoken encoding by name, or a tokenizer.json path."""
+    p = Path(str(name)).expanduser()
+    if p.is_dir():
+        p = p / "tokenizer.json"
+    if p.suffix == ".json":
+        if not p.exists():
+            raise ConfigError(f"tokenizer: file not found: {p}")
+        return _HFTokenizer(p)
+    offline_tiktoken()
+    import tiktoken
+
+    try:
+        return tiktoken.get_encoding(str(name))
+    except Exception as exc:  # noqa: BLE001 - tiktoken raises plain errors (unknown name, no network)
+        raise ConfigError(f"tokenizer {name!r} cannot be loaded offline ({type(exc).__name__}); use cl100k_base, "
+                          "o200k_base or a path to a tokenizer.json") from None
+
+
+def offline_tiktoken() -> None:
+    """Point tiktoken at the encodings litellm bundles, so no download is ever attempted."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        return
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        d = Path(base) / "litellm_core_utils" / "tokenizers"
+        if d.is_dir():
+            os.environ["TIKTOKEN_CACHE_DIR"] = str(d)
+            return
+
+
+def count_units(text: str, unit: str = "words", tokenizer: str = "cl100k_base") -> int:
+    """How many words (white-space separated) or tokens ``text`` holds.
+
+    >>> count_units("a b  c")
+    3
+    """
+    if unit == "words":
+        return len(text.split())
+    return len(load_tokenizer(tokenizer).encode(text))
+
+
+# A sentence ends at . ! ? (or their CJK forms), possibly followed by closing quotes/brackets,
+# then white space and an opening capital, digit or quote; CJK full stops need no space after them.
+_ABBREV = {"mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "no", "fig", "u.s", "inc",
+           "ltd", "co", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"}
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?<=[。！？])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences with a small rule-based splitter (offline, no model).
+
+    >>> split_sentences("Dr. Smith went to Washington. He arrived at 5 p.m. on Monday! Was it late?")
+    ['Dr. Smith went to Washington.', 'He arrived at 5 p.m. on Monday!', 'Was it late?']
+    >>> split_sentences("北京是首都。上海很大。")
+    ['北京是首都。', '上海很大。']
+    """
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        candidate = text[start:m.start()].strip()
+        last = candidate.rstrip(".!?\"'”’)]").rsplit(None, 1)[-1].lower() if candidate else ""
+        if candidate.endswith(".") and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
+            continue  # "Dr. Smith", "J. Doe": not a sentence end
+        if candidate:
+            out.append(candidate)
+        start = m.end()
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+def corpus_digest(corpus: dict[str, str]) -> str:
+    """A content digest of the corpus (ids and texts, in order), for the index cache key."""
+    h = hashlib.sha256()
+    for doc_id, text in corpus.items():
+        h.update(json.dumps([doc_id, text], ensure_ascii=False).encode())
+        h.update(b"\n")
+    return h.hexdigest()

@@ -1,0 +1,187 @@
+"""Context compressors (``conf/compressor/``): ``none``, ``sentence``, ``truncate`` and ``llm``.
+
+A compressor maps ``(query, contexts, context_ids)`` to shorter ``(contexts, context_ids)``,
+keeping the two lists aligned: a context that loses all its text is dropped with its id, and
+the order of what remains is the retrieved order.
+
+- ``sentence`` keeps the ``keep`` sentences most similar to the query (over all contexts),
+  each in its own context and original order. Similarity is ``lexical`` (cosine of the sets
+  of SQuAD-normalised content words) or ``dense`` (cosine of sentence-transformers
+  embeddings). Sentences come from :func:`ragexp.pipeline.chunking.split_sentences`.
+- ``truncate`` keeps contexts in rank order until ``max_tokens`` words or tokens are spent,
+  cutting the last one to fit.
+- ``llm`` asks a litellm model, context by context, to copy out the sentences that help
+  answer the question (prompt ``compress_v1``); a reply of ``NONE`` drops the context.
+
+    >>> TruncateCompressor(max_tokens=5, unit="words").compress("q", ["a b c", "d e f g"], ["1", "2"])
+    (['a b c', 'd e'], ['1', '2'])
+    >>> s = SentenceCompressor(keep=1)
+    >>> s.compress("Where is the Eiffel Tower?",
+    ...            ["Paris is big. The Eiffel Tower is in Paris.", "Lyon has a river."], ["p1", "p2"])
+    (['The Eiffel Tower is in Paris.'], ['p1'])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import ConfigError
+from ..text import squad_tokens
+from .chunking import count_units, load_tokenizer, split_sentences
+from .llm import LLMClient, check_template, render
+
+_STOP = frozenset("""about above after again against all am and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have having he her
+here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of
+off on once only or other our ours ourselves out over own same she should so some such than that their theirs them
+themselves then there these they this those through to too under until up very was we were what when where which
+while who whom why will with would you your yours yourself yourselves""".split())
+
+
+def content_words(text: str) -> frozenset[str]:
+    """SQuAD-normalised tokens of ``text`` minus common English function words.
+
+    >>> sorted(content_words("Where is the Eiffel Tower?"))
+    ['eiffel', 'tower']
+    """
+    return frozenset(t for t in squad_tokens(text) if t not in _STOP)
+
+
+def lexical_similarity(query_words: frozenset[str], text: str) -> float:
+    """Cosine similarity of two word sets: |Q ∩ S| / sqrt(|Q| · |S|) (0 when either is empty).
+
+    >>> lexical_similarity(frozenset({"eiffel", "tower"}), "The Eiffel Tower is tall") == 2 / math.sqrt(2 * 3)
+    True
+    """
+    words = content_words(text)
+    if not query_words or not words:
+        return 0.0
+    return len(query_words & words) / math.sqrt(len(query_words) * len(words))
+
+
+class Compressor:
+    name = "compressor"
+    active = True
+
+    def compress(self, query: str, contexts: list[str], ids: list[str] | None) -> tuple[list[str], list[str] | None]:
+        raise NotImplementedError
+
+
+class NoCompressor(Compressor):
+    """``compressor=none``: contexts pass through unchanged."""
+
+    active = False
+
+    def __init__(self, name: str = "none"):
+        self.name = name
+
+    def compress(self, query, contexts, ids):
+        return contexts, ids
+
+
+class SentenceCompressor(Compressor):
+    """Keep the ``keep`` sentences most similar to the query (ties: the earlier sentence).
+
+    ``min_score`` drops kept sentences scoring below it (0 keeps ``keep`` sentences always).
+    """
+
+    def __init__(self, name: str = "sentence", keep: int = 3, similarity: str = "lexical",
+                 model: str = "all-MiniLM-L6-v2", min_score: float = 0.0):
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ConfigError(f"compressor.keep: expected a positive number of sentences, got {keep!r}")
+        if similarity not in ("lexical", "dense"):
+            raise ConfigError(f"compressor.similarity: expected 'lexical' or 'dense', got {similarity!r}")
+        self.name, self.keep, self.similarity, self.model, self.min_score = name, keep, similarity, model, min_score
+        if similarity == "dense":
+            from .retrievers import resolve_model
+
+            resolve_model(model)
+
+    def _scores(self, query: str, sentences: list[str]) -> list[float]:
+        if self.similarity == "lexical":
+            q = content_words(query)
+            return [lexical_similarity(q, s) for s in sentences]
+        from .retrievers import load_encoder
+
+        enc = load_encoder(self.model)
+        vecs = enc.encode([query, *sentences], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return [float(v @ vecs[0]) for v in vecs[1:]]
+
+    def compress(self, query, contexts, ids):
+        units = [(ci, s) for ci, c in enumerate(contexts) for s in split_sentences(c)]
+        if not units:
+            return [], [] if ids is not None else None
+        scores = self._scores(query, [s for _, s in units])
+        ranked = sorted(range(len(units)), key=lambda i: (-scores[i], i))
+        chosen = sorted(i for i in ranked[:self.keep] if scores[i] >= self.min_score)
+        out: dict[int, list[str]] = {}
+        for i in chosen:
+            out.setdefault(units[i][0], []).append(units[i][1])
+        kept = sorted(out)
+        return [" ".join(out[ci]) for ci in kept], ([ids[ci] for ci in kept] if ids is not None else None)
+
+
+class TruncateCompressor(Compressor):
+    """Keep at most ``max_tokens`` words or tokens of context, in rank order."""
+
+    def __init__(self, name: str = "truncate", max_tokens: int = 256, unit: str = "tokens",
+                 tokenizer: str = "cl100k_base"):
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ConfigError(f"compressor.max_tokens: expected a positive integer, got {max_tokens!r}")
+        if unit not in ("words", "tokens"):
+            raise ConfigError(f"compressor.unit: expected 'words' or 'tokens', got {unit!r}")
+        self.name, self.max_tokens, self.unit, self.tokenizer = name, max_tokens, unit, tokenizer
+        if unit == "tokens":
+            load_tokenizer(tokenizer)
+
+    def _cut(self, text: str, n: int) -> str:
+        if self.unit == "words":
+            return " ".join(text.split()[:n])
+        tok = load_tokenizer(self.tokenizer)
+        return tok.decode(tok.encode(text)[:n]).strip()
+
+    def compress(self, query, contexts, ids):
+        left = self.max_tokens
+        out_c: list[str] = []
+        out_i: list[str] = []
+        for i, c in enumerate(contexts):
+            if left <= 0:
+                break
+            n = count_units(c, self.unit, self.tokenizer)
+            piece = c if n <= left else self._cut(c, left)
+            left -= min(n, left)
+            if piece:
+                out_c.append(piece)
+                if ids is not None:
+                    out_i.append(ids[i])
+        return out_c, (out_i if ids is not None else None)
+
+
+class LLMCompressor(Compressor):
+    """Ask a litellm model to keep only the helpful sentences of each context."""
+
+    def __init__(self, name: str = "llm", model: str = "openai/gpt-4o-mini", prompt: str = "compress_v1",
+                 api_base: str | None = None, api_key_env: str | None = None, temperature: float = 0.0,
+                 max_tokens: int = 512, timeout: float = 60.0, num_retries: int = 2):
+        check_template(prompt, ("query", "context"), "compressor")
+        self.name, self.prompt = name, prompt
+        self.client = LLMClient(model, who="compressor", api_base=api_base, api_key_env=api_key_env,
+                                temperature=temperature, max_tokens=max_tokens, timeout=timeout,
+                                num_retries=num_retries)
+
+    def compress(self, query, contexts, ids):
+        out_c: list[str] = []
+        out_i: list[str] = []
+        for i, c in enumerate(contexts):
+            reply = self.client.complete(render(self.prompt, query=query, context=c))
+            if not reply or reply.strip().strip(".").upper() == "NONE":
+                continue
+            out_c.append(reply.strip())
+            if ids is not None:
+                out_i.append(ids[i])
+        return out_c, (out_i if ids is not None else None)
+
+
+def describe(obj: Any) -> str:
+    return getattr(obj, "name", type(obj).__name__)

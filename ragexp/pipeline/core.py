@@ -1,0 +1,221 @@
+"""The two pipelines: the built-in chain of stages, and a user's own callable.
+
+:class:`RAGPipeline` (``pipeline=default``) chunks the dataset's corpus, loads or builds the
+retriever's index once, then for every record retrieves, compresses and generates, timing
+each stage. :class:`CustomPipeline` (``pipeline=custom``) calls your function or object with
+the query and reads what it returns.
+
+Both fill, per record, ``timings`` (seconds per stage: ``embed``, ``retrieve``, ``rerank``,
+``compress``, ``generate``, and ``total``) and ``latency_s`` (= ``total``), which the runner
+logs as ``latency/<stage>`` and ``avg_latency`` (SPEC §2.5).
+
+Ids after chunking (the convention the ranked metrics rely on): with
+``context_ids: source`` (the default) a retrieved chunk's ``context_ids`` entry is the id of
+the corpus passage it was cut from, so it compares directly with ``gt_context_ids`` (ids of
+the original corpus); two chunks of one passage give that id twice, and the ranked metrics
+count a relevant id once (a later duplicate is not relevant again). The chunk ids
+themselves (``<doc_id>#<n>``) are kept in ``record.extra["chunk_ids"]``. With
+``context_ids: chunk`` the chunk ids go into ``context_ids`` instead.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, Iterable, Mapping
+
+from ..errors import ConfigError, DataError
+from ..records import Record
+from .cache import IndexCache
+from .chunking import Chunker, corpus_digest
+from .compressors import Compressor
+from .generators import Generator
+from .retrievers import NoRetriever, Retriever
+
+Progress = Callable[[Iterable[Any]], Iterable[Any]]
+
+
+def _say(message: str) -> None:
+    print(f"[ragexp] {message}", file=sys.stderr, flush=True)
+
+
+class RAGPipeline:
+    """corpus → chunker → retriever → compressor → generator, timed per record.
+
+    ``cache_dir``: where indexes are cached (relative to the launch directory; null: no cache).
+    ``context_ids``: ``source`` (ids of the corpus passages the chunks came from) or ``chunk``.
+    The stages and the corpus are passed in by :func:`ragexp.pipeline.build_pipeline`.
+    """
+
+    def __init__(self, *, chunker: Chunker, retriever: Retriever, compressor: Compressor, generator: Generator,
+                 corpus: dict[str, str] | None = None, cache_dir: str | None = ".ragexp_cache/index",
+                 context_ids: str = "source"):
+        if context_ids not in ("source", "chunk"):
+            raise ConfigError(f"pipeline.context_ids: expected 'source' or 'chunk', got {context_ids!r}")
+        self.chunker, self.retriever, self.compressor, self.generator = chunker, retriever, compressor, generator
+        self.corpus = corpus
+        self.cache = IndexCache(cache_dir) if cache_dir else None
+        self.context_ids = context_ids
+        self.stats: dict[str, float] = {}
+        self.chunks: list[Any] = []
+        self.failures = 0
+
+    @property
+    def produces(self) -> tuple[str, ...]:
+        """Record fields this pipeline fills from scratch (the dataset's values are replaced)."""
+        out = []
+        if self.retriever.uses_corpus:
+            out += ["contexts", "context_ids"]
+        if self.generator.active:
+            out.append("answer")
+        return tuple(out + ["timings", "latency_s"])
+
+    def prepare(self) -> None:
+        """Chunk the corpus and load or build the retriever's index (not part of any sample's timing)."""
+        if not self.retriever.uses_corpus or self.chunks:
+            return
+        assert self.corpus is not None
+        t0 = time.perf_counter()
+        self.chunks = self.chunker.split(self.corpus)
+        if not self.chunks:
+            raise ConfigError("the corpus holds no text to retrieve from")
+        self.stats["index/chunks"] = float(len(self.chunks))
+        self.stats["index/chunk_seconds"] = time.perf_counter() - t0
+        key = {"corpus": corpus_digest(self.corpus), "chunker": self.chunker.key()}
+        self.stats.update(self.retriever.prepare(self.chunks, key, self.cache))
+        for kind in ("bm25", "dense"):
+            if f"index/{kind}/built" in self.stats:
+                how = "built" if self.stats[f"index/{kind}/built"] else "loaded from the cache"
+                where = f" in {self.cache.root}" if self.cache else " (no cache)"
+                _say(f"{kind} index over {len(self.chunks)} chunks {how}{where} "
+                     f"({self.stats[f'index/{kind}/seconds']:.2f} s)")
+
+    def run(self, records: list[Record], progress: Progress | None = None) -> list[Record]:
+        self.prepare()
+        for r in (progress(records) if progress else records):
+            self.run_one(r)
+        if self.failures:
+            _say(f"{self.failures} sample(s) failed in a pipeline stage; their fields are left empty "
+                 "(see extra.pipeline_error in per-sample data)")
+        return records
+
+    def run_one(self, r: Record) -> None:
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        if self.retriever.uses_corpus:
+            hits = self.retriever.search(r.query, self.retriever.top_k, timings)
+            chunks = [self.chunks[i] for i, _ in hits]
+            r.contexts = [c.text for c in chunks]
+            r.context_ids = [c.doc_id if self.context_ids == "source" else c.id for c in chunks]
+            r.extra["chunk_ids"] = [c.id for c in chunks]
+        elif self.retriever.top_k is not None:
+            k = self.retriever.top_k
+            r.contexts = r.contexts[:k] if r.contexts is not None else None
+            r.context_ids = r.context_ids[:k] if r.context_ids is not None else None
+        ok = True
+        if self.compressor.active and r.contexts is not None:
+            ids = r.context_ids if r.context_ids is not None and len(r.context_ids) == len(r.contexts) else None
+            t = time.perf_counter()
+            try:
+                r.contexts, new_ids = self.compressor.compress(r.query, r.contexts, ids)
+                if ids is not None:
+                    r.context_ids = new_ids
+            except RuntimeError as exc:
+                ok = self._failed(r, "compress", exc)
+                r.contexts = r.context_ids = None
+            timings["compress"] = time.perf_counter() - t
+        if self.generator.active:
+            t = time.perf_counter()
+            if ok:
+                try:
+                    r.answer = self.generator.generate(r.query, r.contexts or [])
+                except RuntimeError as exc:
+                    self._failed(r, "generate", exc)
+                    r.answer = None
+            timings["generate"] = time.perf_counter() - t
+        timings["total"] = time.perf_counter() - t0
+        r.timings = timings
+        r.latency_s = timings["total"]
+
+    def _failed(self, r: Record, stage: str, exc: Exception) -> bool:
+        self.failures += 1
+        r.extra["pipeline_error"] = f"{stage}: {exc}"
+        return False
+
+
+class CustomPipeline:
+    """``pipeline=custom``: your callable answers each query.
+
+    It is called as ``system(query)`` and returns a mapping (or an object with attributes)
+    holding any of ``contexts`` (list of str, ranked), ``context_ids`` (list of str, same
+    order), ``answer`` (str) and ``timings`` (stage name → seconds). The total wall time of
+    the call is measured here and added as ``timings["total"]`` unless you report it.
+    ``produces`` lists the fields the system fills (the dataset's values of those fields are
+    not used).
+    """
+
+    FIELDS = ("contexts", "context_ids", "answer", "timings")
+
+    def __init__(self, system: Callable[[str], Any], target: str,
+                 produces: Iterable[str] = ("contexts", "context_ids", "answer")):
+        produces = list(produces)
+        bad = [f for f in produces if f not in self.FIELDS]
+        if bad:
+            raise ConfigError(f"pipeline._produces_: {', '.join(map(repr, bad))} cannot be produced; "
+                              f"expected some of {', '.join(self.FIELDS)}")
+        self.system, self.target = system, target
+        self._fields = [f for f in produces if f != "timings"]
+        self.stats: dict[str, float] = {}
+
+    @property
+    def produces(self) -> tuple[str, ...]:
+        return tuple(self._fields + ["timings", "latency_s"])
+
+    def run(self, records: list[Record], progress: Progress | None = None) -> list[Record]:
+        for row, r in enumerate(progress(records) if progress else records, start=1):
+            t0 = time.perf_counter()
+            out = self.system(r.query)
+            total = time.perf_counter() - t0
+            self._fill(r, out, row, total)
+        return records
+
+    def _get(self, out: Any, name: str) -> Any:
+        if isinstance(out, Mapping):
+            return out.get(name)
+        return getattr(out, name, None)
+
+    def _fill(self, r: Record, out: Any, row: int, total: float) -> None:
+        where = f"pipeline {self.target} (sample '{r.id}')"
+        if isinstance(out, str):
+            out = {"answer": out}
+        for name in ("contexts", "context_ids"):
+            value = self._get(out, name)
+            if value is None:
+                continue
+            if isinstance(value, tuple):
+                value = list(value)
+            if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+                raise DataError(f"expected a list of strings, got {type(value).__name__} {str(value)[:60]!r}",
+                                path=where, row=row, field=name)
+            setattr(r, name, value)
+        answer = self._get(out, "answer")
+        if answer is not None:
+            if not isinstance(answer, str):
+                raise DataError(f"expected a string, got {type(answer).__name__}", path=where, row=row, field="answer")
+            r.answer = answer
+        timings = self._get(out, "timings") or {}
+        if not isinstance(timings, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in timings.items()):
+            raise DataError(f"expected a mapping of stage name to seconds, got {str(timings)[:60]!r}",
+                            path=where, row=row, field="timings")
+        timings = {k: float(v) for k, v in timings.items()}
+        timings.setdefault("total", total)
+        r.timings = timings
+        r.latency_s = timings["total"]
+
+
+def is_builtin(pipeline: Any) -> bool:
+    return isinstance(pipeline, RAGPipeline)
+
+
+__all__ = ["RAGPipeline", "CustomPipeline", "NoRetriever"]

