@@ -1,0 +1,113 @@
+"""The LLM judge: one small interface in front of litellm (SPEC §2.6, §2.7).
+
+``build_judge(cfg, specs)`` checks everything a run needs from the judge *before any work* —
+credentials (one line naming the variable to set), the server URL, the prompt versions, the
+budget's price — and returns a :class:`Judge`. Modules:
+
+- :mod:`.settings` — ``conf/judge/<name>.yaml`` = :class:`JudgeSettings`;
+- :mod:`.templates` and ``prompts/`` — versioned prompt files, content delimited and defused;
+- :mod:`.parse` — replies → typed verdicts, tolerant of how models answer;
+- :mod:`.client` — litellm, the one retry layer, rate limit, concurrency, budget, usage;
+- :mod:`.cache` — the persistent SQLite cache shared by runs and sweep jobs;
+- :mod:`.engine` — the metric plans, shared verdicts, and the event loop.
+
+Importing this package imports neither litellm nor anything heavy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import ConfigError
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "judge"
+JUDGE_NAMES_HINT = "gpt4o, gpt4o_mini, claude_sonnet, gemini_flash, ollama, openai_compatible"
+
+
+def _settings(cfg: Any):
+    from .settings import JudgeSettings
+
+    if isinstance(cfg, JudgeSettings):
+        return cfg
+    if isinstance(cfg, str):
+        path = CONF_DIR / f"{cfg}.yaml"
+        if not path.exists():
+            raise ConfigError(f"no judge '{cfg}' (looked for {path}); choose one of: {JUDGE_NAMES_HINT}")
+        import yaml
+
+        cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(cfg, DictConfig):
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+    except ImportError:  # pragma: no cover
+        pass
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"judge: expected a judge config (mapping) or a name, got {cfg!r}")
+    return JudgeSettings.from_config(cfg)
+
+
+def build_judge(cfg: Any, specs: Sequence[Any] = ()) -> "Judge":
+    """A ready :class:`Judge` from a config node, a ``conf/judge`` name, or :class:`JudgeSettings`.
+
+    Raises :class:`ragexp.errors.CredentialsError` when the key's variable is unset and
+    :class:`ragexp.errors.ConfigError` for anything else that would fail later.
+    """
+    judge_specs = [s for s in specs if getattr(getattr(s, "info", None), "judge", False)]
+    if cfg is None:
+        names = ", ".join(s.key for s in judge_specs) or "judge metrics"
+        raise ConfigError(f"{names} ask an LLM judge, but none is configured: add judge=<name> "
+                          f"({JUDGE_NAMES_HINT})")
+    settings = _settings(cfg)
+    settings.check()
+    from .engine import Judge, check_specs
+
+    check_specs(judge_specs)
+    cache = None
+    if settings.cache:
+        from .cache import JudgeCache
+
+        try:
+            cache = JudgeCache(settings.resolved_cache_path())
+        except OSError as exc:
+            raise ConfigError(f"judge cache {settings.resolved_cache_path()} cannot be opened ({exc}); "
+                              "set judge.cache_path or judge.cache=false") from None
+    judge = Judge(settings, cache)
+    if settings.max_cost_usd is not None and not judge.prices.known:
+        raise ConfigError(f"judge.max_cost_usd is set but litellm has no price for '{settings.model}': "
+                          "set judge.cost_per_million_in and judge.cost_per_million_out")
+    return judge
+
+
+def score_one(name: str, judge: Any, fields: Mapping[str, Any], options: Mapping[str, Any]):
+    """One record's value of one judge metric (what the registered metric functions call)."""
+    from ..evaluate import MetricSpec
+    from ..metrics.base import REGISTRY
+    from ..records import Record
+
+    if judge is None:
+        raise ConfigError(f"{name} asks an LLM judge: pass judge=build_judge('<name>') ({JUDGE_NAMES_HINT})")
+    info = REGISTRY[name]
+    spec = MetricSpec(key=name, info=info, options={**info.options, **options, "judge": None})
+    if not hasattr(judge, "score"):
+        judge = build_judge(judge, [spec])
+    record = Record(id="1", query=fields.get("query") or "-", **{k: v for k, v in fields.items() if k != "query"})
+    scores, _ = judge.score([record], [spec])
+    return scores[name][0]
+
+
+def __getattr__(name: str) -> Any:  # lazy: ``from ragexp.judge import Judge`` without import cost up front
+    if name == "Judge":
+        from .engine import Judge
+
+        return Judge
+    if name == "JudgeSettings":
+        from .settings import JudgeSettings
+
+        return JudgeSettings
+    raise AttributeError(name)
+
+
+__all__ = ["build_judge", "score_one", "Judge", "JudgeSettings"]

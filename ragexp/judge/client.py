@@ -1,0 +1,297 @@
+"""The one place that talks to a judge model: litellm behind cache, limits, retries and a budget.
+
+:meth:`JudgeClient.complete` sends one chat request and returns a :class:`Completion`, or raises
+:class:`CallFailed` with a SPEC §3 status (``timeout``, ``rate_limited``, ``api_error``) once its
+retries are spent. It is the only retry layer: litellm is called with ``num_retries=0`` and
+``max_retries=0`` (no retries inside litellm or the OpenAI SDK). Retries cover 429 (waiting at
+least the ``Retry-After`` the server sent, and pausing every other request too), 5xx, connection
+errors and timeouts, with exponential back-off and jitter. A rejected key (401/403) or an
+unknown model (404) stops the run at once: retrying cannot fix them.
+
+Before every request that is not in the cache, the :class:`Budget` checks that the spending so
+far, plus what requests in flight may still cost, plus this request's worst case (its prompt
+tokens and ``max_tokens`` of output, at the model's price) stays within ``max_cost_usd``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError, CredentialsError
+from .cache import JudgeCache, cache_key
+from .ratelimit import RateLimiter
+from .settings import JudgeSettings
+
+log = logging.getLogger("ragexp.judge")
+
+
+class CallFailed(Exception):
+    """A request failed for good; ``status`` is ``timeout``, ``rate_limited`` or ``api_error``."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class BudgetStop(Exception):
+    """The next request could pass ``max_cost_usd``; no request is started after this."""
+
+
+@dataclass
+class Completion:
+    text: str
+    finish_reason: str | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    cached: bool
+
+
+@dataclass
+class Usage:
+    """Counters of one run; :meth:`as_metrics` gives the ``judge/…`` keys of SPEC §4."""
+
+    calls: int = 0  # HTTP requests sent (retries included)
+    retries: int = 0
+    cache_hits: int = 0
+    shared: int = 0  # verdicts asked once and reused by several metrics or samples in this run
+    reasks: int = 0  # corrective re-asks after an unparseable reply
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    failures: dict[str, int] = field(default_factory=dict)  # failed verdicts by status
+
+    def fail(self, status: str) -> None:
+        self.failures[status] = self.failures.get(status, 0) + 1
+
+    def as_metrics(self) -> dict[str, float]:
+        out = {
+            "judge/calls": float(self.calls),
+            "judge/cache_hits": float(self.cache_hits),
+            "judge/tokens_in": float(self.tokens_in),
+            "judge/tokens_out": float(self.tokens_out),
+            "judge/cost_usd": float(self.cost_usd),
+            "judge/failures": float(sum(self.failures.values())),
+            "judge/retries": float(self.retries),
+            "judge/reasks": float(self.reasks),
+            "judge/shared_verdicts": float(self.shared),
+        }
+        for status, n in sorted(self.failures.items()):
+            out[f"judge/failures/{status}"] = float(n)
+        return out
+
+
+class Prices:
+    """US dollars per token in and out: the settings' override, else litellm's price map."""
+
+    def __init__(self, settings: JudgeSettings):
+        self.known = True
+        if settings.cost_per_million_in is not None or settings.cost_per_million_out is not None:
+            self.per_in = (settings.cost_per_million_in or 0.0) / 1e6
+            self.per_out = (settings.cost_per_million_out or 0.0) / 1e6
+            return
+        import litellm
+
+        try:
+            cin, _ = litellm.cost_per_token(model=settings.model, prompt_tokens=1_000_000, completion_tokens=0)
+            _, cout = litellm.cost_per_token(model=settings.model, prompt_tokens=0, completion_tokens=1_000_000)
+            self.per_in, self.per_out = cin / 1e6, cout / 1e6
+        except Exception:  # noqa: BLE001 - litellm raises a plain Exception for an unmapped model
+            self.per_in = self.per_out = 0.0
+            self.known = False
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        return tokens_in * self.per_in + tokens_out * self.per_out
+
+
+class Budget:
+    """Spending so far plus reservations of requests in flight, against ``max_cost_usd``."""
+
+    def __init__(self, limit: float | None):
+        self.limit = limit
+        self.spent = 0.0
+        self.reserved = 0.0
+        self.stopped = False
+
+    def reserve(self, worst_case: float) -> None:
+        if self.limit is None:
+            return
+        if self.stopped or self.spent + self.reserved + worst_case > self.limit:
+            self.stopped = True
+            raise BudgetStop()
+        self.reserved += worst_case
+
+    def settle(self, reserved: float, actual: float) -> None:
+        if self.limit is not None:
+            self.reserved -= reserved
+        self.spent += actual
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds a 429 (or 503) asked us to wait: ``retry-after-ms``, ``retry-after`` (seconds or a date)."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def classify(exc: BaseException) -> tuple[str, bool]:
+    """(status, retryable) of a failed request; raises for errors retrying cannot fix."""
+    import litellm
+
+    if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError, TimeoutError)):
+        return "timeout", True
+    if isinstance(exc, litellm.RateLimitError):
+        return "rate_limited", True
+    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+        raise CredentialsError(f"the judge rejected its credentials ({type(exc).__name__}): check the key "
+                               "in the variable judge.api_key_env names") from None
+    if isinstance(exc, litellm.NotFoundError):
+        raise ConfigError(f"the judge's model or endpoint was not found: {_short(exc)} "
+                          "(check judge.model and judge.api_base)") from None
+    if isinstance(exc, litellm.APIConnectionError):
+        return "api_error", True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and (status >= 500 or status in (408, 409)):
+        return "api_error", True
+    return "api_error", False  # 400s: a context too long, a content filter… the same request fails again
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _quiet_litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at run time
+    import litellm
+
+    litellm.suppress_debug_info = True
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
+        logging.getLogger(name).setLevel(logging.WARNING)  # not one log line per request under Hydra's INFO logging
+    return litellm
+
+
+class JudgeClient:
+    """Send chat requests for one run. Create it inside the event loop that will use it."""
+
+    def __init__(self, settings: JudgeSettings, cache: JudgeCache | None, prices: Prices, usage: Usage,
+                 budget: Budget, rng: random.Random | None = None):
+        self.s = settings
+        self.cache = cache
+        self.prices = prices
+        self.usage = usage
+        self.budget = budget
+        self.limiter = RateLimiter(settings.requests_per_minute)
+        self.sem = asyncio.Semaphore(settings.max_concurrency)
+        self.rng = rng or random.Random()
+        self._litellm = _quiet_litellm()
+
+    def key(self, messages: list[dict[str, str]], prompt: str) -> str:
+        return cache_key(model=self.s.model, api_base=self.s.api_base, messages=messages,
+                         temperature=self.s.temperature, seed=self.s.seed, max_tokens=self.s.max_tokens, prompt=prompt)
+
+    def worst_case(self, messages: list[dict[str, str]]) -> float:
+        """The most this request can cost: its prompt tokens and a full ``max_tokens`` reply."""
+        if self.budget.limit is None:
+            return 0.0
+        try:
+            n_in = self._litellm.token_counter(model=self.s.model, messages=messages)
+        except Exception:  # noqa: BLE001 - no tokenizer for this model: a generous guess (≤ 1 token a byte / 3)
+            n_in = sum(len((m.get("content") or "").encode()) for m in messages) // 3 + 8 * len(messages)
+        return self.prices.cost(n_in, self.s.max_tokens)
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds before retry ``attempt`` (1-based): exponential with jitter, never under Retry-After."""
+        cap = min(self.s.max_backoff_s, self.s.backoff_s * 2 ** (attempt - 1))
+        delay = cap / 2 + self.rng.uniform(0, cap / 2)
+        if retry_after is not None:
+            delay = max(retry_after * (1 + self.rng.uniform(0, 0.1)), min(delay, retry_after + cap / 2))
+        return delay
+
+    async def complete(self, messages: list[dict[str, str]], prompt: str) -> Completion:
+        key = self.key(messages, prompt)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.usage.cache_hits += 1
+                return Completion(hit["text"], hit["finish_reason"], hit["tokens_in"], hit["tokens_out"], 0.0, True)
+        kwargs: dict[str, Any] = dict(
+            model=self.s.model, messages=messages, temperature=self.s.temperature, max_tokens=self.s.max_tokens,
+            timeout=self.s.timeout_s, num_retries=0, max_retries=0, drop_params=True,
+        )
+        if self.s.seed is not None:
+            kwargs["seed"] = self.s.seed
+        if self.s.api_base:
+            kwargs["api_base"] = self.s.api_base
+        api_key = self.s.api_key()
+        if api_key:
+            kwargs["api_key"] = api_key
+        worst = self.worst_case(messages)
+        last = ""
+        for attempt in range(self.s.max_retries + 1):
+            self.budget.reserve(worst)
+            try:
+                async with self.sem:
+                    await self.limiter.acquire()
+                    self.usage.calls += 1
+                    if attempt:
+                        self.usage.retries += 1
+                    response = await asyncio.wait_for(self._litellm.acompletion(**kwargs),
+                                                      timeout=self.s.timeout_s * 1.5 + 1)
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                self.budget.settle(worst, 0.0)
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure is classified below
+                self.budget.settle(worst, 0.0)
+                status, retryable = classify(exc)
+                last = _short(exc)
+                wait_hint = _retry_after(exc)
+                if status == "rate_limited" and wait_hint is not None:
+                    self.limiter.pause(wait_hint)
+                if not retryable or attempt == self.s.max_retries:
+                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    raise CallFailed(status, f"{last}{tries}") from None
+                delay = self.backoff(attempt + 1, wait_hint)
+                log.debug("judge request failed (%s); retry %d in %.2f s", last, attempt + 1, delay)
+                await asyncio.sleep(delay)
+                continue
+            choice = response.choices[0]
+            text = choice.message.content or ""
+            finish = getattr(choice, "finish_reason", None)
+            u = getattr(response, "usage", None)
+            t_in = int(getattr(u, "prompt_tokens", 0) or 0)
+            t_out = int(getattr(u, "completion_tokens", 0) or 0)
+            cost = self.prices.cost(t_in, t_out)
+            self.budget.settle(worst, cost)
+            self.usage.tokens_in += t_in
+            self.usage.tokens_out += t_out
+            self.usage.cost_usd += cost
+            if self.cache is not None:
+                self.cache.put(key, model=self.s.model, text=text, finish_reason=finish, tokens_in=t_in,
+                               tokens_out=t_out, cost_usd=cost)
+            return Completion(text, finish, t_in, t_out, cost, False)
+        raise CallFailed("api_error", last)  # pragma: no cover - the loop always returns or raises

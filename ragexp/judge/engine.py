@@ -1,0 +1,434 @@
+"""Scoring a dataset's judge metrics: plans per metric, shared verdicts, one event loop.
+
+:class:`Judge` is what :func:`ragexp.judge.build_judge` returns and the runner calls:
+``judge.score(records, specs, progress)`` → ``({metric key: [Score per record]}, usage)``.
+
+- Each metric is a *plan*: the verdicts it asks for (prompts in ``prompts/``), then the pure
+  arithmetic of :mod:`ragexp.metrics.judge` / :mod:`ragexp.metrics.questeval` on them.
+- Identical requests within a run are asked once and shared (``augmentation_precision`` asks
+  nothing that ``retrieval_precision`` and ``augmentation_accuracy`` did not), and across runs
+  the SQLite cache answers them.
+- An unparseable reply gets one corrective re-ask; if that fails too, the sample's status is
+  ``parse_error`` and both raw replies go to the per-sample table.
+- The work runs on one private event loop in a background thread, so ``score`` behaves the same
+  from a script, a Hydra multirun job, or a notebook whose own loop is already running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Iterable, Sequence
+
+from ..errors import BudgetExceeded, ConfigError
+from ..metrics.base import Score
+from ..metrics.judge import (TONIC_SCALE, answer_consistency_binary_value, answer_consistency_value,
+                             answer_similarity_value, augmentation_accuracy_value, augmentation_precision_value,
+                             overall_value, retrieval_precision_value)
+from ..metrics.questeval import questeval_values
+from ..records import Record
+from .cache import JudgeCache
+from .client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
+from .parse import ParseError, parse
+from .settings import JudgeSettings
+from .templates import Prompt, load_prompt
+
+log = logging.getLogger("ragexp.judge")
+
+#: The prompts each metric's plan asks (checked to exist before any work).
+PROMPTS: dict[str, tuple[str, ...]] = {
+    "answer_similarity": ("similarity",),
+    "retrieval_precision": ("relevance",),
+    "augmentation_accuracy": ("usage",),
+    "augmentation_precision": ("relevance", "usage"),
+    "answer_consistency": ("main_points", "support"),
+    "answer_consistency_binary": ("full_support",),
+    "questeval_recall": ("questions", "answers"),
+    "questeval_precision": ("questions", "answers"),
+    "overall_score": (),
+}
+
+_CORRECTION = ("Your reply could not be read: {reason}.{cut} Reply again with only the JSON object, "
+               "nothing before or after it, in this form:\n{form}")
+
+
+# -- the private event loop ------------------------------------------------------------------------
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+_LOOP_PID: int | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """One long-lived loop in a daemon thread per process (re-made after a fork)."""
+    global _LOOP, _LOOP_PID
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP_PID != os.getpid() or _LOOP.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="ragexp-judge-loop", daemon=True).start()
+            _LOOP, _LOOP_PID = loop, os.getpid()
+        return _LOOP
+
+
+def run_sync(coro: Awaitable[Any]) -> Any:
+    """Run a coroutine to completion on the judge's loop, from any thread, inside a running loop or not."""
+    future = asyncio.run_coroutine_threadsafe(coro, _background_loop())  # type: ignore[arg-type]
+    try:
+        return future.result()
+    except KeyboardInterrupt:
+        future.cancel()
+        raise
+
+
+# -- one verdict -------------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """A verdict, or why there is none (a SPEC §3 status and the detail to show)."""
+
+    verdict: Any
+    status: str = "ok"
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _form(prompt: Prompt) -> str:
+    lines = [ln for ln in prompt.user.strip().splitlines() if ln.strip().startswith("{")]
+    return lines[-1] if lines else "a JSON object"
+
+
+class _Run:
+    """The state of one ``score`` call: client, shared verdicts, usage."""
+
+    def __init__(self, judge: "Judge"):
+        self.judge = judge
+        self.usage = Usage()
+        self.budget = Budget(judge.settings.max_cost_usd)
+        self.client = JudgeClient(judge.settings, judge.cache, judge.prices, self.usage, self.budget)
+        self.memo: dict[str, asyncio.Future] = {}
+
+    async def ask(self, kind: str, version: str, ctx: dict[str, Any] | None = None, **values: Any) -> Outcome:
+        prompt = load_prompt(kind, version)
+        messages = prompt.render(**values)
+        key = self.client.key(messages, prompt.id)
+        shared = self.memo.get(key)
+        if shared is not None:
+            self.usage.shared += 1
+            return await asyncio.shield(shared)
+        task = asyncio.ensure_future(self._ask(kind, prompt, messages, ctx or {}))
+        self.memo[key] = task
+        return await asyncio.shield(task)
+
+    async def _ask(self, kind: str, prompt: Prompt, messages: list[dict[str, str]], ctx: dict[str, Any]) -> Outcome:
+        try:
+            first = await self.client.complete(messages, prompt.id)
+        except CallFailed as exc:
+            self.usage.fail(exc.status)
+            return Outcome(None, exc.status, str(exc))
+        try:
+            return Outcome(parse(kind, first.text, **ctx), "ok", first.text)
+        except ParseError as exc:
+            reason = str(exc)
+        self.usage.reasks += 1
+        cut = " It was cut off at the length limit; keep the reasons short." if first.finish_reason == "length" else ""
+        retry = messages + [
+            {"role": "assistant", "content": first.text},
+            {"role": "user", "content": _CORRECTION.format(reason=reason, cut=cut, form=_form(prompt))},
+        ]
+        try:
+            second = await self.client.complete(retry, prompt.id + "+reask")
+        except CallFailed as exc:
+            self.usage.fail(exc.status)
+            return Outcome(None, exc.status, f"unreadable reply ({reason}): {first.text!r}; the re-ask failed: {exc}")
+        try:
+            return Outcome(parse(kind, second.text, **ctx), "ok", second.text)
+        except ParseError as exc:
+            self.usage.fail("parse_error")
+            return Outcome(None, "parse_error", f"{exc}. reply: {first.text!r} | reply to the re-ask: {second.text!r}")
+
+
+def _failed(outcomes: Iterable[Outcome]) -> Score | None:
+    for o in outcomes:
+        if not o.ok:
+            return Score(None, o.status, o.detail)
+    return None
+
+
+def _detail(**parts: Any) -> str:
+    return json.dumps(parts, ensure_ascii=False)
+
+
+def _reason(o: Outcome) -> str:
+    return getattr(o.verdict, "reason", "")
+
+
+# -- the plans ---------------------------------------------------------------------------------------
+
+Plan = Callable[[_Run, Record, dict[str, Any]], Awaitable[Score]]
+
+
+async def _per_context(run: _Run, kind: str, r: Record, v: str) -> list[Outcome]:
+    if kind == "relevance":
+        asks = [run.ask("relevance", v, question=r.query, context=c) for c in r.contexts or []]
+    else:
+        asks = [run.ask("usage", v, answer=r.answer, context=c) for c in r.contexts or []]
+    return list(await asyncio.gather(*asks))
+
+
+async def _answer_similarity(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+    outs = await asyncio.gather(*[run.ask("similarity", o["prompt_version"], question=r.query, reference_answer=ref,
+                                          answer=r.answer) for ref in r.reference_answers or []])
+    bad = _failed(outs)
+    if bad:
+        return bad
+    value = answer_similarity_value([x.verdict.score for x in outs])
+    return Score(value, detail=_detail(scores=[x.verdict.score for x in outs], reasons=[_reason(x) for x in outs]))
+
+
+async def _retrieval_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+    outs = await _per_context(run, "relevance", r, o["prompt_version"])
+    bad = _failed(outs)
+    if bad:
+        return bad
+    flags = [x.verdict.relevant for x in outs]
+    return Score(retrieval_precision_value(flags), detail=_detail(relevant=flags, reasons=[_reason(x) for x in outs]))
+
+
+async def _augmentation_accuracy(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+    outs = await _per_context(run, "usage", r, o["prompt_version"])
+    bad = _failed(outs)
+    if bad:
+        return bad
+    flags = [x.verdict.used for x in outs]
+    return Score(augmentation_accuracy_value(flags), detail=_detail(used=flags, reasons=[_reason(x) for x in outs]))
+
+
+async def _augmentation_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+    rel, use = await asyncio.gather(_per_context(run, "relevance", r, o["prompt_version"]),
+                                    _per_context(run, "usage", r, o["prompt_version"]))
+    bad = _failed(rel + use)
+    if bad:
+        return bad
+    relevant = [x.verdict.relevant for x in rel]
+    used = [x.verdict.used for x in use]
+    return Score(augmentation_precision_value(relevant, used), detail=_detail(relevant=relevant, used=used))
+
+
+async def _answer_consistency(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+    v = o["prompt_version"]
+    points = await run.ask("main_points", v, answer=r.answer)
+    if not points.ok:
+        return Score(None, points.status, points.detail)
+    if not points.verdict.points:
+        return Score.missing("the judge found no main point in the answer")
+    outs = await asyncio.gather(*[run.ask("support", v, statement=p, contexts=r.contexts)
+                                  for p in points.verdict.points])
+    bad = _failed(outs)
+    if bad:
+        return bad
+    flags = [x.verdict.supported for x in outs]
+    return Score(answer_consistency_value(flags),
+                 detail=_detail(points=list(points.verdict.points), supported=flags, reasons=[_reason(x) for x in outs]))
+
+
+async def _answer_consistency_binary(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+    out = await run.ask("full_support", o["prompt_version"], answer=r.answer, contexts=r.contexts)
+    if not out.ok:
+        return Score(None, out.status, out.detail)
+    return Score(answer_consistency_binary_value(out.verdict.fully_supported), detail=_reason(out))
+
+
+async def _questeval(run: _Run, r: Record, o: dict[str, Any], which: str) -> Score:
+    v = o["prompt_version"]
+    reference = "\n\n".join(r.reference_answers or [])
+    qs = await run.ask("questions", v, text=reference)
+    if not qs.ok:
+        return Score(None, qs.status, qs.detail)
+    questions = [q.question for q in qs.verdict.questions]
+    if not questions:
+        return Score.missing("the judge found no key information in the reference")
+    ctx = {"n_questions": len(questions)}
+    ref_ans, gen_ans = await asyncio.gather(run.ask("answers", v, ctx, text=reference, questions=questions),
+                                            run.ask("answers", v, ctx, text=r.answer, questions=questions))
+    bad = _failed([ref_ans, gen_ans])
+    if bad:
+        return bad
+    recall, precision = questeval_values(ref_ans.verdict.answers, gen_ans.verdict.answers,
+                                         zero_division=o.get("zero_division"))
+    detail = _detail(questions=questions, reference_answers=list(ref_ans.verdict.answers),
+                     answers=list(gen_ans.verdict.answers))
+    value = recall if which == "recall" else precision
+    if value is None:
+        why = ("the reference answers none of its own questions" if recall is None
+               else "no question is answered by both the reference and the answer")
+        return Score(None, "missing_field", f"{why}: {detail}")
+    return Score(value, detail=detail)
+
+
+async def _questeval_recall(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+    return await _questeval(run, r, o, "recall")
+
+
+async def _questeval_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+    return await _questeval(run, r, o, "precision")
+
+
+PLANS: dict[str, Plan] = {
+    "answer_similarity": _answer_similarity,
+    "retrieval_precision": _retrieval_precision,
+    "augmentation_accuracy": _augmentation_accuracy,
+    "augmentation_precision": _augmentation_precision,
+    "answer_consistency": _answer_consistency,
+    "answer_consistency_binary": _answer_consistency_binary,
+    "questeval_recall": _questeval_recall,
+    "questeval_precision": _questeval_precision,
+}
+
+
+def overall_parts(specs: Sequence[Any]) -> dict[str, list[str]]:
+    """For each overall_score spec, the keys of the §2.6 metrics it averages."""
+    out = {}
+    for spec in specs:
+        if spec.info.name != "overall_score":
+            continue
+        chosen = {**spec.info.options, **spec.options}.get("metrics")
+        candidates = [s.key for s in specs if s.info.name in TONIC_SCALE]
+        if chosen is not None:
+            unknown = [m for m in chosen if m not in TONIC_SCALE]
+            if unknown:
+                raise ConfigError(f"metric '{spec.key}': metrics may name {', '.join(TONIC_SCALE)}; got {unknown}")
+            missing = [m for m in chosen if not any(k.split("/")[0] == m for k in candidates)]
+            if missing:
+                raise ConfigError(f"metric '{spec.key}' averages {missing}, which this run does not compute; "
+                                  "add them to the metric suite")
+            candidates = [k for k in candidates if k.split("/")[0] in chosen]
+        out[spec.key] = candidates
+    return out
+
+
+def overall_score_of(parts: Sequence[str], scores: dict[str, Score]) -> Score:
+    if not parts:
+        return Score.missing("no answer_similarity / retrieval / augmentation / consistency metric in this run")
+    for key in parts:
+        s = scores[key]
+        if s.status != "ok":
+            return Score(None, s.status, f"{key}: {s.detail}" if s.detail else key)
+    values = {k: scores[k].value for k in parts}
+    return Score(overall_value(values), detail=_detail(**values))  # type: ignore[arg-type]
+
+
+# -- the judge -------------------------------------------------------------------------------------
+
+class Judge:
+    """A configured judge: settings, price, cache. ``score`` is the runner's entry point."""
+
+    def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None):
+        self.settings = settings
+        self.cache = cache
+        self.prices = Prices(settings)
+
+    def __repr__(self) -> str:
+        return f"Judge({self.settings.name!r}, model={self.settings.model!r})"
+
+    def score(self, records: list[Record], specs: Sequence[Any], progress: bool = False
+              ) -> tuple[dict[str, list[Score]], dict[str, float]]:
+        """Every judge metric of ``specs`` for every record, in order, and the run's usage."""
+        return run_sync(self.ascore(records, specs, progress))
+
+    async def ascore(self, records: list[Record], specs: Sequence[Any], progress: bool = False
+                     ) -> tuple[dict[str, list[Score]], dict[str, float]]:
+        """The same, awaited on the caller's own loop."""
+        specs = [s for s in specs if s.info.judge]
+        overall = overall_parts(specs)
+        run = _Run(self)
+        per_record: list[dict[str, Score] | None] = [None] * len(records)
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            import sys
+
+            bar = tqdm(total=len(records), desc=f"judge {self.settings.name}", file=sys.stderr, leave=False,
+                       dynamic_ncols=True, mininterval=0.5)
+        gate = asyncio.Semaphore(max(8, 4 * self.settings.max_concurrency))  # records in progress at once
+
+        async def one(i: int, record: Record) -> None:
+            async with gate:
+                if run.budget.stopped:
+                    raise BudgetStop()
+                planned = [s for s in specs if s.info.name in PLANS]
+                results = await asyncio.gather(*[self._metric(run, s, record) for s in planned])
+                scores = {s.key: sc for s, sc in zip(planned, results)}
+                for key, parts in overall.items():
+                    scores[key] = overall_score_of(parts, scores)
+                per_record[i] = scores
+                if bar is not None:
+                    bar.update(1)
+
+        tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(records)]
+        try:
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        fatal = next((e for e in results if isinstance(e, BaseException) and not isinstance(e, BudgetStop)), None)
+        if fatal is not None:
+            raise fatal
+        usage = run.usage.as_metrics()
+        self._log_usage(run.usage)
+        if any(isinstance(e, BudgetStop) for e in results):
+            done = sum(1 for s in per_record if s is not None)
+            raise BudgetExceeded(
+                f"judge '{self.settings.name}' stopped before passing judge.max_cost_usd={self.settings.max_cost_usd}: "
+                f"{done} of {len(records)} samples scored, ${run.usage.cost_usd:.4f} spent on {run.usage.calls} calls "
+                f"({run.usage.cache_hits} cache hits). Every paid answer is cached in {self._cache_where()}; "
+                "rerun with a higher judge.max_cost_usd to finish for the rest")
+        out: dict[str, list[Score]] = {s.key: [] for s in specs}
+        for scores in per_record:
+            assert scores is not None  # every record finished (no sample is ever dropped)
+            for s in specs:
+                out[s.key].append(scores[s.key])
+        return out, usage
+
+    async def _metric(self, run: _Run, spec: Any, record: Record) -> Score:
+        lacking = [f for f in spec.fields if not record.has(f)]
+        if lacking:
+            return Score.missing(f"empty {', '.join(lacking)}")
+        return await PLANS[spec.info.name](run, record, {**spec.info.options, **spec.options})
+
+    def _cache_where(self) -> str:
+        return str(self.cache.path) if self.cache is not None else "nowhere (judge.cache is off)"
+
+    def _log_usage(self, u: Usage) -> None:
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(u.failures.items())) or "none"
+        log.info("judge %s (%s): %d calls (%d retries, %d re-asks), %d cache hits, %d shared verdicts, "
+                 "%d tokens in, %d out, $%.4f; failures: %s", self.settings.name, self.settings.model, u.calls,
+                 u.retries, u.reasks, u.cache_hits, u.shared, u.tokens_in, u.tokens_out, u.cost_usd, fails)
+
+
+def check_specs(specs: Sequence[Any]) -> None:
+    """Refuse, before any work, options the judge cannot honour (unknown prompt versions, …)."""
+    for spec in specs:
+        if not spec.info.judge:
+            continue
+        if spec.info.name not in PROMPTS:
+            raise ConfigError(f"metric '{spec.key}' is marked judge=True but the judge has no plan for it")
+        if spec.options.get("judge") is not None:
+            raise ConfigError(f"metric '{spec.key}': choose the judge with judge=<name> "
+                              f"(conf/judge/), not metric.{spec.key}.judge")
+        for kind in PROMPTS[spec.info.name]:
+            load_prompt(kind, str({**spec.info.options, **spec.options}.get("prompt_version", "v1")))
+    overall_parts(specs)
+
+

@@ -1,0 +1,328 @@
+"""Judge replies → typed verdicts, tolerant of how models actually answer.
+
+Every prompt asks for one JSON object. The parser accepts it in any case, inside markdown fences
+or prose, after a reasoning block (``<think>…</think>``), with Python literals (``True``,
+single quotes) or trailing commas, and takes the *last* object that fits the verdict's schema, so a
+model quoting the material it grades does not change the verdict. For the one-field verdicts a
+plain ``relevant: yes`` line is read too. Anything else raises :class:`ParseError` with the reason,
+which the judge sends back once in a corrective re-ask.
+
+    >>> parse("relevance", 'Thinking... the passage names the capital.\\n```json\\n{"Relevant": "Yes", "reason": "names it"}\\n```')
+    Relevance(relevant=True, reason='names it')
+    >>> parse("similarity", "<think>close, one detail off</think> **Score: 4**")
+    Similarity(score=4.0, reason='')
+    >>> parse("answers", '{"answers": ["Paris", "UNANSWERABLE"]}', n_questions=2)
+    Answers(answers=('Paris', None))
+    >>> parse("relevance", "I cannot decide.")
+    Traceback (most recent call last):
+    ...
+    ragexp.judge.parse.ParseError: no JSON object with a 'relevant' field (true or false) in the reply
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+UNANSWERABLE = "UNANSWERABLE"
+#: Replies meaning "the text does not say" (normalised: lowercase, no surrounding brackets or dots).
+UNANSWERABLE_MARKERS = frozenset({
+    "unanswerable", "not answerable", "cannot be answered", "can't be answered", "no answer", "n/a",
+    "无法推断", "无法回答", "无法确定", "不可回答",
+})
+
+
+class ParseError(ValueError):
+    """The reply holds no verdict of the expected shape; the message says what was missing."""
+
+
+@dataclass(frozen=True)
+class Relevance:
+    relevant: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Usage:
+    used: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Similarity:
+    score: float  # 0 to 5
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class MainPoints:
+    points: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Support:
+    supported: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FullSupport:
+    fully_supported: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class KeyQuestion:
+    key_info: str
+    question: str
+
+
+@dataclass(frozen=True)
+class Questions:
+    questions: tuple[KeyQuestion, ...]
+
+
+@dataclass(frozen=True)
+class Answers:
+    answers: tuple[str | None, ...]  # None = unanswerable from the text
+
+
+# -- finding the JSON object ---------------------------------------------------------------------
+
+_REASONING = re.compile(r"<(think|thinking|reasoning|reflection|scratchpad)>.*?</\1>", re.S | re.I)
+_OPEN_REASONING = re.compile(r"<(think|thinking|reasoning)>(?!.*</\1>).*", re.S | re.I)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without reasoning blocks (an unclosed one runs to the end and is dropped too)."""
+    text = _REASONING.sub(" ", text)
+    return _OPEN_REASONING.sub(" ", text)
+
+
+def _balanced(text: str, start: int) -> str | None:
+    """The ``{…}`` starting at ``start``, braces balanced outside strings; None if it never closes."""
+    depth, quote, escape = 0, None, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quote:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == quote:
+                quote = None
+            continue
+        if ch in "\"'":
+            quote = ch if ch == '"' or _looks_like_py_quote(text, i) else None
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    return None
+
+
+def _looks_like_py_quote(text: str, i: int) -> bool:
+    """A single quote opens a string only after ``{ [ , :`` (not an apostrophe inside a word)."""
+    j = i - 1
+    while j >= 0 and text[j] in " \t\n":
+        j -= 1
+    return j >= 0 and text[j] in "{[,:"
+
+
+def _load(chunk: str) -> Any:
+    for attempt in (chunk, _TRAILING_COMMA.sub(r"\1", chunk)):
+        try:
+            return json.loads(attempt)
+        except json.JSONDecodeError:
+            pass
+        try:
+            return ast.literal_eval(attempt)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+    return None
+
+
+def _norm_keys(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {re.sub(r"[\s\-]+", "_", str(k).strip().lower()): _norm_keys(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_norm_keys(v) for v in obj]
+    return obj
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON (or Python-literal) object in the text, outermost first, keys lower-cased."""
+    out = []
+    i = text.find("{")
+    while i != -1:
+        chunk = _balanced(text, i)
+        if chunk is not None:
+            obj = _load(chunk)
+            if isinstance(obj, dict):
+                out.append(_norm_keys(obj))
+                i = text.find("{", i + len(chunk))
+                continue
+        i = text.find("{", i + 1)
+    return out
+
+
+# -- typed fields ---------------------------------------------------------------------------------
+
+_TRUE = {"true", "yes", "y", "1", "relevant", "used", "supported"}
+_FALSE = {"false", "no", "n", "0", "not relevant", "irrelevant", "not used", "unsupported", "not supported"}
+
+
+def as_bool(value: Any, field: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        v = value.strip().strip(".*`\"'").lower()
+        if v in _TRUE:
+            return True
+        if v in _FALSE:
+            return False
+    raise ParseError(f"'{field}' must be true or false, got {value!r}")
+
+
+def as_score(value: Any, field: str, low: float = 0, high: float = 5) -> float:
+    if isinstance(value, bool):
+        raise ParseError(f"'{field}' must be a number from {low:g} to {high:g}, got {value!r}")
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*\d+)?\s*", value)
+        value = float(m.group(1)) if m else value
+    if not isinstance(value, (int, float)):
+        raise ParseError(f"'{field}' must be a number from {low:g} to {high:g}, got {value!r}")
+    if not low <= value <= high:
+        raise ParseError(f"'{field}' must be from {low:g} to {high:g}, got {value!r}")
+    return float(value)
+
+
+def _reason(obj: dict[str, Any]) -> str:
+    r = obj.get("reason", obj.get("rationale", obj.get("explanation", "")))
+    return r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)
+
+
+def _text_item(item: Any, keys: tuple[str, ...]) -> str | None:
+    if isinstance(item, str):
+        return item.strip() or None
+    if isinstance(item, dict):
+        for k in keys:
+            if isinstance(item.get(k), str) and item[k].strip():
+                return item[k].strip()
+    return None
+
+
+def is_unanswerable(answer: Any) -> bool:
+    if answer is None:
+        return True
+    if not isinstance(answer, str):
+        return False
+    v = answer.strip().strip("<>[]()\"'`*.。 ").lower()
+    return v == "" or v in UNANSWERABLE_MARKERS
+
+
+# -- one builder per verdict ----------------------------------------------------------------------
+
+def _bool_verdict(cls: type, field: str) -> Callable[[dict[str, Any], dict[str, Any]], Any]:
+    def build(obj: dict[str, Any], _: dict[str, Any]) -> Any:
+        if field not in obj:
+            raise ParseError(f"no '{field}' field")
+        return cls(as_bool(obj[field], field), _reason(obj))
+
+    return build
+
+
+def _similarity(obj: dict[str, Any], _: dict[str, Any]) -> Similarity:
+    if "score" not in obj:
+        raise ParseError("no 'score' field")
+    return Similarity(as_score(obj["score"], "score"), _reason(obj))
+
+
+def _main_points(obj: dict[str, Any], _: dict[str, Any]) -> MainPoints:
+    points = obj.get("points", obj.get("main_points"))
+    if not isinstance(points, list):
+        raise ParseError("'points' must be a list of sentences")
+    texts = [_text_item(p, ("point", "text", "statement", "claim")) for p in points]
+    if any(t is None for t in texts):
+        raise ParseError("every item of 'points' must be a non-empty sentence")
+    return MainPoints(tuple(texts))  # type: ignore[arg-type]
+
+
+def _questions(obj: dict[str, Any], _: dict[str, Any]) -> Questions:
+    items = obj.get("questions")
+    if not isinstance(items, list):
+        raise ParseError("'questions' must be a list of {key_info, question} objects")
+    out = []
+    for item in items:
+        q = _text_item(item, ("question",))
+        if q is None:
+            raise ParseError("every item of 'questions' needs a non-empty 'question'")
+        key = _text_item(item, ("key_info", "key", "item", "answer")) if isinstance(item, dict) else ""
+        out.append(KeyQuestion(key or "", q))
+    return Questions(tuple(out))
+
+
+def _answers(obj: dict[str, Any], ctx: dict[str, Any]) -> Answers:
+    items = obj.get("answers")
+    if not isinstance(items, list):
+        raise ParseError("'answers' must be a list with one answer per question")
+    n = ctx.get("n_questions")
+    if n is not None and len(items) != n:
+        raise ParseError(f"'answers' must hold {n} answers (one per question, in order), got {len(items)}")
+    answers: list[str | None] = []
+    for a in items:
+        if isinstance(a, dict):
+            a = _text_item(a, ("answer", "text"))
+        if a is not None and not isinstance(a, str):
+            a = str(a)
+        answers.append(None if is_unanswerable(a) else a.strip())  # type: ignore[union-attr]
+    return Answers(tuple(answers))
+
+
+_BUILDERS: dict[str, tuple[Callable[[dict[str, Any], dict[str, Any]], Any], str, str]] = {
+    # kind: (builder, its main field, what the field holds — for the error message)
+    "relevance": (_bool_verdict(Relevance, "relevant"), "relevant", "true or false"),
+    "usage": (_bool_verdict(Usage, "used"), "used", "true or false"),
+    "support": (_bool_verdict(Support, "supported"), "supported", "true or false"),
+    "full_support": (_bool_verdict(FullSupport, "fully_supported"), "fully_supported", "true or false"),
+    "similarity": (_similarity, "score", "a number from 0 to 5"),
+    "main_points": (_main_points, "points", "a list of sentences"),
+    "questions": (_questions, "questions", "a list of questions"),
+    "answers": (_answers, "answers", "a list of answers"),
+}
+KINDS = tuple(_BUILDERS)
+
+_LINE = re.compile(r"[\"'*`_]*\b([a-z_]+)\b[\"'*`_]*\s*[:=]\s*[\"'*`_]*\s*(true|false|yes|no|-?\d+(?:\.\d+)?)\b",
+                   re.I)
+
+
+def parse(kind: str, text: str | None, **ctx: Any) -> Any:
+    """The typed verdict of ``kind`` in a judge's reply, or :class:`ParseError` saying why not."""
+    if kind not in _BUILDERS:
+        raise ValueError(f"unknown verdict kind {kind!r}; known: {', '.join(KINDS)}")
+    build, main, holds = _BUILDERS[kind]
+    if not text or not text.strip():
+        raise ParseError("the reply is empty")
+    body = strip_reasoning(text)
+    problems = []
+    for obj in reversed(json_objects(body)):
+        try:
+            return build(obj, ctx)
+        except ParseError as exc:
+            problems.append(str(exc))
+    if kind in ("relevance", "usage", "support", "full_support", "similarity"):
+        matches = [m for m in _LINE.finditer(body) if m.group(1).lower().replace(" ", "_") == main]
+        if matches:
+            value = matches[-1].group(2)
+            return build({main: value}, ctx)
+    if problems:
+        raise ParseError(problems[0] + " in the reply's JSON")
+    raise ParseError(f"no JSON object with a '{main}' field ({holds}) in the reply")

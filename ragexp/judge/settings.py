@@ -1,0 +1,135 @@
+"""The judge's settings: one ``conf/judge/<name>.yaml`` = one :class:`JudgeSettings`.
+
+The keys of the YAML are exactly the fields below. Credentials never sit in the config: it
+holds the *name* of the environment variable (``api_key_env: OPENAI_API_KEY``), and
+:meth:`JudgeSettings.check` refuses, before any work, a judge whose variable is not set::
+
+    >>> s = JudgeSettings(name="gpt4o", model="gpt-4o", api_key_env="RAGEXP_DOCTEST_UNSET_KEY")
+    >>> s.check()
+    Traceback (most recent call last):
+    ...
+    ragexp.errors.CredentialsError: judge 'gpt4o' (gpt-4o) needs an API key: set the environment variable RAGEXP_DOCTEST_UNSET_KEY (or pick another judge=...)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ConfigError, CredentialsError
+
+#: What litellm's OpenAI client is given when a server needs no key (vLLM, llama.cpp, Ollama).
+NO_KEY = "no-key-needed"
+
+
+@dataclass
+class JudgeSettings:
+    """How to reach one judge model and how hard to push it."""
+
+    name: str = "judge"
+    #: litellm model string: ``gpt-4o``, ``anthropic/claude-…``, ``gemini/…``, ``ollama_chat/…``, ``openai/<served name>``.
+    model: str = "gpt-4o-mini"
+    #: Base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama); None = the provider's own.
+    api_base: str | None = None
+    #: Name of the environment variable holding the key; None = the server needs none.
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    #: Sampling seed, for providers that take one (OpenAI, Gemini, Ollama); None = not sent.
+    seed: int | None = 0
+    max_tokens: int = 1024
+    #: Seconds one request may take before it counts as a timeout (and is retried).
+    timeout_s: float = 60.0
+    #: Requests in flight at once.
+    max_concurrency: int = 16
+    #: Optional cap on requests started per minute (None = no cap).
+    requests_per_minute: float | None = None
+    #: Retries after the first attempt, on 429, 5xx, connection errors and timeouts (the only retry layer).
+    max_retries: int = 4
+    #: First back-off in seconds; doubles on every retry, with jitter. A 429's Retry-After wins.
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+    #: Persistent SQLite cache of answers, shared by runs and sweep jobs.
+    cache: bool = True
+    cache_path: str = ".ragexp_cache/judge.sqlite"
+    #: Stop before the run's judge spending would pass this many US dollars (None = no limit).
+    max_cost_usd: float | None = None
+    #: Prices per million tokens; None = litellm's price map for ``model``.
+    cost_per_million_in: float | None = None
+    cost_per_million_out: float | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> "JudgeSettings":
+        """Build from a ``judge`` config node; an unknown key is a :class:`ConfigError` naming the valid ones."""
+        data = {k: v for k, v in dict(cfg).items() if not str(k).startswith("_")}
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"judge has no setting {', '.join(repr(u) for u in unknown)}; "
+                              f"its settings are: {', '.join(sorted(known))}")
+        s = cls(**data)
+        s.validate()
+        return s
+
+    def validate(self) -> None:
+        where = f"judge '{self.name}'"
+        if not self.model or not isinstance(self.model, str):
+            raise ConfigError(f"{where}: model must be a litellm model name, got {self.model!r}")
+        for field_name, low in (("max_concurrency", 1), ("max_tokens", 1)):
+            v = getattr(self, field_name)
+            if not isinstance(v, int) or v < low:
+                raise ConfigError(f"{where}: {field_name} must be an integer ≥ {low}, got {v!r}")
+        if not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise ConfigError(f"{where}: max_retries must be an integer ≥ 0, got {self.max_retries!r}")
+        for field_name in ("timeout_s", "backoff_s", "max_backoff_s"):
+            v = getattr(self, field_name)
+            if not isinstance(v, (int, float)) or v <= 0:
+                raise ConfigError(f"{where}: {field_name} must be a positive number of seconds, got {v!r}")
+        if self.requests_per_minute is not None and self.requests_per_minute <= 0:
+            raise ConfigError(f"{where}: requests_per_minute must be positive or null, got {self.requests_per_minute!r}")
+        if self.max_cost_usd is not None and self.max_cost_usd < 0:
+            raise ConfigError(f"{where}: max_cost_usd must be ≥ 0 or null, got {self.max_cost_usd!r}")
+
+    def check(self) -> None:
+        """Refuse, before any work, a judge that cannot be reached: missing key or missing api_base."""
+        if self.api_base is None and self.requires_api_base:
+            raise ConfigError(f"judge '{self.name}' needs the server's URL: set judge.api_base=http://HOST:PORT/v1")
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            raise CredentialsError(f"judge '{self.name}' ({self.model}) needs an API key: set the environment "
+                                   f"variable {self.api_key_env} (or pick another judge=...)")
+
+    @property
+    def requires_api_base(self) -> bool:
+        return self.model.startswith("openai/") and self.api_key_env is None
+
+    def api_key(self) -> str | None:
+        """The key's value, read from the environment at call time (never stored in the config)."""
+        if self.api_key_env:
+            return os.environ.get(self.api_key_env)
+        if self.model.startswith(("openai/", "hosted_vllm/")) or self.api_base:
+            return NO_KEY  # OpenAI-compatible servers without auth: the client still wants a string
+        return None
+
+    def resolved_cache_path(self) -> Path:
+        p = Path(self.cache_path).expanduser()
+        if p.is_absolute():
+            return p
+        return _launch_dir() / p
+
+    def public(self) -> dict[str, Any]:
+        """The settings as logged: no key values, ever (only the variable's name)."""
+        return dataclasses.asdict(self)
+
+
+def _launch_dir() -> Path:
+    """The directory the command was started from (Hydra may have changed into its output folder)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            return Path(HydraConfig.get().runtime.cwd)
+    except Exception:  # noqa: BLE001 - Hydra absent or not running
+        pass
+    return Path.cwd()

@@ -1,0 +1,103 @@
+"""RAGQuestEval (SPEC §2.7; seed ``003_…``, CRUD-RAG): questions from the reference, answered twice.
+
+The judge picks the reference's key information and writes one question per item, then answers
+every question from the reference and from the generated answer (``UNANSWERABLE`` when the text
+does not say; CRUD's own data writes "无法推断"). Questions the reference cannot answer are
+dropped. Of the rest:
+
+- ``questeval_recall`` = questions the generated answer answers / questions kept;
+- ``questeval_precision`` = mean token F1 between the two answers, over the questions both answer
+  (SQuAD normalisation for English, jieba words for Chinese: :func:`ragexp.text.answer_tokens`).
+
+Questions and the reference's answers depend on the reference text alone, so the judge cache
+makes a sweep generate them once per reference.
+
+The seed's worked example: three questions, the answer answers two of them, with F1 0.5 and 1:
+
+    >>> ref = ["Paris", "1889", "Gustave Eiffel"]
+    >>> gen = ["Paris France", None, "Gustave Eiffel"]
+    >>> recall, precision = questeval_values(ref, gen)
+    >>> recall == 2 / 3
+    True
+    >>> precision == (2 * (1/2 * 1) / (1/2 + 1) + 1.0) / 2   # F1("Paris", "Paris France") = 2/3
+    True
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+from ..judge.parse import is_unanswerable
+from ..text import answer_tokens
+from .base import Score, register
+
+
+def answer_f1(reference: str, generated: str) -> float:
+    """Token F1 between two short answers (multiset overlap of :func:`ragexp.text.answer_tokens`).
+
+    >>> answer_f1("儿童青少年的近视问题", "近视问题") == 2 * (2/5 * 2/2) / (2/5 + 2/2)
+    True
+    """
+    r, g = Counter(answer_tokens(reference)), Counter(answer_tokens(generated))
+    overlap = sum((r & g).values())
+    if overlap == 0:
+        return 0.0
+    p, rec = overlap / sum(g.values()), overlap / sum(r.values())
+    return 2 * p * rec / (p + rec)
+
+
+def questeval_values(reference_answers: Sequence[str | None], generated_answers: Sequence[str | None],
+                     zero_division: float | None = None) -> tuple[float | None, float | None]:
+    """(recall, precision) from the per-question answers of the reference and of the generated text.
+
+    ``None`` or an unanswerable marker means "not answerable from that text". Recall is None when
+    the reference answers none of its own questions; precision is ``zero_division`` (None =
+    undefined) when no question is answered by both.
+    """
+    if len(reference_answers) != len(generated_answers):
+        raise ValueError(f"one answer per question from each text, got {len(reference_answers)} "
+                         f"and {len(generated_answers)}")
+    kept = [(r, g) for r, g in zip(reference_answers, generated_answers) if not is_unanswerable(r)]
+    if not kept:
+        return None, None
+    both = [(r, g) for r, g in kept if not is_unanswerable(g)]
+    recall = len(both) / len(kept)
+    if not both:
+        return recall, zero_division
+    return recall, sum(answer_f1(r, g) for r, g in both) / len(both)
+
+
+def _one(name: str, judge: Any, fields: dict[str, Any], options: dict[str, Any]) -> Score:
+    from ..judge import score_one
+
+    return score_one(name, judge, fields, options)
+
+
+@register(judge=True)
+def questeval_recall(answer: str, reference_answers: list[str], *, prompt_version: str = "v1",
+                     judge: Any = None) -> Score:
+    """Share of the reference's answerable questions that the generated answer answers.
+
+    Several reference answers are joined (blank line between) into one reference text.
+
+    >>> questeval_values(["陕西西安市", "500万元", "173家"], ["西安市", "无法推断", "173家"])[0] == 2 / 3
+    True
+    """
+    return _one("questeval_recall", judge, {"answer": answer, "reference_answers": reference_answers},
+                {"prompt_version": prompt_version})
+
+
+@register(judge=True)
+def questeval_precision(answer: str, reference_answers: list[str], *, prompt_version: str = "v1",
+                        zero_division: float | None = None, judge: Any = None) -> Score:
+    """Mean token F1 of the two answers over the questions both texts answer.
+
+    ``zero_division``: the value when no question is answered by both (None = undefined, status
+    ``missing_field``, left out of the mean; 0.0 = count it as 0).
+
+    >>> questeval_values(["173家"], ["无法推断"], zero_division=0.0)
+    (0.0, 0.0)
+    """
+    return _one("questeval_precision", judge, {"answer": answer, "reference_answers": reference_answers},
+                {"prompt_version": prompt_version, "zero_division": zero_division})

@@ -1,0 +1,275 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions API and plays a judge.
+
+Tests (and ``benchmarks/bench_judge.py``) start it on a free port in a thread and point litellm
+at it (``model="openai/<name>"``, ``api_base=server.url``), so the whole litellm path runs:
+HTTP, the OpenAI response schema, usage, errors and timeouts.
+
+By default it answers like a careful judge would, deriving each verdict from the delimited
+material in the prompt with keyword overlap (:func:`sensible`). A test changes that per request
+with ``server.script = fn``: ``fn(request)`` returns a :class:`Reply` (a status, a text, a delay,
+headers, a broken body…) or ``None`` for the sensible answer. ``request.attempt`` counts how many
+times the same messages were sent before, so "fail the first try, then answer" is one line.
+
+The server counts everything a test asserts on: ``calls``, ``in_flight`` and ``max_in_flight``
+(calls overlapping in time), and the log of requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+from ragexp.text import keywords
+
+UNANSWERABLE = "UNANSWERABLE"
+_TAG = re.compile(r"<(\w+)((?: [^>]*)?)>\n?(.*?)\n?</\1>", re.S)
+_SENTENCES = re.compile(r"[^.!?。！？;；\n]+")
+
+
+@dataclass
+class Request:
+    """One chat-completions request as the server saw it."""
+
+    body: dict[str, Any]
+    attempt: int  # 0 the first time these exact messages arrive, 1 the second, …
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        return self.body.get("messages", [])
+
+    @property
+    def user(self) -> str:
+        return self.messages[-1]["content"] if self.messages else ""
+
+    @property
+    def first_user(self) -> str:
+        users = [m["content"] for m in self.messages if m.get("role") == "user"]
+        return users[0] if users else ""
+
+    @property
+    def reask(self) -> bool:
+        """True for a corrective re-ask (the conversation already holds an assistant turn)."""
+        return any(m.get("role") == "assistant" for m in self.messages)
+
+    @property
+    def task(self) -> str:
+        return task_of(self.first_user)
+
+
+@dataclass
+class Reply:
+    """What the server sends back for one request."""
+
+    text: str | None = None  # the assistant's content; None → the sensible verdict
+    status: int = 200
+    delay: float = 0.0  # seconds to wait before answering (longer than the client's timeout = a timeout)
+    headers: dict[str, str] = field(default_factory=dict)
+    finish_reason: str = "stop"
+    raw: bytes | None = None  # a body sent as is (a broken JSON document)
+
+
+def blocks(text: str) -> dict[str, list[str]]:
+    """The delimited blocks of a prompt: tag name → contents, in order."""
+    out: dict[str, list[str]] = {}
+    for m in _TAG.finditer(text):
+        out.setdefault(m.group(1), []).append(m.group(3))
+    return out
+
+
+def task_of(user: str) -> str:
+    """Which verdict the prompt asks for, from the JSON key its reply format names."""
+    tail = user[user.rfind("</"):] if "</" in user else user
+    for key, task in (('"fully_supported"', "full_support"), ('"supported"', "support"), ('"relevant"', "relevance"),
+                      ('"used"', "usage"), ('"score"', "similarity"), ('"points"', "main_points"),
+                      ('"questions"', "questions"), ('"answers"', "answers")):
+        if key in tail:
+            return task
+    return "unknown"
+
+
+def _share(part: str, whole: str) -> float:
+    kw = keywords(part)
+    if not kw:
+        return 0.0
+    return len(kw & keywords(whole)) / len(kw)
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCES.findall(text) if s.strip() and keywords(s)]
+
+
+def sensible(request: Request) -> dict[str, Any]:
+    """A verdict a reasonable judge could give, derived from the prompt's delimited material only."""
+    b = blocks(request.first_user)
+    one = lambda name: b.get(name, [""])[0]  # noqa: E731
+    task = request.task
+    if task == "relevance":
+        ok = bool(keywords(one("question")) & keywords(one("context")))
+        return {"relevant": ok, "reason": "shares terms with the question" if ok else "off topic"}
+    if task == "usage":
+        ok = _share(one("context"), one("answer")) >= 0.3 or _share(one("answer"), one("context")) >= 0.5
+        return {"used": ok, "reason": "the answer repeats it" if ok else "not reflected in the answer"}
+    if task == "similarity":
+        share = _share(one("reference_answer"), one("answer"))
+        return {"score": round(5 * share), "reason": f"{share:.2f} of the reference's terms"}
+    if task == "main_points":
+        return {"points": sentences(one("answer"))}
+    if task == "support":
+        ok = _share(one("statement"), "\n".join(b.get("context", []))) >= 0.5
+        return {"supported": ok, "reason": "stated in the context" if ok else "not in the context"}
+    if task == "full_support":
+        ctx = "\n".join(b.get("context", []))
+        ok = all(_share(s, ctx) >= 0.5 for s in sentences(one("answer")))
+        return {"fully_supported": ok, "reason": "every sentence is backed" if ok else "a sentence is not backed"}
+    if task == "questions":
+        terms = sorted(keywords(one("text")), key=lambda t: (-len(t), t))[:3]
+        return {"questions": [{"key_info": t, "question": f"Which term is {t}?"} for t in terms]}
+    if task == "answers":
+        text_kw = keywords(one("text"))
+        answers = []
+        for q in b.get("question", []):
+            m = re.search(r"Which term is (.+)\?", q)
+            term = m.group(1) if m else ""
+            answers.append(term if term in text_kw else UNANSWERABLE)
+        return {"answers": answers}
+    return {"error": "unknown task"}
+
+
+def completion_body(text: str, model: str, prompt_tokens: int, completion_tokens: int, finish_reason: str) -> dict:
+    return {
+        "id": "chatcmpl-" + hashlib.sha1(text.encode()).hexdigest()[:12],
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": "fp_local",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
+                     "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+class JudgeServer:
+    """``with JudgeServer() as s: ... s.url ...`` — a scripted OpenAI-compatible judge."""
+
+    def __init__(self, *, latency: float = 0.0, script: Callable[[Request], Reply | None] | None = None):
+        self.latency = latency
+        self.script = script
+        self.lock = threading.Lock()
+        self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.log: list[Request] = []
+        self._seen: dict[str, int] = {}
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> "JudgeServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stalls on keep-alive connections
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
+                    return
+                server._handle(self, json.loads(raw))
+
+            def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self._headers_buffer.append(b"\r\n")
+                    self.wfile.write(b"".join(self._headers_buffer) + body)  # one write: head and body
+                    self._headers_buffer = []
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout): nothing to answer
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 256
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> "JudgeServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def reset(self) -> None:
+        with self.lock:
+            self.calls = 0
+            self.max_in_flight = 0
+            self.log.clear()
+
+    def tasks(self) -> dict[str, int]:
+        """How many requests of each task arrived."""
+        out: dict[str, int] = {}
+        for r in self.log:
+            out[r.task] = out.get(r.task, 0) + 1
+        return out
+
+    # -- one request -----------------------------------------------------------------------
+    def _handle(self, handler: Any, body: dict[str, Any]) -> None:
+        key = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
+        with self.lock:
+            attempt = self._seen.get(key, 0)
+            self._seen[key] = attempt + 1
+            self.calls += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            request = Request(body=body, attempt=attempt)
+            self.log.append(request)
+        try:
+            reply = (self.script(request) if self.script else None) or Reply()
+            delay = self.latency + reply.delay
+            if delay:
+                time.sleep(delay)
+            if reply.raw is not None:
+                handler._send(reply.status, reply.raw, reply.headers)
+                return
+            if reply.status != 200:
+                err = {"error": {"message": reply.text or f"scripted status {reply.status}", "type": "scripted",
+                                 "code": reply.status}}
+                handler._send(reply.status, json.dumps(err).encode(), reply.headers)
+                return
+            text = reply.text if reply.text is not None else json.dumps(sensible(request), ensure_ascii=False)
+            prompt_chars = sum(len(m.get("content") or "") for m in request.messages)
+            out = completion_body(text, body.get("model", "judge"), max(1, prompt_chars // 4), max(1, len(text) // 4),
+                                  reply.finish_reason)
+            handler._send(200, json.dumps(out).encode(), reply.headers)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
