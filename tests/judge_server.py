@@ -38,6 +38,7 @@ class Request:
 
     body: dict[str, Any]
     attempt: int  # 0 the first time these exact messages arrive, 1 the second, …
+    at: float = 0.0  # time.monotonic() on arrival
 
     @property
     def messages(self) -> list[dict[str, str]]:
@@ -250,7 +251,7 @@ class JudgeServer:
             self.calls += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            request = Request(body=body, attempt=attempt)
+            request = Request(body=body, attempt=attempt, at=time.monotonic())
             self.log.append(request)
         try:
             reply = (self.script(request) if self.script else None) or Reply()
