@@ -5,3 +5,8 @@
 - ``log``        logging one evaluation run (SPEC §4)
 - ``callbacks``  the Hydra callback that opens one parent run per multirun
 """
+
+import os as _os
+
+# ragexp sends nothing anywhere: MLflow's usage telemetry is off unless the user turns it on.
+_os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")

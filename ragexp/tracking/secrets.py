@@ -29,9 +29,19 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(str(key)))
 
 
+def _environ() -> dict[str, str]:
+    """A snapshot of ``os.environ``; MLflow's telemetry thread may unset a variable while we read it."""
+    for _ in range(20):
+        try:
+            return dict(os.environ)
+        except KeyError:
+            continue
+    return {}
+
+
 def _env_secrets() -> list[str]:
     return sorted(
-        (v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= 6),
+        (v for k, v in _environ().items() if _SECRET_ENV.search(k) and v and len(v) >= 6),
         key=len,
         reverse=True,
     )
