@@ -1,0 +1,91 @@
+"""``python -m ragexp metric=full judge=...`` end to end: the judge server, the CLI, MLflow read back."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ragexp.errors import ConfigError
+
+from cli import run_cli, runs
+from judge_server import JudgeServer
+
+JUDGE_KEYS = ("answer_similarity", "retrieval_precision", "augmentation_accuracy", "augmentation_precision",
+              "answer_consistency", "answer_consistency_binary", "questeval_recall", "questeval_precision",
+              "overall_score")
+USAGE_KEYS = ("judge/calls", "judge/cache_hits", "judge/tokens_in", "judge/tokens_out", "judge/cost_usd",
+              "judge/failures")
+
+
+def _no_keys() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    return env
+
+
+def test_full_suite_with_a_judge_logs_every_judge_metric_and_usage(tmp_path, data_dir):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with JudgeServer() as server:
+        args = (f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=full", "judge=openai_compatible",
+                f"judge.api_base={server.url}", "judge.cost_per_million_in=0.15", "judge.cost_per_million_out=0.6",
+                f"tracking.uri={uri}", "progress=false")
+        first = run_cli(*args, cwd=tmp_path, env=_no_keys())
+        calls_first = server.calls
+        run_cli(*args, cwd=tmp_path, env=_no_keys())  # the same run again: all from the cache
+        assert server.calls == calls_first
+    assert (tmp_path / ".ragexp_cache" / "judge.sqlite").exists()  # in the launch dir, not Hydra's output dir
+    assert "cache hits" in first.stdout + first.stderr  # the usage line is logged
+    client, found = runs(uri)
+    assert len(found) == 2
+    one, two = (r.data.metrics for r in found)
+    for key in JUDGE_KEYS + USAGE_KEYS + ("token_f1", "keyword_overlap"):
+        assert key in one, key
+    assert one["judge/calls"] == calls_first > 0 and one["judge/cache_hits"] == 0
+    assert one["judge/cost_usd"] == pytest.approx((one["judge/tokens_in"] * 0.15 + one["judge/tokens_out"] * 0.6) / 1e6)
+    assert two["judge/calls"] == 0 and two["judge/cache_hits"] == calls_first and two["judge/cost_usd"] == 0
+    assert all(one[k] == two[k] for k in JUDGE_KEYS if k in two)
+    assert 0 <= one["answer_similarity"] <= 5 and 0 <= one["overall_score"] <= 1
+    # the per-sample table holds each judge metric's value, status and rationale
+    path = client.download_artifacts(found[0].info.run_id, "per_sample.json", str(tmp_path))
+    table = json.loads(open(path, encoding="utf-8").read())
+    columns = table["columns"]
+    rows = [dict(zip(columns, row)) for row in table["data"]]
+    assert len(rows) == 8
+    for key in JUDGE_KEYS:
+        assert f"{key}.status" in columns
+    assert {r["answer_consistency.status"] for r in rows} == {"ok"}
+    assert json.loads(rows[0]["retrieval_precision.detail"])["relevant"]  # the verdicts behind the value
+    params = found[0].data.params
+    assert params["judge.api_key_env"] == "None" and params["judge.model"] == "openai/judge"
+
+
+def test_hosted_judge_without_its_key_fails_at_once_with_one_line(tmp_path, data_dir):
+    proc = run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=full", "judge=gpt4o",
+                   f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", cwd=tmp_path, env=_no_keys(), check=False)
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines == ["ragexp: error: judge 'gpt4o' (gpt-4o) needs an API key: set the environment variable "
+                     "OPENAI_API_KEY (or pick another judge=...)"]
+    assert not (tmp_path / "mlflow.db").exists()  # stopped before any work
+
+
+def test_judge_group_composes(compose):
+    cfg = compose("metric=judge", "judge=gpt4o")
+    assert cfg.judge.model == "gpt-4o" and cfg.judge.api_key_env == "OPENAI_API_KEY"
+    assert cfg.judge.temperature == 0 and cfg.judge.seed == 0
+    assert set(JUDGE_KEYS) <= set(cfg.metric)
+    full = compose("metric=full", "judge=ollama")
+    assert set(JUDGE_KEYS) <= set(full.metric) and "token_f1" in full.metric
+    for name in ("gpt4o_mini", "claude_sonnet", "gemini_flash", "openai_compatible"):
+        assert compose(f"judge={name}").judge.name == name
+
+
+def test_judge_metrics_without_a_judge_raise_before_any_work(compose):
+    from ragexp.runner import run
+
+    cfg = compose("dataset=memory_eval_true", "metric=judge")
+    assert cfg.get("judge") is None
+    with pytest.raises(ConfigError, match="judge=<name>"):
+        run(cfg)
