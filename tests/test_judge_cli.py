@@ -89,3 +89,23 @@ def test_judge_metrics_without_a_judge_raise_before_any_work(compose):
     assert cfg.get("judge") is None
     with pytest.raises(ConfigError, match="judge=<name>"):
         run(cfg)
+
+
+def test_multirun_jobs_in_parallel_processes_share_the_cache(tmp_path, data_dir):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with JudgeServer(latency=0.05) as server:
+        run_cli("-m", f"data_dir={data_dir}", "dataset=memory_eval_true", "dataset.limit=3", "metric=judge",
+                "judge=openai_compatible", f"judge.api_base={server.url}", "judge.max_concurrency=2,4",
+                "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"tracking.uri={uri}", "progress=false",
+                cwd=tmp_path, env=_no_keys())
+        distinct = len({json.dumps(r.messages, sort_keys=True) for r in server.log})
+    _, found = runs(uri)
+    children = [r for r in found if "mlflow.parentRunId" in r.data.tags]
+    assert len(children) == 2
+    for child in children:
+        m = child.data.metrics
+        assert all(k in m for k in JUDGE_KEYS) and m["judge/failures"] == 0
+    # each job needs every distinct request once (asked, or answered by the cache the other job filled)
+    for child in children:
+        assert child.data.metrics["judge/calls"] + child.data.metrics["judge/cache_hits"] == distinct
+    assert sum(c.data.metrics["judge/calls"] for c in children) == server.calls
