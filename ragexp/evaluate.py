@@ -139,6 +139,8 @@ def check_fields(specs: list[MetricSpec], records: list[Record], dataset: str,
     have += [f for f in provided if f not in have]
     kept, skipped = [], []
     for spec in specs:
+        if spec.info.resolve is not None:
+            spec.options = spec.info.resolve(dict(spec.options), tuple(have))
         lacking = [f for f in spec.fields if f not in have]
         if not lacking:
             kept.append(spec)

@@ -53,6 +53,9 @@ class MetricInfo:
     higher_is_better: bool = True
     variant_params: tuple[str, ...] = ()
     uses_matcher: bool = False
+    #: ``resolve(options, dataset_fields) -> options``: settles an option that depends on the
+    #: dataset (ranked metrics' ``relevance: auto``) before the fields are checked
+    resolve: Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any]] | None = None
 
     def required_fields(self, options: dict[str, Any] | None = None) -> tuple[str, ...]:
         """The record fields this metric reads with these options."""
@@ -76,6 +79,7 @@ def register(
     higher_is_better: bool = True,
     variant_params: Sequence[str] = (),
     name: str | None = None,
+    resolve: Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any]] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a metric function under its own name (or ``name``).
 
@@ -83,6 +87,8 @@ def register(
     computes them from the options when an option changes what is read (token metrics'
     ``against``). ``variant_params`` are options that may be given a list, each value making
     one variant logged under ``name/<value>`` (``ndcg/k10``, ``context_recall/rouge_chunk``).
+    ``resolve(options, dataset_fields)`` returns the options with dataset-dependent choices
+    settled; the runner calls it before checking fields.
     """
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -107,6 +113,7 @@ def register(
             higher_is_better=higher_is_better,
             variant_params=tuple(variant_params),
             uses_matcher="matcher" in options,
+            resolve=resolve,
         )
         if info.name in REGISTRY and REGISTRY[info.name].fn is not fn:
             raise RuntimeError(f"metric name '{info.name}' registered twice")
