@@ -12,7 +12,7 @@ tokenises it once.
     >>> squad_tokens("The Cat, a dog!")
     ['cat', 'dog']
     >>> sorted(keywords("RAG是一种结合检索和生成的模型架构"))
-    ['rag', '架构', '检索', '模型', '生成', '结合', '一种']
+    ['rag', '一种', '架构', '检索', '模型', '生成', '结合']
 """
 
 from __future__ import annotations

@@ -38,8 +38,11 @@ def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str
 
     A reference without any keyword makes the value undefined (status ``missing_field``).
 
-    >>> keyword_overlap("Embedding模型用于将文本转换为向量", ["Embedding模型用于将文本转换为向量以支持相似度搜索"])
-    0.6
+    The reference below has 9 keywords (embedding 模型 用于 文本 转换 向量 支持 相似 搜索, jieba's
+    segmentation), 6 of them in the answer:
+
+    >>> keyword_overlap("Embedding模型用于将文本转换为向量", ["Embedding模型用于将文本转换为向量以支持相似度搜索"]) == 6 / 9
+    True
     """
     stops = stopword_set(stopwords)
     values = [v for ref in reference_answers if (v := _overlap(ref, answer, stops)) is not None]
@@ -95,7 +98,10 @@ def precision(label, answer, reference_answers, *, threshold: float = 0.7, inclu
               stopwords=None, zero_division: float = math.nan) -> float:
     """TP / (TP + FP): of the answers judged correct, how many have a correct reference.
 
-    >>> precision([False, False], ["a b", "c d"], [["x y"], ["x y"]]) != precision([False], ["a"], [["x"]])
+    Labels and judged answers [1,1], [1,0], [1,1], [0,1] give TP = 2, FP = 1:
+
+    >>> refs = [["paris capital"]] * 4
+    >>> precision([True, True, True, False], ["paris capital", "rome", "capital paris", "paris capital"], refs) == 2 / (2 + 1)
     True
     """
     c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
@@ -118,33 +124,39 @@ def f1(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: b
     return _ratio(2 * c["tp"], 2 * c["tp"] + c["fp"] + c["fn"], "f1", zero_division)
 
 
-@register()
-def avg_coverage(contexts: list[str], answer: str, *, denominator: str = "answer",
-                 reference_answers: list[str] | None = None, stopwords=None) -> float | Score:
-    """Share of the answer's keywords found in the contexts; range [0, 1]. Averaged per run.
+def _coverage_fields(options: dict) -> tuple[str, ...]:
+    against = options.get("against", "answer")
+    if against not in ("answer", "reference"):
+        raise ValueError(f"against must be 'answer' or 'reference', got {against!r}")
+    return ("contexts", "answer") if against == "answer" else ("contexts", "reference_answers")
 
-    ``denominator: answer`` is the seed's definition, ``|kw(contexts) ∩ kw(answer)| / |kw(answer)|``.
-    ``denominator: reference`` divides by the reference's keywords instead, as the seed's own
-    code does: ``|kw(contexts) ∩ kw(answer)| / |kw(reference)|`` (the runner then also reads
-    ``reference_answers``, using the first one).
+
+@register(fields_for=_coverage_fields)
+def avg_coverage(contexts: list[str], text: str | list[str], *, against: str = "answer", stopwords=None) -> float | Score:
+    """Share of a text's keywords found in the contexts; range [0, 1]. Averaged per run.
+
+    ``against: answer`` is the seed's definition, ``|kw(contexts) ∩ kw(answer)| / |kw(answer)|``
+    (reads ``contexts`` and ``answer``). ``against: reference`` is what the seed's own code
+    computes, ``|kw(contexts) ∩ kw(reference)| / |kw(reference)|`` with the first reference
+    answer (reads ``contexts`` and ``reference_answers``). A text without keywords has no value.
 
     >>> avg_coverage(["Paris is in France", "Lyon too"], "Paris France capital") == 2 / 3
     True
+    >>> avg_coverage(["Paris is in France"], ["capital Paris"], against="reference") == 1 / 2
+    True
     """
+    if against not in ("answer", "reference"):
+        raise ValueError(f"against must be 'answer' or 'reference', got {against!r}")
     stops = stopword_set(stopwords)
+    if against == "reference":
+        if not text:
+            return Score.missing("no reference answer")
+        text = text[0]
     ctx = frozenset().union(*(keywords(c, stops) for c in contexts))
-    ans = keywords(answer, stops)
-    if denominator == "answer":
-        den = ans
-    elif denominator == "reference":
-        if not reference_answers:
-            return Score.missing("denominator 'reference' needs reference_answers")
-        den = keywords(reference_answers[0], stops)
-    else:
-        raise ValueError(f"denominator must be 'answer' or 'reference', got {denominator!r}")
-    if not den:
-        return Score.missing(f"the {denominator} holds no keywords")
-    return len(ctx & ans) / len(den)
+    kw = keywords(text, stops)
+    if not kw:
+        return Score.missing(f"the {against} holds no keywords")
+    return len(ctx & kw) / len(kw)
 
 
 @register(bounds=(0.0, math.inf), higher_is_better=False)
