@@ -1,0 +1,81 @@
+"""Matchers: when is a retrieved passage (or sentence) relevant to a ground-truth one (SPEC §2.2).
+
+Four are configured under ``conf/matcher/``:
+
+========================  ==========  ==============================================================
+name                      component   a retrieved component matches a ground-truth component when
+========================  ==========  ==============================================================
+``exact_chunk``           passage     equal after stripping outer white space
+``exact_sentence``        sentence    equal after stripping outer white space
+``rouge_chunk``           passage     ROUGE-L recall against it > 0.7 (``inclusive``: ≥)
+``rouge_sentence``        sentence    ROUGE-L recall against it > 0.8 (``inclusive``: ≥)
+========================  ==========  ==============================================================
+
+ROUGE-L is rouge-score's (default tokenizer, no stemmer unless ``use_stemmer: true``), computed
+by :mod:`ragexp.matchers.rouge` with identical numbers. Sentences come from ragexp's own
+offline rule-based splitter, :func:`ragexp.matchers.sentences.split_sentences`.
+
+    >>> m = build_matcher("rouge_chunk")
+    >>> m.threshold, m.inclusive, m.granularity
+    (0.7, False, 'chunk')
+    >>> build_matcher({"name": "rouge_sentence", "inclusive": True}).inclusive
+    True
+    >>> build_matcher("rouge_chunk") is m      # one matcher per configuration, shared by the metrics
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+from .base import Matcher, Matches
+from .exact import ExactMatcher
+from .rouge import RougeMatcher
+from .sentences import split_sentences
+
+#: Each matcher's options and their defaults (the same values as ``conf/matcher/<name>.yaml``).
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "exact_chunk": {},
+    "exact_sentence": {},
+    "rouge_chunk": {"threshold": 0.7, "inclusive": False, "use_stemmer": False},
+    "rouge_sentence": {"threshold": 0.8, "inclusive": False, "use_stemmer": False},
+}
+
+_BUILT: dict[tuple, Matcher] = {}
+
+
+def build_matcher(cfg: str | Mapping[str, Any] | Matcher) -> Matcher:
+    """A matcher from a name (``"rouge_chunk"``) or a config mapping (``{name: …, threshold: …}``)."""
+    if isinstance(cfg, Matcher):
+        return cfg
+    if isinstance(cfg, str):
+        cfg = {"name": cfg}
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"matcher: expected a name or a mapping with a 'name', got {cfg!r}")
+    name = cfg.get("name")
+    if name not in DEFAULTS:
+        raise ConfigError(f"matcher: unknown name {name!r}; expected one of: {', '.join(DEFAULTS)}")
+    options = dict(DEFAULTS[name])
+    unknown = sorted(k for k in cfg if k != "name" and not str(k).startswith("_") and k not in options)
+    if unknown:
+        raise ConfigError(f"matcher '{name}' has no option {', '.join(map(repr, unknown))}; "
+                          f"its options are: {', '.join(options) or '(none)'}")
+    options.update({k: v for k, v in cfg.items() if k in options})
+    if "threshold" in options:
+        t = options["threshold"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
+            raise ConfigError(f"matcher '{name}': threshold must be a number in [0, 1], got {t!r}")
+    key = (name, *sorted(options.items()))
+    if key not in _BUILT:
+        granularity = name.split("_", 1)[1]
+        if name.startswith("exact"):
+            _BUILT[key] = ExactMatcher(granularity)
+        else:
+            _BUILT[key] = RougeMatcher(granularity, threshold=float(options["threshold"]),
+                                       inclusive=bool(options["inclusive"]),
+                                       use_stemmer=bool(options["use_stemmer"]))
+    return _BUILT[key]
+
+
+__all__ = ["DEFAULTS", "Matcher", "Matches", "ExactMatcher", "RougeMatcher", "build_matcher", "split_sentences"]

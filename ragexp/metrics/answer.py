@@ -1,0 +1,151 @@
+"""Answer metrics against the reference answers (SPEC §2.4).
+
+- ``exact_match``: 1 if the SQuAD-normalised answer equals a normalised reference, else 0.
+- ``answer_token_f1``: SQuAD's token F1 (multiset overlap of normalised tokens), max over references.
+- ``bleu``: sacrebleu's sentence BLEU of the answer against all references at once, 0–100.
+- ``rouge1``, ``rouge2``, ``rougeL``: rouge-score's F-measure (default tokenizer, no stemmer
+  unless ``use_stemmer``), max over references — the same floats as
+  ``RougeScorer([...]).score_multi(references, answer)``, computed by :mod:`ragexp.matchers.rouge`.
+
+AutoRAG's test vectors:
+
+    >>> DOG = dict(answer="The dog bit the man.",
+    ...            reference_answers=["The dog had bit the man.", "The man had bitten the dog."])
+    >>> rougeL(**DOG) == 2 * (5/5 * 5/6) / (5/5 + 5/6)     # LCS 5 of 5 and of 6 tokens
+    True
+    >>> round(bleu(**DOG, lowercase=True), 4)
+    51.1508
+    >>> rougeL("It really like to be a programmer, but I think artist is my passion.",
+    ...        ["I want to be a artist, but I end up to be a programmer."]) == 2 * (5/14 * 5/14) / (5/14 + 5/14)
+    True
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+
+from ..matchers.rouge import rouge_l, rouge_n
+from ..text import squad_normalize, squad_tokens
+from .base import Score, register
+
+
+def _no_reference(reference_answers: list[str]) -> Score | None:
+    if not reference_answers:
+        return Score.missing("no reference answer")
+    return None
+
+
+@register()
+def exact_match(answer: str, reference_answers: list[str]) -> float | Score:
+    """1.0 if the answer equals a reference after SQuAD normalisation (lowercase, no
+    punctuation, no articles, single spaces), else 0.0.
+
+    >>> exact_match("The Eiffel tower!", ["eiffel Tower", "Tour Eiffel"])
+    1.0
+    """
+    missing = _no_reference(reference_answers)
+    if missing:
+        return missing
+    norm = squad_normalize(answer)
+    return 1.0 if any(norm == squad_normalize(r) for r in reference_answers) else 0.0
+
+
+def squad_f1(prediction: str, reference: str) -> float:
+    """SQuAD v2's token F1 of one prediction against one reference.
+
+    When either has no token after normalisation, the value is 1 if both have none, else 0
+    (the official SQuAD v2 script's rule).
+
+    >>> squad_f1("the cat sat", "a cat sat down") == 2 * (2/2 * 2/3) / (2/2 + 2/3)
+    True
+    """
+    p, r = squad_tokens(prediction), squad_tokens(reference)
+    if not p or not r:
+        return float(p == r)
+    same = sum((Counter(p) & Counter(r)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(r)
+    return 2 * precision * recall / (precision + recall)
+
+
+@register()
+def answer_token_f1(answer: str, reference_answers: list[str]) -> float | Score:
+    """SQuAD token F1 of the answer, max over references; range [0, 1].
+
+    >>> answer_token_f1("in Paris, France", ["Paris", "Lyon"]) == 2 * (1/3 * 1) / (1/3 + 1)
+    True
+    """
+    missing = _no_reference(reference_answers)
+    if missing:
+        return missing
+    return max(squad_f1(answer, r) for r in reference_answers)
+
+
+@lru_cache(maxsize=16)
+def _bleu(lowercase: bool, tokenize: str, smooth_method: str, smooth_value: float | None):
+    from sacrebleu.metrics import BLEU
+
+    return BLEU(lowercase=lowercase, tokenize=tokenize, smooth_method=smooth_method,
+                smooth_value=smooth_value, effective_order=True)
+
+
+@register(bounds=(0.0, 100.0))
+def bleu(answer: str, reference_answers: list[str], *, lowercase: bool = False, tokenize: str = "13a",
+         smooth_method: str = "exp", smooth_value: float | None = None) -> float | Score:
+    """sacrebleu's sentence BLEU against all references at once; range [0, 100].
+
+    The same number as ``sacrebleu.sentence_bleu(answer, reference_answers, ...)`` with these
+    options (effective order, as sentence BLEU always uses).
+
+    >>> round(bleu("It really like to be a programmer, but I think artist is my passion.",
+    ...            ["I want to be a artist, but I end up to be a programmer."], lowercase=True), 4)
+    23.5783
+    >>> round(bleu("Same text here.", ["Same text here."]), 9)
+    100.0
+    """
+    missing = _no_reference(reference_answers)
+    if missing:
+        return missing
+    scorer = _bleu(bool(lowercase), tokenize, smooth_method, smooth_value)
+    return float(scorer.sentence_score(answer, list(reference_answers)).score)
+
+
+def _best(answer: str, reference_answers: list[str], n: int | None, use_stemmer: bool) -> float | Score:
+    missing = _no_reference(reference_answers)
+    if missing:
+        return missing
+    if n is None:
+        return max(rouge_l(r, answer, use_stemmer)[2] for r in reference_answers)
+    return max(rouge_n(r, answer, n, use_stemmer)[2] for r in reference_answers)
+
+
+@register()
+def rouge1(answer: str, reference_answers: list[str], *, use_stemmer: bool = False) -> float | Score:
+    """rouge-score's ROUGE-1 F-measure (unigram overlap), max over references; range [0, 1].
+
+    >>> rouge1("the cat was found under the bed", ["the cat was under the bed"]) == 2 * (6/7 * 6/6) / (6/7 + 1)
+    True
+    """
+    return _best(answer, reference_answers, 1, use_stemmer)
+
+
+@register()
+def rouge2(answer: str, reference_answers: list[str], *, use_stemmer: bool = False) -> float | Score:
+    """rouge-score's ROUGE-2 F-measure (bigram overlap), max over references; range [0, 1].
+
+    >>> rouge2("the cat was found under the bed", ["the cat was under the bed"]) == 2 * (4/6 * 4/5) / (4/6 + 4/5)
+    True
+    """
+    return _best(answer, reference_answers, 2, use_stemmer)
+
+
+@register()
+def rougeL(answer: str, reference_answers: list[str], *, use_stemmer: bool = False) -> float | Score:  # noqa: N802
+    """rouge-score's ROUGE-L F-measure (longest common subsequence), max over references; range [0, 1].
+
+    >>> rougeL("Identical text.", ["Identical text."])
+    1.0
+    """
+    return _best(answer, reference_answers, None, use_stemmer)

@@ -1,0 +1,117 @@
+"""Context precision, recall and F1 through a matcher (SPEC §2.2; seed ``002_…``, continuous-eval).
+
+The retrieved passages and the ground-truth contexts are cut into components — the passages
+themselves for a chunk matcher, their sentences for a sentence matcher — and a matcher
+(:mod:`ragexp.matchers`) says which retrieved component matches which ground-truth one:
+
+- ``context_precision`` = retrieved components matching at least one ground-truth component
+  / retrieved components (a passage retrieved twice counts twice);
+- ``context_recall`` = distinct ground-truth components matched by at least one retrieved
+  component / distinct ground-truth components;
+- ``context_f1`` = their harmonic mean, 0 when both are 0.
+
+``k`` keeps only the first k retrieved passages (``k: [1, 3]`` logs ``context_recall/k1`` …);
+``matcher`` picks the matcher (``null``: the run's ``matcher`` group; a list logs one variant
+each, ``context_recall/rouge_chunk`` …). A record without any retrieved component (precision)
+or ground-truth component (recall) has no value (status ``missing_field``).
+
+The seed's example, with ``rouge_chunk`` (ROUGE-L recall > 0.7): the first passage holds the
+whole ground truth, the second does not.
+
+    >>> from ragexp.matchers import build_matcher
+    >>> CAPITAL_OF_FRANCE = dict(
+    ...     contexts=["Paris is the capital of France and also the largest city in the country.",
+    ...               "Lyon is a major city in France."],
+    ...     gt_contexts=["Paris is the capital of France."])
+    >>> rouge_chunk = build_matcher("rouge_chunk")
+    >>> context_precision(**CAPITAL_OF_FRANCE, matcher=rouge_chunk) == 1 / 2
+    True
+    >>> context_recall(**CAPITAL_OF_FRANCE, matcher=rouge_chunk)
+    1.0
+    >>> context_f1(**CAPITAL_OF_FRANCE, matcher=rouge_chunk) == 2 * (1/2 * 1) / (1/2 + 1)
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..matchers import Matches, build_matcher
+from .base import Score, register
+
+
+def _matches(contexts: list[str], gt_contexts: list[str], k: int | None, matcher: Any) -> Matches | Score:
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be a positive integer or null, got {k!r}")
+    if matcher is None:
+        raise ValueError("a matcher is needed: pass matcher=build_matcher('rouge_chunk') or a matcher name")
+    return build_matcher(matcher).match(contexts, gt_contexts)
+
+
+def _precision(m: Matches, k: int | None) -> float | Score:
+    value = m.precision(k)
+    return Score.missing("no retrieved component (empty passages)") if value is None else value
+
+
+def _recall(m: Matches, k: int | None) -> float | Score:
+    value = m.recall(k)
+    return Score.missing("no ground-truth component (empty ground truths)") if value is None else value
+
+
+@register(variant_params=("matcher", "k"))
+def context_precision(contexts: list[str], gt_contexts: list[str], *, matcher: Any = None,
+                      k: int | None = None) -> float | Score:
+    """Share of the retrieved components that match a ground-truth component; range [0, 1].
+
+    Duplicates count: a relevant passage retrieved twice is two relevant components, an
+    irrelevant one twice is two irrelevant ones.
+
+    >>> from ragexp.matchers import build_matcher
+    >>> exact = build_matcher("exact_chunk")
+    >>> context_precision(["a", "b", "a", "c"], ["a", "x"], matcher=exact) == 2 / 4
+    True
+    >>> context_precision(["a", "b", "a", "c"], ["a", "x"], matcher=exact, k=1)
+    1.0
+    """
+    m = _matches(contexts, gt_contexts, k, matcher)
+    return m if isinstance(m, Score) else _precision(m, k)
+
+
+@register(variant_params=("matcher", "k"))
+def context_recall(contexts: list[str], gt_contexts: list[str], *, matcher: Any = None,
+                   k: int | None = None) -> float | Score:
+    """Share of the distinct ground-truth components matched by a retrieved one; range [0, 1].
+
+    With a sentence matcher the ground truths are cut into sentences too:
+
+    >>> from ragexp.matchers import build_matcher
+    >>> exact = build_matcher("exact_sentence")
+    >>> context_recall(["It rains. It is cold."], ["It is cold. It is dark."], matcher=exact) == 1 / 2
+    True
+    """
+    m = _matches(contexts, gt_contexts, k, matcher)
+    return m if isinstance(m, Score) else _recall(m, k)
+
+
+@register(variant_params=("matcher", "k"))
+def context_f1(contexts: list[str], gt_contexts: list[str], *, matcher: Any = None,
+               k: int | None = None) -> float | Score:
+    """Harmonic mean of context precision and recall, 0 when both are 0; range [0, 1].
+
+    Continuous-eval's Shakespeare example, where ROUGE-L recall 8/9 clears 0.8:
+
+    >>> from ragexp.matchers import build_matcher
+    >>> context_f1(["Shakespeare was a playwright.", "Romeo and Juliet is a play by Shakespeare."],
+    ...            ["Shakespeare was a playwright.", "Romeo and Juliet is a play by William Shakespeare."],
+    ...            matcher=build_matcher("rouge_sentence"))
+    1.0
+    """
+    m = _matches(contexts, gt_contexts, k, matcher)
+    if isinstance(m, Score):
+        return m
+    p, r = _precision(m, k), _recall(m, k)
+    if isinstance(p, Score):
+        return p
+    if isinstance(r, Score):
+        return r
+    return 2 * p * r / (p + r) if p + r > 0 else 0.0

@@ -1,0 +1,246 @@
+"""Ranked retrieval metrics at cut-offs: hit rate, MRR, nDCG, MAP, precision@k, recall@k (SPEC §2.3).
+
+Binary relevance, definitions as trec_eval (values agree with ranx on the same run):
+
+- ``hit_rate@k``        1 if a relevant item is among the first k, else 0;
+- ``mrr@k``             1 / rank of the first relevant item among the first k, 0 if none;
+- ``precision_at_k@k``  relevant items among the first k / k (k itself, even if fewer were retrieved);
+- ``recall_at_k@k``     relevant items among the first k / number of relevant items;
+- ``map@k``             sum of precision@rank over the relevant ranks ≤ k / number of relevant
+  items (``denominator: hits`` divides by the relevant items found instead, as AutoRAG and
+  continuous-eval do; 0 when none is found);
+- ``ndcg@k``            DCG / ideal DCG, gain ``1 / log2(rank + 1)`` per relevant rank, the
+  ideal list holding min(relevant items, k) relevant items.
+
+``k: null`` scores the whole retrieved list (precision then divides by its length).
+``k: [1, 3, 5, 10]`` logs one value per cut-off, ``ndcg/k1`` … ``ndcg/k10``.
+
+**Where relevance comes from** (option ``relevance``):
+
+- ``ids``: the relevant items are the distinct ``gt_context_ids``; a retrieved id is relevant
+  the first time it appears (a repeated id brings nothing new, as in a ranx/trec_eval run,
+  which holds each document once — so AutoRAG's runs with one document retrieved five times
+  get its precision of 1/10);
+- ``matcher``: ``contexts`` against ``gt_contexts`` through the matcher (:mod:`ragexp.matchers`);
+  the relevant items are the distinct ground-truth contexts, and a retrieved passage is
+  relevant when it matches (with a sentence matcher: one of its sentences matches a sentence
+  of) a ground-truth context that no higher-ranked passage matched;
+- ``auto`` (default): ``ids`` when the dataset has both ``context_ids`` and
+  ``gt_context_ids``, otherwise ``matcher``.
+
+A record without any relevant item has no value (status ``missing_field``): recall, AP and
+nDCG are undefined there.
+
+A worked example: relevant ``{d1, d4}``, run ``d3 d1 d2 d4``.
+
+    >>> run, rel = ["d3", "d1", "d2", "d4"], ["d1", "d4"]
+    >>> mrr(run, rel, k=10)
+    0.5
+    >>> map(run, rel, k=10) == (1/2 + 2/4) / 2
+    True
+    >>> import math
+    >>> ndcg(run, rel, k=10) == (1/math.log2(3) + 1/math.log2(5)) / (1 + 1/math.log2(3))
+    True
+    >>> precision_at_k(run, rel, k=3) == 1 / 3
+    True
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+from ..matchers import build_matcher
+from .base import Score, register
+
+RELEVANCE = ("auto", "ids", "matcher")
+_IDS = ("context_ids", "gt_context_ids")
+_TEXTS = ("contexts", "gt_contexts")
+
+
+def _fields(options: dict[str, Any]) -> tuple[str, str]:
+    relevance = options.get("relevance", "auto")
+    if relevance not in RELEVANCE:
+        raise ValueError(f"relevance must be one of {RELEVANCE}, got {relevance!r}")
+    return _TEXTS if relevance == "matcher" else _IDS
+
+
+def _resolve(options: dict[str, Any], have: tuple[str, ...]) -> dict[str, Any]:
+    if options.get("relevance", "auto") == "auto":
+        options["relevance"] = "ids" if all(f in have for f in _IDS) else "matcher"
+    return options
+
+
+def _check_k(k: Any) -> None:
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be a positive integer or null, got {k!r}")
+
+
+def judge_relevance(retrieved: list[str], truths: list[str], *, relevance: str = "auto",
+                    matcher: Any = None) -> tuple[list[bool], list[int], int]:
+    """Per rank: is the item relevant, and how many relevant items are covered up to it; and
+    the number of relevant items.
+
+    >>> judge_relevance(["a", "b", "a", "c"], ["a", "c", "z"], relevance="ids")
+    ([True, False, False, True], [1, 1, 1, 2], 3)
+    """
+    if relevance not in RELEVANCE:
+        raise ValueError(f"relevance must be one of {RELEVANCE}, got {relevance!r}")
+    if relevance == "auto":
+        relevance = "ids" if matcher is None else "matcher"
+    flags: list[bool] = []
+    covered: list[int] = []
+    if relevance == "ids":
+        wanted = {t for t in truths if t != ""}
+        seen: set[str] = set()
+        for item in retrieved:
+            new = item in wanted and item not in seen
+            if new:
+                seen.add(item)
+            flags.append(new)
+            covered.append(len(seen))
+        return flags, covered, len(wanted)
+    if matcher is None:
+        raise ValueError("relevance 'matcher' needs a matcher (a name such as 'rouge_chunk', or build_matcher(...))")
+    m = build_matcher(matcher).match(retrieved, truths)
+    found: set[int] = set()
+    for hits in m.context_hits:
+        new = not hits <= found
+        found |= hits
+        flags.append(new)
+        covered.append(len(found))
+    return flags, covered, m.n_truth_contexts
+
+
+def _ranked(retrieved, truths, k, relevance, matcher):
+    _check_k(k)
+    flags, covered, n_relevant = judge_relevance(retrieved, truths, relevance=relevance, matcher=matcher)
+    if n_relevant == 0:
+        return Score.missing("no relevant item (empty ground truth)")
+    depth = len(flags) if k is None else min(k, len(flags))
+    return flags[:depth], covered, n_relevant, depth
+
+
+_REG = dict(fields_for=_fields, resolve=_resolve, variant_params=("k", "matcher"))
+
+
+@register(**_REG)
+def hit_rate(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",
+             matcher: Any = None) -> float | Score:
+    """1 if a relevant item is among the first k retrieved, else 0; range [0, 1].
+
+    >>> hit_rate(["x", "y", "a"], ["a"], k=2), hit_rate(["x", "y", "a"], ["a"], k=3)
+    (0.0, 1.0)
+    """
+    r = _ranked(retrieved, relevant, k, relevance, matcher)
+    if isinstance(r, Score):
+        return r
+    return 1.0 if any(r[0]) else 0.0
+
+
+@register(**_REG)
+def mrr(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",
+        matcher: Any = None) -> float | Score:
+    """Reciprocal rank of the first relevant item among the first k, 0 if none; range [0, 1].
+
+    >>> mrr(["x", "a", "b"], ["a", "b"]) == 1 / 2
+    True
+    """
+    r = _ranked(retrieved, relevant, k, relevance, matcher)
+    if isinstance(r, Score):
+        return r
+    for rank, flag in enumerate(r[0], start=1):
+        if flag:
+            return 1.0 / rank
+    return 0.0
+
+
+@register(**_REG)
+def ndcg(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",
+         matcher: Any = None) -> float | Score:
+    """Normalised discounted cumulative gain at k, binary gains; range [0, 1].
+
+    The ideal list holds min(number of relevant items, k) relevant items:
+
+    >>> import math
+    >>> ndcg(["x", "a"], ["a", "b", "c"], k=2) == (1 / math.log2(3)) / (1 + 1 / math.log2(3))
+    True
+    """
+    r = _ranked(retrieved, relevant, k, relevance, matcher)
+    if isinstance(r, Score):
+        return r
+    flags, _, n_relevant, _ = r
+    dcg = math.fsum(1.0 / math.log2(rank + 1) for rank, flag in enumerate(flags, start=1) if flag)
+    ideal_n = n_relevant if k is None else builtins.min(n_relevant, k)
+    idcg = math.fsum(1.0 / math.log2(rank + 1) for rank in range(1, ideal_n + 1))
+    return dcg / idcg
+
+
+@register(**_REG)
+def map(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",  # noqa: A001
+        matcher: Any = None, denominator: str = "relevant") -> float | Score:
+    """Average precision at k (averaged over the run: MAP); range [0, 1].
+
+    ``denominator: relevant`` (trec_eval, ranx) divides the sum of precisions at the relevant
+    ranks by the number of relevant items; ``hits`` divides by the relevant items found (what
+    AutoRAG and continuous-eval compute), 0 when none is found.
+
+    >>> run, rel = ["a", "x", "b"], ["a", "b", "c", "d"]
+    >>> map(run, rel) == (1/1 + 2/3) / 4
+    True
+    >>> map(run, rel, denominator="hits") == (1/1 + 2/3) / 2
+    True
+    """
+    if denominator not in ("relevant", "hits"):
+        raise ValueError(f"denominator must be 'relevant' or 'hits', got {denominator!r}")
+    r = _ranked(retrieved, relevant, k, relevance, matcher)
+    if isinstance(r, Score):
+        return r
+    flags, _, n_relevant, _ = r
+    hits, total = 0, 0.0
+    for rank, flag in enumerate(flags, start=1):
+        if flag:
+            hits += 1
+            total += hits / rank
+    if denominator == "hits":
+        return total / hits if hits else 0.0
+    return total / n_relevant
+
+
+@register(**_REG)
+def precision_at_k(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",
+                   matcher: Any = None) -> float | Score:
+    """Relevant items among the first k / k; range [0, 1].
+
+    k is the divisor even when fewer items were retrieved (trec_eval's P@k); with ``k: null``
+    the divisor is the number retrieved. A repeated relevant id counts once:
+
+    >>> precision_at_k(["a", "a", "a"], ["a"], k=5) == 1 / 5
+    True
+    >>> precision_at_k(["a", "x"], ["a"], k=None) == 1 / 2
+    True
+    """
+    r = _ranked(retrieved, relevant, k, relevance, matcher)
+    if isinstance(r, Score):
+        return r
+    flags = r[0]
+    divisor = len(retrieved) if k is None else k
+    if divisor == 0:
+        return Score.missing("nothing retrieved")
+    return sum(flags) / divisor
+
+
+@register(**_REG)
+def recall_at_k(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",
+                matcher: Any = None) -> float | Score:
+    """Relevant items among the first k / number of relevant items; range [0, 1].
+
+    >>> recall_at_k(["a", "x", "b"], ["a", "b", "c"], k=2) == 1 / 3
+    True
+    """
+    r = _ranked(retrieved, relevant, k, relevance, matcher)
+    if isinstance(r, Score):
+        return r
+    _, covered, n_relevant, depth = r
+    return (covered[depth - 1] if depth else 0) / n_relevant
