@@ -83,7 +83,7 @@ def test_llm_compressor_keeps_what_the_model_kept_and_drops_none(compose, server
 def test_a_failing_call_empties_that_sample_only(compose, server, tmp_path):
     server.script = lambda req: Reply(status=500, text="boom") if "Lyon" in req.user else scripted_model(req)
     cfg = compose("retriever=bm25", "retriever.top_k=1", "generator=llm", "generator.model=openai/local-test",
-                  f"generator.api_base={server.url}", "generator.num_retries=0", f"pipeline.cache_dir={tmp_path}")
+                  f"generator.api_base={server.url}", "generator.max_retries=0", f"pipeline.cache_dir={tmp_path}")
     records = build_pipeline(cfg, _dataset()).run(_dataset().records)
     assert [r.answer is None for r in records] == [False, True, False]
     assert records[1].extra["pipeline_error"].startswith("generate: generator model 'openai/local-test' failed")

@@ -163,12 +163,12 @@ class LLMCompressor(Compressor):
 
     def __init__(self, name: str = "llm", model: str = "openai/gpt-4o-mini", prompt: str = "compress_v1",
                  api_base: str | None = None, api_key_env: str | None = None, temperature: float = 0.0,
-                 max_tokens: int = 512, timeout: float = 60.0, num_retries: int = 2):
+                 max_tokens: int = 512, timeout_s: float = 60.0, max_retries: int = 2):
         check_template(prompt, ("query", "context"), "compressor")
         self.name, self.prompt = name, prompt
         self.client = LLMClient(model, who="compressor", api_base=api_base, api_key_env=api_key_env,
-                                temperature=temperature, max_tokens=max_tokens, timeout=timeout,
-                                num_retries=num_retries)
+                                temperature=temperature, max_tokens=max_tokens, timeout_s=timeout_s,
+                                max_retries=max_retries)
 
     def compress(self, query, contexts, ids):
         out_c: list[str] = []

@@ -83,12 +83,12 @@ class LLMGenerator(Generator):
 
     def __init__(self, name: str = "llm", model: str = "openai/gpt-4o-mini", prompt: str = "generate_v1",
                  api_base: str | None = None, api_key_env: str | None = None, temperature: float = 0.0,
-                 max_tokens: int = 256, timeout: float = 60.0, num_retries: int = 2):
+                 max_tokens: int = 256, timeout_s: float = 60.0, max_retries: int = 2):
         check_template(prompt, ("query",), "generator")
         self.name, self.prompt = name, prompt
         self.client = LLMClient(model, who="generator", api_base=api_base, api_key_env=api_key_env,
-                                temperature=temperature, max_tokens=max_tokens, timeout=timeout,
-                                num_retries=num_retries)
+                                temperature=temperature, max_tokens=max_tokens, timeout_s=timeout_s,
+                                max_retries=max_retries)
 
     def generate(self, query, contexts):
         return self.client.complete(render(self.prompt, query=query, contexts=contexts))

@@ -68,11 +68,11 @@ class LLMClient:
     """A litellm model with its settings; ``who`` names the config group in messages."""
 
     def __init__(self, model: str, *, who: str, api_base: str | None = None, api_key_env: str | None = None,
-                 temperature: float = 0.0, max_tokens: int = 256, timeout: float = 60.0, num_retries: int = 2):
+                 temperature: float = 0.0, max_tokens: int = 256, timeout_s: float = 60.0, max_retries: int = 2):
         if not model or not isinstance(model, str):
             raise ConfigError(f"{who}.model: expected a litellm model name (e.g. openai/gpt-4o-mini), got {model!r}")
         self.model, self.who, self.api_base, self.api_key_env = model, who, api_base, api_key_env
-        self.temperature, self.max_tokens, self.timeout, self.num_retries = temperature, max_tokens, timeout, num_retries
+        self.temperature, self.max_tokens, self.timeout, self.max_retries = temperature, max_tokens, timeout_s, max_retries
         self.calls = 0
         self.failures = 0
         self.tokens_in = 0
@@ -100,7 +100,7 @@ class LLMClient:
                                    f"(or name another variable with {self.who}.api_key_env)")
 
     def complete(self, prompt: str) -> str:
-        """The model's reply to one user message (retried ``num_retries`` times on errors)."""
+        """The model's reply to one user message (retried ``max_retries`` times on errors)."""
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 
@@ -114,7 +114,7 @@ class LLMClient:
         elif self.api_base:
             kwargs["api_key"] = "no-key"
         last: Exception | None = None
-        for attempt in range(self.num_retries + 1):
+        for attempt in range(self.max_retries + 1):
             self.calls += 1
             try:
                 resp = litellm.completion(**kwargs)
@@ -125,8 +125,8 @@ class LLMClient:
                 return (resp.choices[0].message.content or "").strip()
             except Exception as exc:  # noqa: BLE001 - litellm maps provider errors to many classes
                 last = exc
-                if attempt < self.num_retries:
+                if attempt < self.max_retries:
                     time.sleep(min(2.0 ** attempt, 8.0))
         self.failures += 1
-        raise RuntimeError(f"{self.who} model '{self.model}' failed after {self.num_retries + 1} attempts: "
+        raise RuntimeError(f"{self.who} model '{self.model}' failed after {self.max_retries + 1} attempts: "
                            f"{type(last).__name__}: {str(last)[:200]}")
