@@ -21,7 +21,7 @@ USAGE_KEYS = ("judge/calls", "judge/cache_hits", "judge/tokens_in", "judge/token
 
 def _no_keys() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = ""  # unset: the judge itself must keep litellm off the network
     return env
 
 
@@ -37,6 +37,7 @@ def test_full_suite_with_a_judge_logs_every_judge_metric_and_usage(tmp_path, dat
         assert server.calls == calls_first
     assert (tmp_path / ".ragexp_cache" / "judge.sqlite").exists()  # in the launch dir, not Hydra's output dir
     assert "cache hits" in first.stdout + first.stderr  # the usage line is logged
+    assert "cost map fetch" not in first.stdout + first.stderr  # litellm's price map is read locally
     client, found = runs(uri)
     assert len(found) == 2
     one, two = (r.data.metrics for r in found)
@@ -109,3 +110,21 @@ def test_multirun_jobs_in_parallel_processes_share_the_cache(tmp_path, data_dir)
     for child in children:
         assert child.data.metrics["judge/calls"] + child.data.metrics["judge/cache_hits"] == distinct
     assert sum(c.data.metrics["judge/calls"] for c in children) == server.calls
+
+
+def test_budget_stop_from_the_cli_says_how_far_it_got_and_exits(tmp_path, data_dir):
+    with JudgeServer() as server:
+        proc = run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=judge", "judge=openai_compatible",
+                       f"judge.api_base={server.url}", "judge.model=openai/gpt-4o", "judge.cost_per_million_in=null",
+                       "judge.cost_per_million_out=null", "judge.max_cost_usd=0.02", "judge.max_tokens=128",
+                       f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", "progress=false",
+                       cwd=tmp_path, env=_no_keys(), check=False, timeout=120)  # no hang at exit either
+        paid = server.calls
+    assert proc.returncode == 2
+    error = [ln for ln in proc.stderr.splitlines() if ln.startswith("ragexp: error:")]
+    assert len(error) == 1 and "max_cost_usd=0.02" in error[0] and "of 8 samples fully scored" in error[0]
+    spent = float(error[0].split("$")[1].split()[0])
+    assert 0 < spent <= 0.02 and paid > 0
+    from ragexp.judge.cache import JudgeCache
+
+    assert len(JudgeCache(tmp_path / ".ragexp_cache" / "judge.sqlite")) == paid  # what was paid for is kept

@@ -16,6 +16,8 @@ from ragexp.errors import BudgetExceeded, ConfigError, CredentialsError
 from ragexp.evaluate import build_metrics
 from ragexp.judge import build_judge
 from ragexp.judge.cache import JudgeCache
+from ragexp.judge.client import Budget, JudgeClient, Usage
+from ragexp.judge.templates import load_prompt
 from ragexp.metrics.judge import answer_consistency
 from ragexp.records import Record
 
@@ -196,19 +198,28 @@ def test_requests_per_minute_spaces_request_starts(server, make_judge):
 
 def test_budget_guard_stops_and_keeps_what_was_paid_for(server, make_judge, tmp_path):
     records = [Record(id=str(i), query=f"What is the capital of France, case {i}?",
-                      contexts=["Paris is the capital of France."]) for i in range(10)]
+                      contexts=["Paris is the capital of France.", "Lyon is in France.", "Bananas."])
+               for i in range(10)]
     s = specs("retrieval_precision")
     prices = dict(cost_per_million_in=1000.0, cost_per_million_out=1000.0)  # $0.001 a token
-    with pytest.raises(BudgetExceeded, match=r"of 10 samples scored") as err:
-        make_judge(s, max_cost_usd=1.0, max_concurrency=2, **prices).score(records, s)
+    # a budget for 4.5 worst-case requests: sample 1 gets one request in before the stop, its others none
+    probe = make_judge(s, max_cost_usd=1.0, **prices)
+    messages = load_prompt("relevance", "v1").render(question=records[0].query, context=records[0].contexts[0])
+    worst = JudgeClient(probe.settings, None, probe.prices, Usage(), Budget(1.0)).worst_case(messages)
+    server.script = lambda r: Reply(delay=0.5) if "case 1?" in r.first_user else None  # still in flight at the stop
+    with pytest.raises(BudgetExceeded, match=r"of 10 samples fully scored") as err:
+        make_judge(s, max_cost_usd=4.5 * worst, max_concurrency=2, **prices).score(records, s)
     spent = float(re.search(r"\$([\d.]+) spent", str(err.value)).group(1))
-    assert 0 < spent <= 1.0
+    assert 0 < spent <= 4.5 * worst
     paid = server.calls
-    assert 0 < paid < 10
-    assert len(JudgeCache(tmp_path / "judge.sqlite")) == paid  # every paid answer is kept
+    assert 0 < paid < 30
+    cache = JudgeCache(tmp_path / "judge.sqlite")
+    assert len(cache) == paid  # every paid answer is kept
+    paid_usd = cache._conn.execute("SELECT SUM(cost_usd) FROM replies").fetchone()[0]
+    assert spent == round(paid_usd, 4)  # the report counts requests still in flight when the budget ran out
     scores, usage = make_judge(s, **prices).score(records, s)  # finish without a limit
-    assert usage["judge/cache_hits"] == paid and server.calls == 10  # nothing paid twice
-    assert [sc.status for sc in scores["retrieval_precision"]] == ["ok"] * 10
+    assert usage["judge/cache_hits"] == paid and server.calls == 30  # nothing paid twice
+    assert [sc.value for sc in scores["retrieval_precision"]] == [2 / 3] * 10
 
 
 def test_budget_needs_a_price(server, make_judge):

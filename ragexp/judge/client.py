@@ -97,8 +97,7 @@ class Prices:
             self.per_in = (settings.cost_per_million_in or 0.0) / 1e6
             self.per_out = (settings.cost_per_million_out or 0.0) / 1e6
             return
-        import litellm
-
+        litellm = _quiet_litellm()
         try:
             cin, _ = litellm.cost_per_token(model=settings.model, prompt_tokens=1_000_000, completion_tokens=0)
             _, cout = litellm.cost_per_token(model=settings.model, prompt_tokens=0, completion_tokens=1_000_000)
@@ -186,7 +185,8 @@ def _short(exc: BaseException, limit: int = 300) -> str:
 
 
 def _quiet_litellm() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at run time
+    if not os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"):
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # never fetch the price map at run time
     import litellm
 
     litellm.suppress_debug_info = True

@@ -114,6 +114,17 @@ class _Run:
         self.client = JudgeClient(judge.settings, judge.cache, judge.prices, self.usage, self.budget)
         self.memo: dict[str, asyncio.Future] = {}
 
+    async def drain(self) -> None:
+        """Wait until no request of this run is in flight."""
+        while True:
+            pending = [t for t in self.memo.values() if not t.done()]
+            if not pending:
+                break
+            await asyncio.wait(pending)
+        for t in self.memo.values():  # mark every failure as seen (BudgetStop may have had no reader)
+            if not t.cancelled():
+                t.exception()
+
     async def ask(self, kind: str, version: str, ctx: dict[str, Any] | None = None, **values: Any) -> Outcome:
         prompt = load_prompt(kind, version)
         messages = prompt.render(**values)
@@ -364,7 +375,11 @@ class Judge:
                 if run.budget.stopped:
                     raise BudgetStop()
                 planned = [s for s in specs if s.info.name in PLANS]
-                results = await asyncio.gather(*[self._metric(run, s, record) for s in planned])
+                results = await asyncio.gather(*[self._metric(run, s, record) for s in planned],
+                                               return_exceptions=True)
+                for res in results:
+                    if isinstance(res, BaseException):
+                        raise res
                 scores = {s.key: sc for s, sc in zip(planned, results)}
                 for key, parts in overall.items():
                     scores[key] = overall_score_of(parts, scores)
@@ -375,8 +390,9 @@ class Judge:
         tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(records)]
         try:
             results = await asyncio.gather(*tasks, return_exceptions=True)
+            await run.drain()  # requests still in flight (a sibling failed first) finish and are cached
         except BaseException:
-            for t in tasks:
+            for t in tasks + list(run.memo.values()):
                 t.cancel()
             raise
         finally:
@@ -391,9 +407,10 @@ class Judge:
             done = sum(1 for s in per_record if s is not None)
             raise BudgetExceeded(
                 f"judge '{self.settings.name}' stopped before passing judge.max_cost_usd={self.settings.max_cost_usd}: "
-                f"{done} of {len(records)} samples scored, ${run.usage.cost_usd:.4f} spent on {run.usage.calls} calls "
-                f"({run.usage.cache_hits} cache hits). Every paid answer is cached in {self._cache_where()}; "
-                "rerun with a higher judge.max_cost_usd to finish for the rest")
+                f"{done} of {len(records)} samples fully scored, ${run.usage.cost_usd:.4f} spent on {run.usage.calls} calls "
+                f"({run.usage.cache_hits} cache hits). Every paid answer is cached in {self._cache_where()}: "
+                "rerun with a higher judge.max_cost_usd (or a lower judge.max_tokens, which bounds each "
+                "request's worst case) and only the rest is paid for")
         out: dict[str, list[Score]] = {s.key: [] for s in specs}
         for scores in per_record:
             assert scores is not None  # every record finished (no sample is ever dropped)
