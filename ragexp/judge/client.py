@@ -208,6 +208,7 @@ class JudgeClient:
         self.limiter = RateLimiter(settings.requests_per_minute)
         self.sem = asyncio.Semaphore(settings.max_concurrency)
         self.rng = rng or random.Random()
+        self.fatal: Exception | None = None  # a rejected key or unknown model: no further request is sent
         self._litellm = _quiet_litellm()
 
     def key(self, messages: list[dict[str, str]], prompt: str) -> str:
@@ -253,10 +254,14 @@ class JudgeClient:
         worst = self.worst_case(messages)
         last = ""
         for attempt in range(self.s.max_retries + 1):
+            if self.fatal is not None:
+                raise self.fatal
             self.budget.reserve(worst)
             try:
                 async with self.sem:
                     await self.limiter.acquire()
+                    if self.fatal is not None:  # it happened while this request waited for its turn
+                        raise self.fatal
                     self.usage.calls += 1
                     if attempt:
                         self.usage.retries += 1
@@ -267,7 +272,13 @@ class JudgeClient:
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure is classified below
                 self.budget.settle(worst, 0.0)
-                status, retryable = classify(exc)
+                if exc is self.fatal:
+                    raise
+                try:
+                    status, retryable = classify(exc)
+                except (CredentialsError, ConfigError) as fatal:
+                    self.fatal = self.fatal or fatal
+                    raise self.fatal from None
                 last = _short(exc)
                 wait_hint = _retry_after(exc)
                 if status == "rate_limited" and wait_hint is not None:
