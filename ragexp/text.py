@@ -104,8 +104,9 @@ def stopword_set(stopwords: str | list[str] | None) -> frozenset[str]:
     return frozenset(w.lower() for w in stopwords)
 
 
+@lru_cache(maxsize=200_000)
 def keywords(text: str, stopwords: frozenset[str] = frozenset(), min_len: int = 2) -> frozenset[str]:
-    """The keyword set of SPEC §2.5: distinct lowercased words of ``min_len`` or more characters."""
+    """The keyword set of SPEC §2.5: distinct lowercased words of ``min_len`` or more characters (cached)."""
     return frozenset(t for t in _word_tokens(text) if len(t) >= min_len and t not in stopwords)
 
 
