@@ -8,7 +8,7 @@ components they compare (SPEC §2.2). The rules, in order:
   brackets) end a sentence when white space follows and the next word starts with an upper-case
   letter, a digit, or an opening quote/bracket.
 - A full stop does *not* end a sentence after a known abbreviation (``Mr.``, ``Dr.``, ``e.g.``,
-  ``U.S.``, ``No.``, month names, …), after a single letter (initials such as ``J. K.``), or
+  ``U.S.``, ``No.``, month names, …), after a single capital letter (initials such as ``J. K.``), or
   inside a number (``3.14``).
 - The Chinese/Japanese full stops ``。！？`` end a sentence with or without a following space.
 
@@ -47,12 +47,12 @@ def _is_abbreviation(before: str) -> bool:
     m = _LAST_WORD.search(before)
     if m is None:
         return False
-    word = m.group(1).lstrip("\"'“‘([").lower()
+    word = m.group(1).lstrip("\"'“‘([")
     if not word:
         return False
-    if len(word) == 1 and word.isalpha():
+    if len(word) == 1 and word.isupper():
         return True  # an initial: "J. K. Rowling"
-    return word in ABBREVIATIONS
+    return word.lower() in ABBREVIATIONS
 
 
 def _split_block(block: str) -> list[str]:

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from functools import lru_cache
 from typing import Any
 
 from ..matchers import build_matcher
@@ -113,9 +114,17 @@ def judge_relevance(retrieved: list[str], truths: list[str], *, relevance: str =
     return flags, covered, m.n_truth_contexts
 
 
+@lru_cache(maxsize=64)
+def _judged(retrieved: tuple[str, ...], truths: tuple[str, ...], relevance: str, matcher: Any):
+    # a suite asks for the same record's relevance once per metric and cut-off: judge it once
+    return judge_relevance(list(retrieved), list(truths), relevance=relevance, matcher=matcher)
+
+
 def _ranked(retrieved, truths, k, relevance, matcher):
     _check_k(k)
-    flags, covered, n_relevant = judge_relevance(retrieved, truths, relevance=relevance, matcher=matcher)
+    if isinstance(matcher, (str, dict)):
+        matcher = build_matcher(matcher)
+    flags, covered, n_relevant = _judged(tuple(retrieved), tuple(truths), relevance, matcher)
     if n_relevant == 0:
         return Score.missing("no relevant item (empty ground truth)")
     depth = len(flags) if k is None else min(k, len(flags))

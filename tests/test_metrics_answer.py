@@ -1,0 +1,88 @@
+"""Answer metrics (SPEC §2.4): AutoRAG's test vectors, agreement with rouge-score and sacrebleu
+on real answers, and AutoRAG's own stored per-sample BLEU and ROUGE values."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import sacrebleu
+from rouge_score import rouge_scorer
+
+from ragexp.metrics.answer import answer_token_f1, bleu, exact_match, rouge1, rouge2, rougeL, squad_f1
+
+DOG_REFS = ["The dog had bit the man.", "The man had bitten the dog."]
+ARTIST_REFS = ["I want to be a artist, but I end up to be a programmer."]
+ARTIST = "It really like to be a programmer, but I think artist is my passion."
+
+
+def test_autorag_rouge_vectors():
+    assert rougeL("The dog bit the man.", DOG_REFS) == 2 * (5 / 5 * 5 / 6) / (5 / 5 + 5 / 6)   # 0.909…
+    assert round(rougeL("The dog bit the man.", DOG_REFS), 3) == 0.909
+    # LCS "to be a … but i": 5 tokens, of 14 in the answer and 14 in the reference
+    assert rougeL(ARTIST, ARTIST_REFS) == 2 * (5 / 14 * 5 / 14) / (5 / 14 + 5 / 14)
+    assert round(rougeL(ARTIST, ARTIST_REFS), 5) == 0.35714
+    assert rougeL(ARTIST, [ARTIST]) == 1.0
+
+
+def test_autorag_bleu_vectors_with_lowercase():
+    assert round(bleu("The dog bit the man.", DOG_REFS, lowercase=True), 4) == 51.1508
+    assert round(bleu(ARTIST, ARTIST_REFS, lowercase=True), 4) == 23.5783
+    assert round(bleu(ARTIST, [ARTIST], lowercase=True), 9) == 100.0
+
+
+def test_exact_match_and_token_f1_follow_squad():
+    assert exact_match("The  Beatles!", ["beatles", "Rolling Stones"]) == 1.0
+    assert exact_match("Beatles band", ["beatles"]) == 0.0
+    assert answer_token_f1("the Beatles band", ["Beatles", "a band of four"]) == max(
+        2 * (1 / 2 * 1) / (1 / 2 + 1), 2 * (1 / 2 * 1 / 3) / (1 / 2 + 1 / 3))
+    assert squad_f1("the", "a") == 1.0 and squad_f1("the", "cat") == 0.0   # SQuAD v2's no-token rule
+    assert exact_match("x", []).status == "missing_field"
+
+
+def _squad_answers(data_dir, n):
+    """Real answer/reference pairs: SQuAD answer strings of one question scored against those of
+    another question of the same paragraph, and against the full answer sentence."""
+    d = json.loads((data_dir / "squad2" / "dev-v2.0.json").read_text(encoding="utf-8"))
+    pairs = []
+    for article in d["data"]:
+        for para in article["paragraphs"]:
+            qas = [qa for qa in para["qas"] if qa["answers"]]
+            for a, b in zip(qas, qas[1:]):
+                refs = list(dict.fromkeys(x["text"] for x in b["answers"]))
+                pairs.append((a["answers"][0]["text"], refs))
+                pairs.append((a["question"] + " " + a["answers"][0]["text"], refs + [b["question"]]))
+    return pairs[:n]
+
+
+@pytest.fixture(scope="module")
+def answer_pairs(data_dir):
+    pairs = _squad_answers(data_dir, 1500)
+    tonic = json.loads((data_dir / "tonic_paul_graham" / "qa_pairs.json").read_text(encoding="utf-8"))
+    pairs += [(t["quote"], [t["answer"]]) for t in tonic] + [(t["answer"], [t["quote"], t["question"]]) for t in tonic]
+    return pairs
+
+
+def test_rouge_identical_to_rouge_score_score_multi(answer_pairs):
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"])
+    stemmed = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    for answer, refs in answer_pairs:
+        ref = scorer.score_multi(refs, answer)
+        assert (rouge1(answer, refs), rouge2(answer, refs), rougeL(answer, refs)) == (
+            ref["rouge1"].fmeasure, ref["rouge2"].fmeasure, ref["rougeL"].fmeasure)
+        assert rougeL(answer, refs, use_stemmer=True) == stemmed.score_multi(refs, answer)["rougeL"].fmeasure
+
+
+def test_bleu_identical_to_sacrebleu_sentence_bleu(answer_pairs):
+    for answer, refs in answer_pairs[::3]:
+        assert bleu(answer, refs) == sacrebleu.sentence_bleu(answer, refs).score
+        assert bleu(answer, refs, lowercase=True) == sacrebleu.sentence_bleu(answer, refs, lowercase=True).score
+
+
+def test_autorag_stored_bleu_and_rouge_values(data_dir):
+    d = pd.read_parquet(data_dir / "autorag" / "result_generator_best_0.parquet")
+    for _, row in d.iterrows():
+        refs, answer = list(row["generation_gt"]), row["generated_texts"]
+        assert bleu(answer, refs) == pytest.approx(row["bleu"], abs=1e-6)
+        assert rougeL(answer, refs) == pytest.approx(row["rouge"], abs=1e-6)

@@ -1,0 +1,123 @@
+"""Ranked retrieval metrics (SPEC §2.3): worked examples, AutoRAG's duplicate-id runs, and
+agreement with ranx on BM25 runs over the SQuAD paragraphs (to 1e-9, every query, every cut-off)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from ragexp.evaluate import build_metrics, check_fields
+from ragexp.errors import FieldsError
+from ragexp.metrics.ranking import hit_rate, judge_relevance, map, mrr, ndcg, precision_at_k, recall_at_k
+from ragexp.records import to_record
+
+RUN = ["d3", "d1", "d2", "d4", "d9"]
+RELEVANT = ["d1", "d4", "d7"]
+
+
+def test_worked_example_at_k3_and_k5():
+    assert hit_rate(RUN, RELEVANT, k=1) == 0.0 and hit_rate(RUN, RELEVANT, k=3) == 1.0
+    assert mrr(RUN, RELEVANT, k=1) == 0.0 and mrr(RUN, RELEVANT, k=5) == 1 / 2
+    assert precision_at_k(RUN, RELEVANT, k=3) == 1 / 3
+    assert precision_at_k(RUN, RELEVANT, k=5) == 2 / 5
+    assert recall_at_k(RUN, RELEVANT, k=3) == 1 / 3
+    assert recall_at_k(RUN, RELEVANT, k=5) == 2 / 3
+    assert map(RUN, RELEVANT, k=5) == (1 / 2 + 2 / 4) / 3
+    assert map(RUN, RELEVANT, k=5, denominator="hits") == (1 / 2 + 2 / 4) / 2
+    dcg = 1 / math.log2(3) + 1 / math.log2(5)
+    assert ndcg(RUN, RELEVANT, k=5) == pytest.approx(dcg / (1 + 1 / math.log2(3) + 1 / math.log2(4)), abs=1e-15)
+    assert ndcg(RUN, RELEVANT, k=2) == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)), abs=1e-15)
+
+
+def test_precision_divides_by_k_even_when_fewer_were_retrieved():
+    assert precision_at_k(["d1"], ["d1"], k=10) == 1 / 10
+    assert precision_at_k(["d1", "x"], ["d1"], k=None) == 1 / 2
+
+
+def test_repeated_ids_count_once():
+    assert judge_relevance(["a", "a", "b", "a"], ["a", "b"], relevance="ids")[0] == [True, False, True, False]
+    assert recall_at_k(["a", "a", "a"], ["a", "b"], k=3) == 1 / 2
+    assert ndcg(["a", "a"], ["a"], k=2) == 1.0
+
+
+def test_no_relevant_item_is_missing_not_zero():
+    assert mrr(["a"], [], k=10).status == "missing_field"
+
+
+def test_matcher_relevance_counts_each_ground_truth_context_once():
+    contexts = ["Paris is the capital of France.", "Paris is the capital of France!", "Rome is in Italy."]
+    gt = ["Paris is the capital of France.", "Berlin is in Germany."]
+    flags, covered, n = judge_relevance(contexts, gt, relevance="matcher", matcher="rouge_chunk")
+    assert (flags, covered, n) == ([True, False, False], [1, 1, 1], 2)
+    assert precision_at_k(contexts, gt, k=3, relevance="matcher", matcher="rouge_chunk") == 1 / 3
+    assert recall_at_k(contexts, gt, k=3, relevance="matcher", matcher="rouge_chunk") == 1 / 2
+
+
+def test_relevance_auto_uses_ids_when_the_dataset_has_them_else_the_matcher(compose):
+    specs, _ = build_metrics(compose("metric=ndcg").metric, "rouge_chunk")
+    with_ids = [to_record({"query": "q", "contexts": ["a"], "context_ids": ["1"], "gt_contexts": ["a"],
+                           "gt_context_ids": ["1"]}, path="x", row=1)]
+    kept, _ = check_fields(specs, with_ids, "x")
+    assert {s.options["relevance"] for s in kept} == {"ids"} and [s.key for s in kept] == [
+        "ndcg/k1", "ndcg/k3", "ndcg/k5", "ndcg/k10"]
+    specs, _ = build_metrics(compose("metric=ndcg").metric, "rouge_chunk")
+    texts_only = [to_record({"query": "q", "contexts": ["a"], "gt_contexts": ["a"]}, path="x", row=1)]
+    kept, _ = check_fields(specs, texts_only, "x")
+    assert {s.options["relevance"] for s in kept} == {"matcher"}
+    specs, _ = build_metrics(compose("metric=ndcg").metric, "rouge_chunk")
+    nothing = [to_record({"query": "q", "contexts": ["a"]}, path="x", row=1)]
+    with pytest.raises(FieldsError, match="metric 'ndcg/k1' needs 'gt_contexts'; dataset 'x' has: id, query, contexts"):
+        check_fields(specs, nothing, "x")
+
+
+# -- AutoRAG's own numbers on its result parquet (duplicated ids in the run) -----------------
+
+def test_autorag_stored_retrieval_precision_and_recall(data_dir):
+    d = pd.read_parquet(data_dir / "autorag" / "result_lexical_retrieval_best_0.parquet")
+    for _, row in d.iterrows():
+        retrieved = list(row["retrieved_ids_lexical"])
+        relevant = [i for group in row["retrieval_gt"] for i in group]
+        assert precision_at_k(retrieved, relevant, k=None) == pytest.approx(row["retrieval_precision"], abs=1e-6)
+        assert recall_at_k(retrieved, relevant, k=None) == pytest.approx(row["retrieval_recall"], abs=1e-6)
+
+
+# -- agreement with ranx on BM25 runs over SQuAD ---------------------------------------------
+
+RANX = {"hit_rate": hit_rate, "mrr": mrr, "ndcg": ndcg, "map": map, "precision": precision_at_k,
+        "recall": recall_at_k}
+
+
+@pytest.fixture(scope="module")
+def squad_run(data_dir):
+    from squad_bm25 import squad_bm25_run
+
+    return squad_bm25_run(str(data_dir), 300)
+
+
+def test_identical_to_ranx_on_squad_bm25(squad_run):
+    from ranx import Qrels, Run, evaluate
+
+    qrels = Qrels({r["id"]: {doc: 1 for doc in r["relevant_ids"]} for r in squad_run})
+    # scores strictly decreasing in rank order, so ranx ranks exactly as the run lists
+    run = Run({r["id"]: {doc: float(len(r["context_ids"]) - i) for i, doc in enumerate(r["context_ids"])}
+               for r in squad_run})
+    multi = sum(len(r["relevant_ids"]) > 1 for r in squad_run)
+    assert multi > 50, "the run should hold queries with several relevant items"
+    for k in (1, 3, 5, 10):
+        names = [f"{m}@{k}" for m in RANX]
+        evaluate(qrels, run, names, make_comparable=True)
+        for m, fn in RANX.items():
+            for r in squad_run:
+                ours = fn(r["context_ids"], r["relevant_ids"], k=k, relevance="ids")
+                assert abs(ours - run.scores[f"{m}@{k}"][r["id"]]) <= 1e-9, (m, k, r["id"])
+
+
+def test_exact_chunk_relevance_equals_id_relevance_on_squad(squad_run):
+    """Relevance through a matcher over texts gives the id-based values when texts identify passages."""
+    for r in squad_run[:100]:
+        for fn in RANX.values():
+            by_ids = fn(r["context_ids"], r["gt_context_ids"], k=5, relevance="ids")
+            by_text = fn(r["contexts"], r["gt_contexts"], k=5, relevance="matcher", matcher="exact_chunk")
+            assert by_ids == by_text
