@@ -180,10 +180,27 @@ def score(records: list[Record], specs: Iterable[MetricSpec], progress: Callable
     """Per-sample scores of every sample-level, non-judge metric, in record order."""
     sample_specs = [s for s in specs if s.info.level == "sample" and not s.info.judge]
     out: dict[str, list[Score]] = {s.key: [] for s in sample_specs}
+    # what score_sample does, with each spec's fields and options settled once, not per record
+    plans = []
+    for spec in sample_specs:
+        opts = dict(spec.options)
+        if spec.matcher is not None:
+            opts["matcher"] = spec.matcher
+        plans.append((spec, spec.fields, spec.info.fn, opts, out[spec.key].append))
     iterator = progress(records) if progress else records
     for record in iterator:
-        for spec in sample_specs:
-            out[spec.key].append(score_sample(spec, record))
+        for spec, fields, fn, opts, append in plans:
+            args = [getattr(record, f) for f in fields]
+            if not all(record.has(f) for f in fields):
+                append(score_sample(spec, record))  # says which field is empty
+                continue
+            value = fn(*args, **opts)
+            if isinstance(value, Score):
+                append(value)
+            elif value is None or (isinstance(value, float) and math.isnan(value)):
+                append(Score.missing("undefined for this sample"))
+            else:
+                append(Score(float(value)))
     return out
 
 
