@@ -17,8 +17,8 @@ What differs is the work:
   per token of the shorter text, whatever the length of the other (rouge-score fills the full
   dynamic-programming table in Python);
 - a matcher only needs to know whether the recall clears a threshold, so it first bounds the
-  LCS from above by the number of positions whose token occurs in the other text, and skips
-  the LCS when that bound already fails.
+  LCS from above (distinct shared tokens plus repeats, one AND of two bit masks over the
+  ground truths' vocabulary) and skips the LCS when that bound already fails.
 
     >>> rouge_l("Paris is the capital of France.",
     ...         "Paris is the capital of France and also the largest city in the country.")
@@ -45,16 +45,20 @@ class Tokens:
     seq: tuple[str, ...]
     set: frozenset[str]
     masks: dict[str, int]  # token → bit i set for every position i where it occurs
+    counts: dict[str, int]  # token → how many times it occurs
+    n: int                  # number of tokens
+    repeats: int            # n - number of distinct tokens
 
     def __len__(self) -> int:
-        return len(self.seq)
+        return self.n
 
 
 def _build(seq: tuple[str, ...]) -> Tokens:
     masks: dict[str, int] = {}
     for i, tok in enumerate(seq):
         masks[tok] = masks.get(tok, 0) | (1 << i)
-    return Tokens(seq, frozenset(masks), masks)
+    return Tokens(seq, frozenset(masks), masks, {t: m.bit_count() for t, m in masks.items()}, len(seq),
+                  len(seq) - len(masks))
 
 
 @lru_cache(maxsize=300_000)
@@ -86,10 +90,10 @@ def tokens(text: str, use_stemmer: bool = False) -> Tokens:
 
 def lcs_length(a: Tokens, b: Tokens) -> int:
     """Length of the longest common subsequence of two token sequences (bit-parallel)."""
-    if len(a) < len(b):
+    if a.n < b.n:
         a, b = b, a  # bits over the longer text, one step per token of the shorter
-    m = len(a)
-    if m == 0 or len(b) == 0:
+    m = a.n
+    if m == 0 or b.n == 0:
         return 0
     masks = a.masks
     full = (1 << m) - 1
@@ -198,23 +202,47 @@ class RougeMatcher(Matcher):
         self.inclusive = bool(inclusive)
         self.use_stemmer = bool(use_stemmer)
 
-    def _prepare(self, truths: Sequence[str]) -> list[tuple[int, Tokens, int | None]]:
-        out = []
+    def _prepare(self, truths: Sequence[str]) -> tuple:
+        # Each distinct ground-truth token gets one bit; each ground truth j the mask of its
+        # tokens and its number of repeated occurrences. For a retrieved component c with the
+        # mask of its tokens, every common token contributes at most one to the LCS, plus its
+        # repeats, so  LCS ≤ |distinct common tokens| + min(repeats in j, repeats in c).
+        # Only the ground truths whose bound reaches the least passing LCS get the exact
+        # bit-parallel LCS.
+        bit: dict[str, int] = {}
+        always, candidates = [], []
         for j, t in enumerate(truths):
             tok = tokens(t, self.use_stemmer)
-            out.append((j, tok, _need(len(tok), self.threshold, self.inclusive)))
-        return out
-
-    def _hits(self, component: str, prepared: list[tuple[int, Tokens, int | None]]) -> frozenset[int]:
-        c = tokens(component, self.use_stemmer)
-        n = len(c)
-        found = []
-        for j, t, need in prepared:
+            need = _need(len(tok), self.threshold, self.inclusive)
+            if need == 0:
+                always.append(j)
+                continue
             if need is None:
                 continue
-            if need == 0:
-                found.append(j)
-            elif n >= need and overlap_bound(t, c) >= need and lcs_length(t, c) >= need:
+            mask = 0
+            for word in tok.set:
+                b = bit.get(word)
+                if b is None:
+                    bit[word] = b = 1 << len(bit)
+                mask |= b
+            candidates.append((j, tok, need, mask, tok.repeats))
+        return bit, frozenset(bit), always, candidates
+
+    def _hits(self, component: str, prepared: tuple) -> frozenset[int]:
+        bit, vocab, always, candidates = prepared
+        c = tokens(component, self.use_stemmer)
+        common = c.set & vocab
+        if not common:
+            return frozenset(always)
+        cmask = 0
+        for word in common:
+            cmask |= bit[word]
+        n = c.n
+        crep = c.repeats
+        found = list(always)
+        for j, tok, need, mask, rep in candidates:
+            if (n >= need and (cmask & mask).bit_count() + (rep if rep < crep else crep) >= need
+                    and lcs_length(tok, c) >= need):
                 found.append(j)
         return frozenset(found)
 
