@@ -137,7 +137,8 @@ def check_fields(specs: list[MetricSpec], records: list[Record], dataset: str,
     """
     have = present_fields(records)
     have += [f for f in provided if f not in have]
-    kept, skipped = [], []
+    kept: list[MetricSpec] = []
+    lacking_by_key: dict[str, list[str]] = {}
     for spec in specs:
         if spec.info.resolve is not None:
             spec.options = spec.info.resolve(dict(spec.options), tuple(have))
@@ -145,11 +146,26 @@ def check_fields(specs: list[MetricSpec], records: list[Record], dataset: str,
         if not lacking:
             kept.append(spec)
             continue
-        message = (f"metric '{spec.key}' needs {', '.join(repr(f) for f in lacking)}; "
-                   f"dataset '{dataset}' has: {', '.join(have)}")
         if not all_that_apply:
-            raise FieldsError(message + " (choose another metric or dataset, or a suite that skips what does not apply)")
-        skipped.append(f"skipped {message}")
+            raise FieldsError(
+                f"metric '{spec.key}' needs {', '.join(repr(f) for f in lacking)}; dataset '{dataset}' has: "
+                f"{', '.join(have)} (choose another metric or dataset, or a suite that skips what does not apply)")
+        lacking_by_key[spec.key] = lacking
+    # one line per missing-field set, naming every metric it skips (variants folded: ndcg/k1..k10 → ndcg)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for key, lacking in lacking_by_key.items():
+        names = groups.setdefault(tuple(lacking), [])
+        base = key.split("/", 1)[0]
+        if base not in names:
+            names.append(base)
+    skipped = [f"skipped {', '.join(names)}: need{'s' if len(names) == 1 else ''} "
+               f"{', '.join(repr(f) for f in lacking)}; dataset '{dataset}' has: {', '.join(have)}"
+               for lacking, names in groups.items()]
+    if specs and not kept:
+        raise FieldsError(
+            f"none of the configured metrics applies to dataset '{dataset}' (it has: {', '.join(have)}); "
+            "a dataset without contexts or answers needs a pipeline to produce them, e.g. retriever=bm25 "
+            "generator=extractive")
     return kept, skipped
 
 

@@ -322,6 +322,8 @@ def _e2e_overrides(option: str, tmp_path: Path, data_dir: Path) -> list[str]:
     if option == "mapped":
         return [f"dataset.path={data_dir}/continuous_eval/correctness_sm.jsonl",
                 "dataset.columns={query: question, reference_answers: ground_truths}"]
+    if option in ("squad2", "tonic_qa_pairs", "autorag", "autorag_ko"):
+        return ["retriever=bm25", "generator=extractive"]  # questions and corpus only: a pipeline answers them
     return []
 
 
@@ -332,7 +334,7 @@ def test_every_option_runs_end_to_end(compose, data_dir, tmp_path, option):
     summary = run(cfg)
     assert summary["dataset"] == option
     assert 0 < summary["n_samples"] <= 12
-    assert summary["metrics"] or summary["skipped_metrics"]
+    assert any(v is not None for v in summary["metrics"].values()), summary
 
 
 def test_every_option_is_covered():

@@ -342,12 +342,21 @@ def test_single_metric_missing_field_is_an_error(compose, tmp_path):
 
 
 def test_suite_skips_what_does_not_apply_and_says_so(compose, data_dir):
-    cfg = compose("dataset=tonic_qa_pairs", "metric=default", "tracking.enabled=false", "dataset.limit=3")
+    cfg = compose("dataset=continuous_eval", "metric=default", "tracking.enabled=false", "dataset.limit=3")
     summary = run(cfg)
-    assert "token_f1" not in summary["metrics"]
-    said = ("metric 'token_f1' needs 'contexts'; dataset 'tonic_qa_pairs' has: id, query, gt_contexts, "
-            "gt_context_ids, reference_answers")
-    assert [m for m in summary["skipped_metrics"] if m.endswith(said)], summary["skipped_metrics"]
+    assert "exact_match" not in summary["metrics"] and summary["metrics"]["context_recall"] is not None
+    said = "dataset 'continuous_eval' has: id, query, contexts, gt_contexts, reference_answers"
+    line = [m for m in summary["skipped_metrics"] if m.endswith(said) and "need 'answer';" in m]
+    assert len(line) == 1 and "exact_match" in line[0].split(":")[0], summary["skipped_metrics"]
+
+
+def test_a_suite_of_which_nothing_applies_is_an_error(compose):
+    cfg = compose("dataset=squad2", "metric=answer", "metric._all_that_apply_=true", "tracking.enabled=false",
+                  "dataset.limit=3")
+    with pytest.raises(FieldsError) as e:
+        run(cfg)
+    assert message(e).startswith("none of the configured metrics applies to dataset 'squad2' (it has: id, query, ")
+    assert message(e).endswith("e.g. retriever=bm25 generator=extractive")
 
 
 # --- the command line ---------------------------------------------------------------------
