@@ -113,6 +113,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         values, counts = aggregate(specs, scores, records)
     notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)))
     extra = stage_latencies(records)
+    extra.update(getattr(pipeline, "stats", None) or {})
     extra.update(usage)
     for key, c in counts.items():
         for status, n in c.items():

@@ -44,6 +44,8 @@ def test_joblib_parallel_jobs_build_the_shared_index_once(tmp_path, data_dir):
     assert len(cache.builds()) == 1
     dirs = [p.name for p in cache.root.iterdir() if p.is_dir()]
     assert dirs == cache.builds()  # one finished index, no temporary directory left behind
+    # each child says in MLflow whether it built the index or loaded it: one build in all
+    assert sum(c.data.metrics["index/bm25/built"] for c in children) == 1
     recall = {int(c.data.params["retriever.top_k"]): c.data.metrics["recall_at_k"] for c in children}
     assert recall[1] <= recall[2] <= recall[3] <= recall[4]
 

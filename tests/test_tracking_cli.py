@@ -101,6 +101,9 @@ def test_multirun_basic_launcher_nests_children_under_one_parent(tmp_path, data_
     path = client.download_artifacts(parents[0].info.run_id, "sweep_results.json", str(tmp_path))
     rows = json.loads(open(path).read())["children"]
     assert len(rows) == 4 and all("keyword_overlap" in r for r in rows)
+    # the swept settings are columns of the comparison table, group choices by their name
+    assert {(r["param.dataset.name"], r["param.metric.accuracy.threshold"]) for r in rows} == {
+        ("memory_eval_true", "0.3"), ("memory_eval_true", "0.6"), ("memory_eval_false", "0.3"), ("memory_eval_false", "0.6")}
 
 
 def test_multirun_joblib_parallel_jobs_share_one_sqlite_store(tmp_path, data_dir):

@@ -93,5 +93,8 @@ def _overridden(config: DictConfig) -> set[str]:
     keys = set()
     for override in config.hydra.overrides.task:
         key = str(override).split("=", 1)[0].lstrip("+~")
-        keys.add(key if "/" not in key else key.split("/")[-1])
+        key = key if "/" not in key else key.split("/")[-1]
+        keys.add(key)
+        if "." not in key:  # a group choice (retriever=bm25,dense): its options carry `name`
+            keys.add(f"{key}.name")
     return keys
