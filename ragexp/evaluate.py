@@ -202,15 +202,16 @@ def score(records: list[Record], specs: Iterable[MetricSpec], progress: Callable
         opts = dict(spec.options)
         if spec.matcher is not None:
             opts["matcher"] = spec.matcher
-        plans.append((spec, spec.fields, spec.info.fn, opts, out[spec.key].append))
+        plans.append((spec, spec.fields, frozenset(spec.fields), spec.info.fn, opts, out[spec.key].append))
+    needed = frozenset().union(*(p[2] for p in plans))
     iterator = progress(records) if progress else records
     for record in iterator:
-        for spec, fields, fn, opts, append in plans:
-            args = [getattr(record, f) for f in fields]
-            if not all(record.has(f) for f in fields):
+        present = {f for f in needed if record.has(f)}
+        for spec, fields, field_set, fn, opts, append in plans:
+            if not field_set <= present:
                 append(score_sample(spec, record))  # says which field is empty
                 continue
-            value = fn(*args, **opts)
+            value = fn(*[getattr(record, f) for f in fields], **opts)
             if isinstance(value, Score):
                 append(value)
             elif value is None or (isinstance(value, float) and math.isnan(value)):

@@ -75,6 +75,9 @@ class Matcher:
         self.granularity = granularity
         self._cache: OrderedDict[tuple, Matches] = OrderedDict()
         self._cache_size = cache_size
+        # prepared ground truths, each with a memo of component → hits: many questions share a
+        # gold passage and retrieve overlapping passages, so most components were seen before
+        self._prepared: OrderedDict[tuple, tuple[Any, dict[str, frozenset[int]]]] = OrderedDict()
 
     # -- to implement ---------------------------------------------------------------------------
     def _prepare(self, truths: Sequence[str]) -> Any:
@@ -125,14 +128,24 @@ class Matcher:
                     comp_index[comp] = j = len(owners)
                     owners.append(set())
                 owners[j].add(ci)
-        prepared = self._prepare(list(comp_index))
+        tkey = tuple(comp_index)
+        entry = self._prepared.get(tkey)
+        if entry is None:
+            entry = self._prepared[tkey] = (self._prepare(list(comp_index)), {})
+            if len(self._prepared) > 4 * self._cache_size:
+                self._prepared.popitem(last=False)
+        else:
+            self._prepared.move_to_end(tkey)
+        prepared, memo = entry
         n_components, n_matching, comp_hits, ctx_hits = [], [], [], []
         for passage in retrieved:
             comps = self.components(passage)
             matched = 0
             found: set[int] = set()
             for comp in comps:
-                hits = self._hits(comp, prepared) if owners else frozenset()
+                hits = memo.get(comp)
+                if hits is None:
+                    hits = memo[comp] = self._hits(comp, prepared) if owners else frozenset()
                 if hits:
                     matched += 1
                     found |= hits
