@@ -135,6 +135,8 @@ class Budget:
 
 def _retry_after(exc: BaseException) -> float | None:
     """Seconds a 429 (or 503) asked us to wait: ``retry-after-ms``, ``retry-after`` (seconds or a date)."""
+    if hasattr(exc, "retryable"):  # a RemoteFailure: the worker process read the headers
+        return getattr(exc, "retry_after", None)
     headers = getattr(exc, "litellm_response_headers", None)
     if headers is None:
         response = getattr(exc, "response", None)
@@ -161,6 +163,12 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     """(status, retryable) of a failed request; raises for errors retrying cannot fix."""
     import litellm
 
+    from .workers import RemoteFailure
+
+    if isinstance(exc, RemoteFailure):  # classified by the worker process that sent the request
+        return exc.status, exc.retryable
+    if isinstance(exc, (CredentialsError, ConfigError)):
+        raise exc
     if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError, TimeoutError)):
         return "timeout", True
     if isinstance(exc, litellm.RateLimitError):
@@ -225,6 +233,14 @@ class JudgeClient:
             n_in = sum(len((m.get("content") or "").encode()) for m in messages) // 3 + 8 * len(messages)
         return self.prices.cost(n_in, self.s.max_tokens)
 
+    async def _acompletion(self, kwargs: dict[str, Any]) -> tuple[str, str | None, int, int]:
+        """One litellm call in this process: (text, finish_reason, prompt tokens, completion tokens)."""
+        response = await self._litellm.acompletion(**kwargs)
+        choice = response.choices[0]
+        u = getattr(response, "usage", None)
+        return (choice.message.content or "", getattr(choice, "finish_reason", None),
+                int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0))
+
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds before retry ``attempt`` (1-based): exponential with jitter, never under Retry-After."""
         cap = min(self.s.max_backoff_s, self.s.backoff_s * 2 ** (attempt - 1))
@@ -252,6 +268,11 @@ class JudgeClient:
         if api_key:
             kwargs["api_key"] = api_key
         worst = self.worst_case(messages)
+        pool = None
+        if self.s.workers > 1:
+            from .workers import pool as worker_pool
+
+            pool = await worker_pool(self.s.workers)  # started once per process, outside any timeout
         last = ""
         for attempt in range(self.s.max_retries + 1):
             if self.fatal is not None:
@@ -265,8 +286,8 @@ class JudgeClient:
                     self.usage.calls += 1
                     if attempt:
                         self.usage.retries += 1
-                    response = await asyncio.wait_for(self._litellm.acompletion(**kwargs),
-                                                      timeout=self.s.timeout_s * 1.5 + 1)
+                    call = pool.acompletion(kwargs) if pool is not None else self._acompletion(kwargs)
+                    text, finish, t_in, t_out = await asyncio.wait_for(call, timeout=self.s.timeout_s * 1.5 + 1)
             except (asyncio.CancelledError, KeyboardInterrupt):
                 self.budget.settle(worst, 0.0)
                 raise
@@ -290,12 +311,6 @@ class JudgeClient:
                 log.debug("judge request failed (%s); retry %d in %.2f s", last, attempt + 1, delay)
                 await asyncio.sleep(delay)
                 continue
-            choice = response.choices[0]
-            text = choice.message.content or ""
-            finish = getattr(choice, "finish_reason", None)
-            u = getattr(response, "usage", None)
-            t_in = int(getattr(u, "prompt_tokens", 0) or 0)
-            t_out = int(getattr(u, "completion_tokens", 0) or 0)
             cost = self.prices.cost(t_in, t_out)
             self.budget.settle(worst, cost)
             self.usage.tokens_in += t_in

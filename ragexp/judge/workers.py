@@ -1,0 +1,184 @@
+"""Judge HTTP calls spread over worker processes (``judge.workers``), one event loop each.
+
+With a fast local server the judge is bound by litellm's own CPU per call (a few milliseconds),
+and one event loop runs on one core. With ``judge.workers: N > 1`` the parent keeps everything
+that is state — planning, the cache, the budget, the retry layer, the rate limit, the
+concurrency limit, usage — and only the ``litellm.acompletion`` call itself runs in one of N
+long-lived child processes (``python -m ragexp.judge.workers``), chosen round-robin.
+
+The protocol is length-prefixed pickles over the child's stdin/stdout; the child sends any stray
+print of litellm to stderr. A child classifies its own failures (:func:`.client.classify`) and
+sends back only plain values, so the parent's retry layer sees the same statuses, ``Retry-After``
+and fatal errors (rejected key, unknown model) as in-process calls. A child exits when its stdin
+closes, that is when the parent process ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import pickle
+import struct
+import sys
+import weakref
+from typing import Any
+
+_HEADER = struct.Struct("!I")
+
+
+class RemoteFailure(Exception):
+    """A failed request, as classified in the worker: ``status``, ``retryable``, ``retry_after``."""
+
+    def __init__(self, status: str, retryable: bool, retry_after: float | None, text: str):
+        super().__init__(text)
+        self.status, self.retryable, self.retry_after = status, retryable, retry_after
+
+
+def _frame(obj: Any) -> bytes:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(data)) + data
+
+
+async def _read(reader: asyncio.StreamReader) -> Any:
+    (n,) = _HEADER.unpack(await reader.readexactly(_HEADER.size))
+    return pickle.loads(await reader.readexactly(n))
+
+
+class _Worker:
+    def __init__(self, proc: asyncio.subprocess.Process):
+        self.proc = proc
+        self.pending: dict[int, asyncio.Future] = {}
+        self.ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.reader = asyncio.ensure_future(self._read_loop())
+
+    async def _read_loop(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            hello = await _read(self.proc.stdout)
+            self.ready.set_result(hello)
+            while True:
+                rid, result = await _read(self.proc.stdout)
+                fut = self.pending.pop(rid, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(result)
+        except (asyncio.IncompleteReadError, ConnectionError, EOFError, pickle.UnpicklingError) as exc:
+            gone = RuntimeError(f"judge worker process {self.proc.pid} exited ({type(exc).__name__})")
+            if not self.ready.done():
+                self.ready.set_exception(gone)
+            for fut in self.pending.values():
+                if not fut.done():
+                    fut.set_exception(gone)
+            self.pending.clear()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.returncode is None and not self.reader.done()
+
+
+class WorkerPool:
+    """N child processes serving ``litellm.acompletion`` for the event loop that created them."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.workers: list[_Worker] = []
+        self.ids = itertools.count()
+        self.turn = itertools.count()
+        self.lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        async with self.lock:
+            self.workers = [w for w in self.workers if w.alive]
+            while len(self.workers) < self.n:
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "ragexp.judge.workers", stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+                self.workers.append(_Worker(proc))
+            await asyncio.gather(*[w.ready for w in self.workers])  # litellm imported in every child
+
+    async def acompletion(self, kwargs: dict[str, Any]) -> tuple[str, str | None, int, int]:
+        """(text, finish_reason, prompt tokens, completion tokens), or raise what the worker classified."""
+        worker = self.workers[next(self.turn) % len(self.workers)]
+        if not worker.alive:
+            raise RuntimeError(f"judge worker process {worker.proc.pid} exited")
+        rid = next(self.ids)
+        fut = asyncio.get_running_loop().create_future()
+        worker.pending[rid] = fut
+        assert worker.proc.stdin is not None
+        worker.proc.stdin.write(_frame((rid, kwargs)))
+        try:
+            kind, *rest = await fut
+        finally:
+            worker.pending.pop(rid, None)
+        if kind == "ok":
+            return tuple(rest)  # type: ignore[return-value]
+        if kind == "fatal":
+            from ..errors import ConfigError, CredentialsError
+
+            cls, message = rest
+            raise (CredentialsError if cls == "CredentialsError" else ConfigError)(message)
+        raise RemoteFailure(*rest)
+
+
+_POOLS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WorkerPool]" = weakref.WeakKeyDictionary()
+
+
+async def pool(n: int) -> WorkerPool:
+    """The running loop's pool of ``n`` started workers (started once, kept for later runs)."""
+    loop = asyncio.get_running_loop()
+    p = _POOLS.get(loop)
+    if p is None or p.n != n:
+        p = _POOLS[loop] = WorkerPool(n)
+    if len(p.workers) < n or not all(w.alive for w in p.workers):
+        await p.start()
+    return p
+
+
+# -- the child ---------------------------------------------------------------------------------------
+
+async def _serve() -> None:
+    from ..errors import ConfigError, CredentialsError
+    from .client import _quiet_litellm, _retry_after, _short, classify
+
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # a print inside litellm must not corrupt the protocol
+    sys.stdout = sys.stderr
+    litellm = _quiet_litellm()
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+
+    def send(obj: Any) -> None:
+        out.write(_frame(obj))
+        out.flush()
+
+    async def one(rid: int, kwargs: dict[str, Any]) -> None:
+        try:
+            r = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=float(kwargs["timeout"]) * 1.5 + 1)
+            choice = r.choices[0]
+            u = getattr(r, "usage", None)
+            send((rid, ("ok", choice.message.content or "", getattr(choice, "finish_reason", None),
+                        int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0))))
+        except Exception as exc:  # noqa: BLE001 - every failure is classified and sent back
+            try:
+                status, retryable = classify(exc)
+                send((rid, ("err", status, retryable, _retry_after(exc), _short(exc))))
+            except (CredentialsError, ConfigError) as fatal:
+                send((rid, ("fatal", type(fatal).__name__, str(fatal))))
+
+    send("ready")
+    tasks: set[asyncio.Task] = set()
+    while True:
+        try:
+            rid, kwargs = await _read(reader)
+        except asyncio.IncompleteReadError:
+            break  # the parent closed our stdin: it is done or gone
+        t = asyncio.ensure_future(one(rid, kwargs))
+        tasks.add(t)
+        t.add_done_callback(tasks.discard)
+    for t in tasks:
+        t.cancel()
+
+
+if __name__ == "__main__":
+    asyncio.run(_serve())
