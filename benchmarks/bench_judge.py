@@ -125,7 +125,8 @@ def main() -> None:
     print(f"  bare litellm.acompletion              : {bare:7.2f} s   {bare / ideal:4.2f}x ideal")
     print(f"  ragexp judge, cold cache              : {fresh:7.2f} s   {fresh / ideal:4.2f}x ideal   "
           f"{fresh / bare:4.2f}x bare litellm   (target <= 1.3x ideal)")
-    print(f"  ragexp judge, cold, {args.workers} workers       : {fresh_par:7.2f} s   {fresh_par / ideal:4.2f}x ideal   "
+    label = f"ragexp judge, cold, {args.workers} workers"
+    print(f"  {label:<38}: {fresh_par:7.2f} s   {fresh_par / ideal:4.2f}x ideal   "
           f"{fresh_par / bare:4.2f}x bare litellm   (judge.workers={args.workers}; parent CPU "
           f"{cpu_par / args.calls * 1000:.1f} ms a call)")
     print(f"  ragexp judge, cached re-run           : {cached:7.2f} s   (target < 2 s)")
