@@ -120,20 +120,10 @@ class JudgeSettings:
         p = Path(self.cache_path).expanduser()
         if p.is_absolute():
             return p
-        return _launch_dir() / p
+        from ..tracking.store import launch_dir
+
+        return launch_dir() / p
 
     def public(self) -> dict[str, Any]:
         """The settings as logged: no key values, ever (only the variable's name)."""
         return dataclasses.asdict(self)
-
-
-def _launch_dir() -> Path:
-    """The directory the command was started from (Hydra may have changed into its output folder)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            return Path(HydraConfig.get().runtime.cwd)
-    except Exception:  # noqa: BLE001 - Hydra absent or not running
-        pass
-    return Path.cwd()
