@@ -10,7 +10,6 @@ reduces them to the run's numbers.
 from __future__ import annotations
 
 import importlib
-import inspect
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -252,8 +251,3 @@ def stage_latencies(records: list[Record]) -> dict[str, float]:
             sums.setdefault(stage, []).append(secs)
     return {f"latency/{k}": math.fsum(v) / len(v) for k, v in sums.items()}
 
-
-def signature_fields(fn: Callable[..., Any]) -> list[str]:
-    """Positional parameter names of a function (used by tests and docs)."""
-    return [p.name for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

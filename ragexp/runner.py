@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from pathlib import Path
@@ -188,7 +187,3 @@ def _hydra_paths() -> tuple[Path | None, str | None, str | None]:
     except Exception:  # noqa: BLE001 - Hydra not running (plain function call)
         return None, None, None
 
-
-def objective_is_nan(summary: dict[str, Any]) -> bool:
-    v = summary.get("objective")
-    return v is None or (isinstance(v, float) and math.isnan(v))
