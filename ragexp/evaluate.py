@@ -36,11 +36,15 @@ class MetricSpec:
     def fields(self) -> tuple[str, ...]:
         return self.info.required_fields(self.options)
 
-    def call(self, *args: Any) -> Any:
+    def call_options(self) -> dict[str, Any]:
+        """The keyword arguments the metric function is called with (the built matcher included)."""
         opts = dict(self.options)
         if self.matcher is not None:
             opts["matcher"] = self.matcher
-        return self.info.fn(*args, **opts)
+        return opts
+
+    def call(self, *args: Any) -> Any:
+        return self.info.fn(*args, **self.call_options())
 
 
 def _import_target(target: str, key: str) -> Callable[..., Any]:
@@ -168,26 +172,13 @@ def check_fields(specs: list[MetricSpec], records: list[Record], dataset: str,
     return kept, skipped
 
 
-def _args(spec: MetricSpec, record: Record) -> list[Any] | None:
-    values = []
-    for f in spec.fields:
-        if not record.has(f):
-            return None
-        values.append(getattr(record, f))
-    return values
-
-
-def score_sample(spec: MetricSpec, record: Record) -> Score:
-    args = _args(spec, record)
-    if args is None:
-        lacking = [f for f in spec.fields if not record.has(f)]
-        return Score.missing(f"empty {', '.join(lacking)}")
-    out = spec.call(*args)
-    if isinstance(out, Score):
-        return out
-    if out is None or (isinstance(out, float) and math.isnan(out)):
+def _as_score(value: Any) -> Score:
+    """A metric's return value as a Score: NaN or None is an undefined value, never a 0."""
+    if isinstance(value, Score):
+        return value
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return Score.missing("undefined for this sample")
-    return Score(float(out))
+    return Score(float(value))
 
 
 def score(records: list[Record], specs: Iterable[MetricSpec], progress: Callable[[Iterable], Iterable] | None = None
@@ -195,35 +186,23 @@ def score(records: list[Record], specs: Iterable[MetricSpec], progress: Callable
     """Per-sample scores of every sample-level, non-judge metric, in record order."""
     sample_specs = [s for s in specs if s.info.level == "sample" and not s.info.judge]
     out: dict[str, list[Score]] = {s.key: [] for s in sample_specs}
-    # what score_sample does, with each spec's fields and options settled once, not per record
-    plans = []
-    for spec in sample_specs:
-        opts = dict(spec.options)
-        if spec.matcher is not None:
-            opts["matcher"] = spec.matcher
-        plans.append((spec, spec.fields, frozenset(spec.fields), spec.info.fn, opts, out[spec.key].append))
-    needed = frozenset().union(*(p[2] for p in plans))
+    # each spec's fields and options settled once, not per record
+    plans = [(s.fields, frozenset(s.fields), s.info.fn, s.call_options(), out[s.key].append) for s in sample_specs]
+    needed = frozenset().union(*(p[1] for p in plans))
     iterator = progress(records) if progress else records
     for record in iterator:
         present = {f for f in needed if record.has(f)}
-        for spec, fields, field_set, fn, opts, append in plans:
+        for fields, field_set, fn, opts, append in plans:
             if not field_set <= present:
-                append(score_sample(spec, record))  # says which field is empty
+                append(Score.missing(f"empty {', '.join(f for f in fields if f not in present)}"))
                 continue
-            value = fn(*[getattr(record, f) for f in fields], **opts)
-            if isinstance(value, Score):
-                append(value)
-            elif value is None or (isinstance(value, float) and math.isnan(value)):
-                append(Score.missing("undefined for this sample"))
-            else:
-                append(Score(float(value)))
+            append(_as_score(fn(*[getattr(record, f) for f in fields], **opts)))
     return out
 
 
 def dataset_value(spec: MetricSpec, records: list[Record]) -> float | None:
     columns = [[getattr(r, f) if r.has(f) else None for r in records] for f in spec.fields]
-    value = spec.call(*columns)
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+    return _as_score(spec.call(*columns)).value
 
 
 def aggregate(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], records: list[Record]
