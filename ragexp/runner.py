@@ -85,11 +85,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     pipeline = build_pipeline(cfg, dataset)
     produced = set(pipeline.produces) if pipeline else set()
-    if produced:
-        for r in records:  # the pipeline's output replaces what the dataset brought
-            for f in produced:
-                if f in ("contexts", "context_ids", "answer", "latency_s", "timings"):
-                    setattr(r, f, None)
+    for r in records:  # the pipeline's output replaces what the dataset brought
+        for f in produced:
+            setattr(r, f, None)
     specs, skipped = check_fields(specs, records, dataset.name, all_that_apply, provided=produced)
 
     judge_specs = [s for s in specs if s.info.judge]
