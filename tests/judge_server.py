@@ -1,7 +1,7 @@
 """A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions API and plays a judge.
 
 Tests (and ``benchmarks/bench_judge.py``) start it on a free port in a thread and point litellm
-at it (``model="openai/<name>"``, ``api_base=server.url``), so the whole litellm path runs:
+at it (``model="openai/<name>"`` or ``"hosted_vllm/<name>"``, ``api_base=server.url``), so the whole litellm path runs:
 HTTP, the OpenAI response schema, usage, errors and timeouts.
 
 By default it answers like a careful judge would, deriving each verdict from the delimited

@@ -59,7 +59,7 @@ def test_full_suite_with_a_judge_logs_every_judge_metric_and_usage(tmp_path, dat
     assert {r["answer_consistency.status"] for r in rows} == {"ok"}
     assert json.loads(rows[0]["retrieval_precision.detail"])["relevant"]  # the verdicts behind the value
     params = found[0].data.params
-    assert params["judge.api_key_env"] == "None" and params["judge.model"] == "openai/judge"
+    assert params["judge.api_key_env"] == "None" and params["judge.model"] == "hosted_vllm/judge"
 
 
 def test_hosted_judge_without_its_key_fails_at_once_with_one_line(tmp_path, data_dir):

@@ -135,13 +135,18 @@ def _fault_script(request):
     return FAULTS[m.group(1)][0](request) if m else None
 
 
-@pytest.mark.parametrize("workers", [1, 2])  # 2: the calls go through worker processes (judge.workers)
-def test_fault_injection_no_sample_lost_every_failure_recorded(server, make_judge, workers):
+# litellm's two routes to an OpenAI-compatible server (through the OpenAI SDK, through its own HTTP client),
+# each in this process and through worker processes (judge.workers=2)
+ROUTES = [("openai/gpt-4o-mini", 1), ("openai/gpt-4o-mini", 2), ("hosted_vllm/judge", 1), ("hosted_vllm/judge", 2)]
+
+
+@pytest.mark.parametrize("model, workers", ROUTES)
+def test_fault_injection_no_sample_lost_every_failure_recorded(server, make_judge, model, workers):
     server.script = _fault_script
     records = [Record(id=tag, query=f"What is the capital of France? [fault:{tag}]",
                       contexts=["Paris is the capital of France."]) for tag in FAULTS]
     s = specs("retrieval_precision")
-    scores, usage = make_judge(s, timeout_s=0.5, workers=workers).score(records, s)
+    scores, usage = make_judge(s, model=model, timeout_s=0.5, workers=workers).score(records, s)
     per = scores["retrieval_precision"]
     assert len(per) == len(records)  # no sample lost
     for record, score in zip(records, per):
@@ -254,14 +259,14 @@ def test_judge_metrics_without_a_judge_say_how_to_pick_one():
         build_judge(None, specs("answer_similarity"))
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_rejected_key_stops_the_run(server, make_judge, workers):
+@pytest.mark.parametrize("model, workers", ROUTES)
+def test_rejected_key_stops_the_run(server, make_judge, model, workers):
     server.script = lambda r: Reply(status=401, text="invalid api key")
     s = specs("retrieval_precision")
     records = [Record(id=str(i), query=f"Capital of France, case {i}?", contexts=["Paris is the capital."])
                for i in range(200)]
     with pytest.raises(CredentialsError, match="rejected its credentials"):
-        make_judge(s, max_concurrency=4, workers=workers).score(records, s)
+        make_judge(s, model=model, max_concurrency=4, workers=workers).score(records, s)
     assert server.calls <= 4  # neither retried nor sent again for the other samples
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import logging
 import os
 import random
@@ -26,6 +27,7 @@ from typing import Any
 
 from ..errors import ConfigError, CredentialsError
 from .cache import JudgeCache, cache_key
+from .loop import litellm_setup_inline
 from .ratelimit import RateLimiter
 from .settings import JudgeSettings
 
@@ -184,6 +186,8 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and (status >= 500 or status in (408, 409)):
         return "api_error", True
+    if status == 200:  # the server said OK but its body could not be read (cut off, not JSON): ask again
+        return "api_error", True
     return "api_error", False  # 400s: a context too long, a content filter… the same request fails again
 
 
@@ -192,7 +196,9 @@ def _short(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+@functools.cache
 def _quiet_litellm() -> Any:
+    """litellm, imported once with its price map local and its per-request log lines off."""
     if not os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"):
         os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # never fetch the price map at run time
     import litellm
@@ -201,6 +207,17 @@ def _quiet_litellm() -> Any:
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)  # not one log line per request under Hydra's INFO logging
     return litellm
+
+
+async def acompletion(kwargs: dict[str, Any]) -> tuple[str, str | None, int, int]:
+    """One ``litellm.acompletion`` in this process: (text, finish_reason, prompt tokens, completion tokens)."""
+    litellm = _quiet_litellm()
+    with litellm_setup_inline(kwargs):
+        response = await litellm.acompletion(**kwargs)
+    choice = response.choices[0]
+    u = getattr(response, "usage", None)
+    return (choice.message.content or "", getattr(choice, "finish_reason", None),
+            int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0))
 
 
 class JudgeClient:
@@ -232,14 +249,6 @@ class JudgeClient:
         except Exception:  # noqa: BLE001 - no tokenizer for this model: a generous guess (≤ 1 token a byte / 3)
             n_in = sum(len((m.get("content") or "").encode()) for m in messages) // 3 + 8 * len(messages)
         return self.prices.cost(n_in, self.s.max_tokens)
-
-    async def _acompletion(self, kwargs: dict[str, Any]) -> tuple[str, str | None, int, int]:
-        """One litellm call in this process: (text, finish_reason, prompt tokens, completion tokens)."""
-        response = await self._litellm.acompletion(**kwargs)
-        choice = response.choices[0]
-        u = getattr(response, "usage", None)
-        return (choice.message.content or "", getattr(choice, "finish_reason", None),
-                int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0))
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds before retry ``attempt`` (1-based): exponential with jitter, never under Retry-After."""
@@ -286,7 +295,7 @@ class JudgeClient:
                     self.usage.calls += 1
                     if attempt:
                         self.usage.retries += 1
-                    call = pool.acompletion(kwargs) if pool is not None else self._acompletion(kwargs)
+                    call = pool.acompletion(kwargs) if pool is not None else acompletion(kwargs)
                     text, finish, t_in, t_out = await asyncio.wait_for(call, timeout=self.s.timeout_s * 1.5 + 1)
             except (asyncio.CancelledError, KeyboardInterrupt):
                 self.budget.settle(worst, 0.0)

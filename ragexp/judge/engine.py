@@ -10,8 +10,8 @@
   the SQLite cache answers them.
 - An unparseable reply gets one corrective re-ask; if that fails too, the sample's status is
   ``parse_error`` and both raw replies go to the per-sample table.
-- The work runs on one private event loop in a background thread, so ``score`` behaves the same
-  from a script, a Hydra multirun job, or a notebook whose own loop is already running.
+- The work runs on one private event loop in a background thread (:mod:`.loop`), so ``score``
+  behaves the same from a script, a Hydra multirun job, or a notebook whose own loop is running.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import threading
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
@@ -33,6 +31,7 @@ from ..metrics.questeval import questeval_values
 from ..records import Record
 from .cache import JudgeCache
 from .client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
+from .loop import quiet_gc, run_sync
 from .parse import ParseError, parse
 from .settings import JudgeSettings
 from .templates import Prompt, load_prompt
@@ -54,34 +53,6 @@ PROMPTS: dict[str, tuple[str, ...]] = {
 
 _CORRECTION = ("Your reply could not be read: {reason}.{cut} Reply again with only the JSON object, "
                "nothing before or after it, in this form:\n{form}")
-
-
-# -- the private event loop ------------------------------------------------------------------------
-
-_LOOP: asyncio.AbstractEventLoop | None = None
-_LOOP_PID: int | None = None
-_LOOP_LOCK = threading.Lock()
-
-
-def _background_loop() -> asyncio.AbstractEventLoop:
-    """One long-lived loop in a daemon thread per process (re-made after a fork)."""
-    global _LOOP, _LOOP_PID
-    with _LOOP_LOCK:
-        if _LOOP is None or _LOOP_PID != os.getpid() or _LOOP.is_closed():
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="ragexp-judge-loop", daemon=True).start()
-            _LOOP, _LOOP_PID = loop, os.getpid()
-        return _LOOP
-
-
-def run_sync(coro: Awaitable[Any]) -> Any:
-    """Run a coroutine to completion on the judge's loop, from any thread, inside a running loop or not."""
-    future = asyncio.run_coroutine_threadsafe(coro, _background_loop())  # type: ignore[arg-type]
-    try:
-        return future.result()
-    except KeyboardInterrupt:
-        future.cancel()
-        raise
 
 
 # -- one verdict -------------------------------------------------------------------------------------
@@ -351,7 +322,8 @@ class Judge:
     def score(self, records: list[Record], specs: Sequence[Any], progress: bool = False
               ) -> tuple[dict[str, list[Score]], dict[str, float]]:
         """Every judge metric of ``specs`` for every record, in order, and the run's usage."""
-        return run_sync(self.ascore(records, specs, progress))
+        with quiet_gc():
+            return run_sync(self.ascore(records, specs, progress))
 
     async def ascore(self, records: list[Record], specs: Sequence[Any], progress: bool = False
                      ) -> tuple[dict[str, list[Score]], dict[str, float]]:

@@ -23,6 +23,8 @@ from ..errors import ConfigError, CredentialsError
 
 #: What litellm's OpenAI client is given when a server needs no key (vLLM, llama.cpp, Ollama).
 NO_KEY = "no-key-needed"
+#: litellm prefixes of a model on an OpenAI-compatible server of one's own (needs ``api_base``).
+_COMPATIBLE = ("openai/", "hosted_vllm/")
 
 
 @dataclass
@@ -30,7 +32,8 @@ class JudgeSettings:
     """How to reach one judge model and how hard to push it."""
 
     name: str = "judge"
-    #: litellm model string: ``gpt-4o``, ``anthropic/claude-…``, ``gemini/…``, ``ollama_chat/…``, ``openai/<served name>``.
+    #: litellm model string: ``gpt-4o``, ``anthropic/claude-…``, ``gemini/…``, ``ollama_chat/…``, ``hosted_vllm/<served name>`` or
+    #: ``openai/<served name>`` (an OpenAI-compatible server at ``api_base``).
     model: str = "gpt-4o-mini"
     #: Base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama); None = the provider's own.
     api_base: str | None = None
@@ -106,13 +109,13 @@ class JudgeSettings:
 
     @property
     def requires_api_base(self) -> bool:
-        return self.model.startswith("openai/") and self.api_key_env is None
+        return self.model.startswith(_COMPATIBLE) and self.api_key_env is None
 
     def api_key(self) -> str | None:
         """The key's value, read from the environment at call time (never stored in the config)."""
         if self.api_key_env:
             return os.environ.get(self.api_key_env)
-        if self.model.startswith(("openai/", "hosted_vllm/")) or self.api_base:
+        if self.model.startswith(_COMPATIBLE) or self.api_base:
             return NO_KEY  # OpenAI-compatible servers without auth: the client still wants a string
         return None
 

@@ -138,13 +138,15 @@ async def pool(n: int) -> WorkerPool:
 
 async def _serve() -> None:
     from ..errors import ConfigError, CredentialsError
-    from .client import _quiet_litellm, _retry_after, _short, classify
+    from .client import _quiet_litellm, _retry_after, _short, acompletion, classify
+    from .loop import InlineSetupExecutor
 
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a print inside litellm must not corrupt the protocol
     sys.stdout = sys.stderr
-    litellm = _quiet_litellm()
+    _quiet_litellm()  # imported before "ready": the parent starts its clock after that
     loop = asyncio.get_running_loop()
+    loop.set_default_executor(InlineSetupExecutor(thread_name_prefix="ragexp-judge-io"))  # see .loop
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
 
@@ -154,11 +156,8 @@ async def _serve() -> None:
 
     async def one(rid: int, kwargs: dict[str, Any]) -> None:
         try:
-            r = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=float(kwargs["timeout"]) * 1.5 + 1)
-            choice = r.choices[0]
-            u = getattr(r, "usage", None)
-            send((rid, ("ok", choice.message.content or "", getattr(choice, "finish_reason", None),
-                        int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0))))
+            reply = await asyncio.wait_for(acompletion(kwargs), timeout=float(kwargs["timeout"]) * 1.5 + 1)
+            send((rid, ("ok", *reply)))
         except Exception as exc:  # noqa: BLE001 - every failure is classified and sent back
             try:
                 status, retryable = classify(exc)
@@ -166,6 +165,9 @@ async def _serve() -> None:
             except (CredentialsError, ConfigError) as fatal:
                 send((rid, ("fatal", type(fatal).__name__, str(fatal))))
 
+    import gc
+
+    gc.freeze()  # this process only sends calls: what litellm's import left is never garbage, skip it in collections
     send("ready")
     tasks: set[asyncio.Task] = set()
     while True:
