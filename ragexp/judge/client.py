@@ -258,8 +258,9 @@ class JudgeClient:
             delay = max(retry_after * (1 + self.rng.uniform(0, 0.1)), min(delay, retry_after + cap / 2))
         return delay
 
-    async def complete(self, messages: list[dict[str, str]], prompt: str) -> Completion:
-        key = self.key(messages, prompt)
+    async def complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None) -> Completion:
+        """The reply to ``messages`` (``key``: their :meth:`key`, when the caller has it already)."""
+        key = key or self.key(messages, prompt)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:

@@ -104,13 +104,14 @@ class _Run:
         if shared is not None:
             self.usage.shared += 1
             return await asyncio.shield(shared)
-        task = asyncio.ensure_future(self._ask(kind, prompt, messages, ctx or {}))
+        task = asyncio.ensure_future(self._ask(kind, prompt, messages, key, ctx or {}))
         self.memo[key] = task
         return await asyncio.shield(task)
 
-    async def _ask(self, kind: str, prompt: Prompt, messages: list[dict[str, str]], ctx: dict[str, Any]) -> Outcome:
+    async def _ask(self, kind: str, prompt: Prompt, messages: list[dict[str, str]], key: str,
+                   ctx: dict[str, Any]) -> Outcome:
         try:
-            first = await self.client.complete(messages, prompt.id)
+            first = await self.client.complete(messages, prompt.id, key)
         except CallFailed as exc:
             self.usage.fail(exc.status)
             return Outcome(None, exc.status, str(exc))
