@@ -32,8 +32,8 @@ class JudgeSettings:
     """How to reach one judge model and how hard to push it."""
 
     name: str = "judge"
-    #: litellm model string: ``gpt-4o``, ``anthropic/claude-…``, ``gemini/…``, ``ollama_chat/…``, ``hosted_vllm/<served name>`` or
-    #: ``openai/<served name>`` (an OpenAI-compatible server at ``api_base``).
+    #: litellm model string: ``gpt-4o``, ``anthropic/claude-…``, ``gemini/…``, ``ollama_chat/…``, or for an
+    #: OpenAI-compatible server at ``api_base`` ``hosted_vllm/<served name>`` (or ``openai/<served name>``).
     model: str = "gpt-4o-mini"
     #: Base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama); None = the provider's own.
     api_base: str | None = None
@@ -48,7 +48,7 @@ class JudgeSettings:
     #: Requests in flight at once.
     max_concurrency: int = 16
     #: Processes sending the HTTP calls (1 = this process's event loop). 2 on a 2-core machine lets a fast
-    #: local server (vLLM, llama.cpp) be driven past the ~4-5 ms of litellm CPU each call costs one core;
+    #: local server (vLLM, llama.cpp) be driven past the ~3-5 ms of litellm CPU each call costs one core;
     #: cache, budget, retries and limits stay in this process. Each extra worker imports litellm once (~1-2 s).
     workers: int = 1
     #: Optional cap on requests started per minute (None = no cap).
