@@ -54,6 +54,8 @@ def per_sample_frame(records, scores: dict[str, list[Score]]):
             row["label"] = r.label
         if r.latency_s is not None:
             row["latency_s"] = r.latency_s
+        if r.extra.get("pipeline_error"):
+            row["pipeline_error"] = r.extra["pipeline_error"]  # why a stage left this sample's fields empty
         for key, per in scores.items():
             s = per[i]
             row[key] = s.value
@@ -163,7 +165,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         footer.append(f"MLflow run {run_id} logged to {uri}")
         footer.append(f"Open it with:  {ui_command(uri)}")
     shown = dict(values)
-    shown.update({k: v for k, v in extra.items() if k.startswith(("latency/", "judge/"))})
+    shown.update({k: v for k, v in extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
     print_summary(f"ragexp · {dataset.name} · {len(records)} samples · {summary['seconds']} s", shown, counts,
                   len(records), footer)
     return summary

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -84,9 +85,25 @@ def test_a_failing_call_empties_that_sample_only(compose, server, tmp_path):
     server.script = lambda req: Reply(status=500, text="boom") if "Lyon" in req.user else scripted_model(req)
     cfg = compose("retriever=bm25", "retriever.top_k=1", "generator=llm", "generator.model=openai/local-test",
                   f"generator.api_base={server.url}", "generator.max_retries=0", f"pipeline.cache_dir={tmp_path}")
-    records = build_pipeline(cfg, _dataset()).run(_dataset().records)
+    pipeline = build_pipeline(cfg, _dataset())
+    records = pipeline.run(_dataset().records)
     assert [r.answer is None for r in records] == [False, True, False]
     assert records[1].extra["pipeline_error"].startswith("generate: generator model 'openai/local-test' failed")
+    assert pipeline.stats["pipeline/failures"] == 1 == pipeline.stats["pipeline/failures/generate"]  # logged to MLflow
+
+
+def test_a_rejected_key_stops_the_run_and_a_400_is_not_retried(compose, server, tmp_path):
+    cfg = compose("retriever=bm25", "retriever.top_k=1", "generator=llm", "generator.model=openai/local-test",
+                  f"generator.api_base={server.url}", "generator.max_retries=3", f"pipeline.cache_dir={tmp_path}")
+    server.script = lambda req: Reply(status=400, text="prompt too long")
+    records = build_pipeline(cfg, _dataset()).run(_dataset().records)
+    assert server.calls == 3 and all(r.answer is None for r in records)  # one call each: litellm and the SDK
+    assert "after 1 attempt(s)" in records[0].extra["pipeline_error"]
+    server.reset()
+    server.script = lambda req: Reply(status=401, text="invalid api key")
+    with pytest.raises(CredentialsError, match="the generator model rejected its credentials .* generator.api_key_env"):
+        build_pipeline(cfg, _dataset()).run(_dataset().records)
+    assert server.calls == 1
 
 
 def test_missing_key_is_named_before_any_call(compose, server, monkeypatch):
@@ -109,9 +126,17 @@ def test_a_prompt_without_the_query_is_refused(compose, tmp_path):
 
 
 def test_cli_run_with_llm_generator_logs_answers_and_generate_latency(server, tmp_path):
+    honeybee = "How many eggs can a honeybee queen lay in a day?"  # demo question q01: its call fails for good
+    server.script = lambda req: Reply(status=500, text="boom") if honeybee in req.user else scripted_model(req)
     run_cli("dataset.system=null", "retriever=bm25", "retriever.top_k=3", "generator=llm",
-            "generator.model=openai/local-test", f"generator.api_base={server.url}",
+            "generator.model=openai/local-test", f"generator.api_base={server.url}", "generator.max_retries=0",
             "metric=[answer_token_f1,avg_latency]", "progress=false", cwd=tmp_path)
-    _, [run] = runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client, [run] = runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert server.calls == int(run.data.params["dataset.limit"] if run.data.params["dataset.limit"] != "None" else 50)
     assert run.data.metrics["latency/generate"] > 0 and "answer_token_f1" in run.data.metrics
+    assert run.data.metrics["pipeline/failures"] == 1 == run.data.metrics["pipeline/failures/generate"]
+    table = json.loads(open(client.download_artifacts(run.info.run_id, "per_sample.json", str(tmp_path))).read())
+    rows = [dict(zip(table["columns"], row)) for row in table["data"]]
+    failed = [r for r in rows if isinstance(r.get("pipeline_error"), str)]
+    assert [r["id"] for r in failed] == ["q01"] and failed[0]["pipeline_error"].startswith("generate: ")
+    assert failed[0]["answer_token_f1.status"] != "ok"  # no answer: not scored, and not a silent 0

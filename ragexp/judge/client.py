@@ -161,8 +161,11 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
-def classify(exc: BaseException) -> tuple[str, bool]:
-    """(status, retryable) of a failed request; raises for errors retrying cannot fix."""
+def classify(exc: BaseException, who: str = "judge") -> tuple[str, bool]:
+    """(status, retryable) of a failed request; raises for errors retrying cannot fix.
+
+    ``who`` is the config group that sent it (``judge``, ``generator``, ``compressor``), named in the error.
+    """
     import litellm
 
     from .workers import RemoteFailure
@@ -176,11 +179,11 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     if isinstance(exc, litellm.RateLimitError):
         return "rate_limited", True
     if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
-        raise CredentialsError(f"the judge rejected its credentials ({type(exc).__name__}): check the key "
-                               "in the variable judge.api_key_env names") from None
+        raise CredentialsError(f"the {who} model rejected its credentials ({type(exc).__name__}): check the key "
+                               f"in the variable {who}.api_key_env names") from None
     if isinstance(exc, litellm.NotFoundError):
-        raise ConfigError(f"the judge's model or endpoint was not found: {_short(exc)} "
-                          "(check judge.model and judge.api_base)") from None
+        raise ConfigError(f"the {who}'s model or endpoint was not found: {_short(exc)} "
+                          f"(check {who}.model and {who}.api_base)") from None
     if isinstance(exc, litellm.APIConnectionError):
         return "api_error", True
     status = getattr(exc, "status_code", None)

@@ -94,9 +94,11 @@ class RAGPipeline:
         self.prepare()
         for r in (progress(records) if progress else records):
             self.run_one(r)
+        if self.compressor.active or self.generator.active:  # the stages that call a model and may fail
+            self.stats["pipeline/failures"] = float(self.failures)
         if self.failures:
             _say(f"{self.failures} sample(s) failed in a pipeline stage; their fields are left empty "
-                 "(see extra.pipeline_error in per-sample data)")
+                 "(see the pipeline_error column of per_sample.json)")
         return records
 
     def run_one(self, r: Record) -> None:
@@ -139,6 +141,7 @@ class RAGPipeline:
 
     def _failed(self, r: Record, stage: str, exc: Exception) -> bool:
         self.failures += 1
+        self.stats[f"pipeline/failures/{stage}"] = self.stats.get(f"pipeline/failures/{stage}", 0.0) + 1
         r.extra["pipeline_error"] = f"{stage}: {exc}"
         return False
 

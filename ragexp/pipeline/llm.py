@@ -100,13 +100,21 @@ class LLMClient:
                                    f"(or name another variable with {self.who}.api_key_env)")
 
     def complete(self, prompt: str) -> str:
-        """The model's reply to one user message (retried ``max_retries`` times on errors)."""
+        """The model's reply to one user message.
+
+        Retried up to ``max_retries`` times on 429, 5xx, timeouts and connection errors (waiting at
+        least a 429's Retry-After); a 400 is not retried; a rejected key or unknown model raises
+        :class:`~ragexp.errors.CredentialsError` / :class:`~ragexp.errors.ConfigError` at once.
+        """
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 
+        from ..judge.client import _retry_after, classify
+
         kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
                                   "temperature": self.temperature, "max_tokens": self.max_tokens,
-                                  "timeout": self.timeout}
+                                  "timeout": self.timeout,
+                                  "num_retries": 0, "max_retries": 0}  # the loop below is the only retry layer
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key_env:
@@ -125,8 +133,11 @@ class LLMClient:
                 return (resp.choices[0].message.content or "").strip()
             except Exception as exc:  # noqa: BLE001 - litellm maps provider errors to many classes
                 last = exc
+                _, retryable = classify(exc, self.who)  # a rejected key or unknown model raises: the run stops
+                if not retryable:
+                    break  # a 400 (prompt too long, content filter): the same request fails again
                 if attempt < self.max_retries:
-                    time.sleep(min(2.0 ** attempt, 8.0))
+                    time.sleep(max(min(2.0 ** attempt, 8.0), _retry_after(exc) or 0.0))
         self.failures += 1
-        raise RuntimeError(f"{self.who} model '{self.model}' failed after {self.max_retries + 1} attempts: "
+        raise RuntimeError(f"{self.who} model '{self.model}' failed after {attempt + 1} attempt(s): "
                            f"{type(last).__name__}: {str(last)[:200]}")
