@@ -7,10 +7,11 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from .confdir import conf_dir
 from .errors import RagexpError
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def _app(cfg: DictConfig) -> float | None:
     from .runner import run
 

@@ -16,12 +16,12 @@ Importing this package imports neither litellm nor anything heavy.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..confdir import conf_dir
 from ..errors import ConfigError
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "judge"
+CONF_DIR = conf_dir() / "judge"
 JUDGE_NAMES_HINT = "gpt4o, gpt4o_mini, claude_sonnet, gemini_flash, ollama, openai_compatible"
 
 

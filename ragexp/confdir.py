@@ -1,0 +1,23 @@
+"""Where the Hydra configs live, in a source checkout and in an installed wheel.
+
+In the repository (and an editable install) they are the top-level ``conf/``; a wheel carries
+the same files as ``ragexp/conf/`` (``pyproject.toml`` maps one onto the other), so
+``pip install .`` gives a ``python -m ragexp`` that finds its configs from any directory.
+
+    >>> (conf_dir() / "config.yaml").is_file()
+    True
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def conf_dir() -> Path:
+    """``<repository>/conf`` when it is there, else the copy inside the installed package."""
+    source = _PACKAGE.parent / "conf"
+    if (source / "config.yaml").is_file():
+        return source
+    return _PACKAGE / "conf"
