@@ -57,10 +57,13 @@ def test_default_command_leaves_a_complete_run_in_launch_dir_sqlite(tmp_path, da
 
 
 def test_tracking_uri_from_config_and_environment(tmp_path, data_dir):
-    other = tmp_path / "elsewhere.db"
+    other = tmp_path / "store" / "elsewhere.db"
+    other.parent.mkdir()
     run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", f"tracking.uri=sqlite:///{other}", "progress=false",
             cwd=tmp_path)
     assert other.exists() and not (tmp_path / "mlflow.db").exists()
+    # the artifacts went beside that database, not into the directory the command ran from
+    assert list((tmp_path / "store" / "mlruns").rglob("per_sample.json")) and not (tmp_path / "mlruns").exists()
     env_db = tmp_path / "from_env.db"
     run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "progress=false", cwd=tmp_path,
             env={"MLFLOW_TRACKING_URI": f"sqlite:///{env_db}"})

@@ -36,7 +36,7 @@ class ParentRunCallback(Callback):
         tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
         self.uri = resolve_uri(tracking.get("uri"))
         client = MlflowClient(tracking_uri=self.uri)
-        exp_id = get_or_create_experiment(client, tracking.get("experiment") or "ragexp")
+        exp_id = get_or_create_experiment(client, tracking.get("experiment") or "ragexp", self.uri)
         sweep_dir = Path(str(config.hydra.sweep.dir))
         overrides = list(config.hydra.overrides.task)
         tags = {"ragexp.version": __version__, "ragexp.sweep": " ".join(overrides), "ragexp.role": "parent"}

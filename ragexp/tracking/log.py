@@ -90,7 +90,7 @@ def log_run(
 
     uri = resolve_uri(tracking.get("uri"))
     client = MlflowClient(tracking_uri=uri)
-    exp_id = get_or_create_experiment(client, tracking.get("experiment") or "ragexp")
+    exp_id = get_or_create_experiment(client, tracking.get("experiment") or "ragexp", uri)
     parent = find_parent_run(sweep_dir)
     tags = {
         "ragexp.version": __version__,

@@ -64,13 +64,29 @@ def retrying(fn: Callable[..., T], *args: Any, attempts: int = 12, **kwargs: Any
     raise AssertionError("unreachable")
 
 
-def get_or_create_experiment(client: Any, name: str) -> str:
+def artifact_root(uri: str) -> str | None:
+    """Where a new experiment keeps its artifacts: beside a SQLite store, else the store's own default.
+
+    MLflow would put them in ``./mlruns`` of whatever directory the first run started from; kept
+    next to the database, runs and their artifacts stay together (and move together).
+
+    >>> artifact_root("sqlite:////data/runs/mlflow.db")
+    'file:///data/runs/mlruns'
+    >>> artifact_root("http://127.0.0.1:5000") is None
+    True
+    """
+    if not uri.startswith("sqlite:///"):
+        return None
+    return (Path(uri[len("sqlite:///"):]).resolve().parent / "mlruns").as_uri()
+
+
+def get_or_create_experiment(client: Any, name: str, uri: str) -> str:
     """The experiment's id, creating it if needed; safe when parallel jobs race to create it."""
 
     def attempt() -> str:
         exp = client.get_experiment_by_name(name)
         if exp is not None:
             return exp.experiment_id
-        return client.create_experiment(name)
+        return client.create_experiment(name, artifact_location=artifact_root(uri))
 
     return retrying(attempt)
