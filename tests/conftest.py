@@ -16,6 +16,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _run_in_a_scratch_directory(tmp_path_factory):
+    """Tests run where a user would launch ragexp from, never the checkout: what ragexp leaves in the
+    launch directory (``.ragexp_cache/`` indexes and judge answers, ``mlflow.db``) lands in one scratch
+    folder for the session, so the dense index is still built once and shared by every test."""
+    before = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("launch"))
+    yield
+    os.chdir(before)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     if not DATA.is_dir():
