@@ -71,11 +71,13 @@ def test_inline_job_errors_reach_the_caller():
 def test_quiet_gc_is_reentrant_and_restores_collections():
     assert gc.get_freeze_count() == 0
     with quiet_gc():
-        frozen = gc.get_freeze_count()
-        assert frozen > 0
+        assert gc.get_freeze_count() > 0
         with quiet_gc():  # a second judge run in another thread
             pass
-        assert gc.get_freeze_count() == frozen  # the inner run did not unfreeze the outer one's objects
+        # The inner run did not unfreeze the outer one's objects (an unfreeze empties the permanent
+        # generation). The count itself may drop a little: a frozen object whose last reference
+        # goes away (say in one of MLflow's or litellm's background threads) is still freed.
+        assert gc.get_freeze_count() > 0
         garbage = [[]]
         garbage[0].append(garbage)  # a cycle made during the run is still collected
         del garbage
