@@ -159,8 +159,10 @@ def completion_body(text: str, model: str, prompt_tokens: int, completion_tokens
 class JudgeServer:
     """``with JudgeServer() as s: ... s.url ...`` — a scripted OpenAI-compatible judge."""
 
-    def __init__(self, *, latency: float = 0.0, script: Callable[[Request], Reply | None] | None = None):
+    def __init__(self, *, latency: float = 0.0, script: Callable[[Request], Reply | None] | None = None,
+                 port: int = 0):
         self.latency = latency
+        self.port = port  # 0: a free port
         self.script = script
         self.lock = threading.Lock()
         self.calls = 0
@@ -207,7 +209,7 @@ class JudgeServer:
             daemon_threads = True
             request_queue_size = 256
 
-        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._httpd = Server(("127.0.0.1", self.port), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
@@ -274,3 +276,25 @@ class JudgeServer:
         finally:
             with self.lock:
                 self.in_flight -= 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the sensible judge on 127.0.0.1 until Ctrl-C, to try the judge metrics without a key."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python tests/judge_server.py", description=main.__doc__)
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    args = ap.parse_args(argv)
+    server = JudgeServer(latency=args.latency, port=args.port).start()
+    print(f"a scripted judge is listening at {server.url}  (Ctrl-C stops it)\n"
+          f"  python -m ragexp metric=full judge=openai_compatible judge.api_base={server.url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
