@@ -10,7 +10,9 @@ own HTTP client), pointed at the server with ``max_concurrency`` = ``--concurren
 - the ideal wall time, ``calls × latency / concurrency``;
 - bare litellm: the same number of ``litellm.acompletion`` calls at the same concurrency and
   nothing around them, through the OpenAI SDK (``openai/…``) and through litellm's own client
-  (``hosted_vllm/…``): the floor litellm's per-call CPU sets on this machine;
+  (``hosted_vllm/…``), then the latter again once the served model's price is in litellm's map
+  (what the judge does for a self-hosted model, :func:`ragexp.judge.client.register_price`): the
+  floor litellm's per-call CPU sets on this machine;
 - ragexp's judge: ``Judge.score`` on ``--calls`` records of one passage each
   (``retrieval_precision``, one request per record) — rate limiter, semaphore, retry layer,
   parsing, SQLite cache writes — in one process, and with ``judge.workers`` processes sending the
@@ -110,6 +112,11 @@ def main() -> None:
         base = judge_settings(url, args.concurrency)
         bare = {m: asyncio.run(bare_litellm(m, url, args.calls, args.concurrency))
                 for m in ("openai/gpt-4o-mini", base["model"])}
+        # the same with the served model's price in litellm's map, as the judge registers it (process-wide, so last)
+        from ragexp.judge.client import register_price
+
+        register_price(base["model"], 0.0, 0.0)
+        bare[base["model"] + " + price"] = asyncio.run(bare_litellm(base["model"], url, args.calls, args.concurrency))
 
         specs, _ = build_metrics({"retrieval_precision": {"_target_": "ragexp.metrics.judge.retrieval_precision"}})
         records = [Record(id=str(i), query=f"What is the capital of France? (case {i})",
@@ -140,15 +147,15 @@ def main() -> None:
 
     print(f"{args.calls} judge calls, {args.latency * 1000:.0f} ms each, concurrency {args.concurrency} "
           f"({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}); judge model {base['model']}")
-    print(f"  ideal (calls x latency / concurrency)  : {ideal:7.2f} s")
+    print(f"  {'ideal (calls x latency / concurrency)':<51}: {ideal:7.2f} s")
     for model, secs in bare.items():
-        print(f"  bare litellm.acompletion, {model:<13}: {secs:7.2f} s   {secs / ideal:4.2f}x ideal")
+        print(f"  bare litellm.acompletion, {model:<25}: {secs:7.2f} s   {secs / ideal:4.2f}x ideal")
     for workers, times in runs.items():
         label = "ragexp judge, one process" if workers == 1 else f"ragexp judge, judge.workers={workers}"
         per_call = statistics.median(cpu[workers]) / args.calls * 1000
-        print(f"  {label:<39}: {spread(times, ideal)}   (target <= 1.3x ideal; "
+        print(f"  {label:<51}: {spread(times, ideal)}   (target <= 1.3x ideal; "
               f"this process's CPU {per_call:.1f} ms a call)")
-    print(f"  ragexp judge, cached re-run            : {cached:7.2f} s   (target < 2 s)")
+    print(f"  {'ragexp judge, cached re-run':<51}: {cached:7.2f} s   (target < 2 s)")
 
 
 if __name__ == "__main__":

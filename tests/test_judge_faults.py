@@ -237,6 +237,36 @@ def test_budget_needs_a_price(server, make_judge):
         make_judge(specs("retrieval_precision"), model="openai/my-local-model", max_cost_usd=1.0)
 
 
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_self_hosted_models_declared_price_reaches_litellm_and_the_cost(server, make_judge, workers):
+    import litellm
+
+    model = f"hosted_vllm/priced-judge-{workers}"  # a name of its own: litellm's price map is process-wide
+    s = specs("retrieval_precision")
+    judge = make_judge(s, model=model, workers=workers, cost_per_million_in=2.0, cost_per_million_out=8.0)
+    assert judge.prices.teach == (model, 2.0 / 1e6, 8.0 / 1e6)  # not in litellm's map, so it is taught the price
+    scores, usage = judge.score([CAPITAL_OF_FRANCE], s)
+    assert scores["retrieval_precision"][0].value == 1 / 2
+    assert usage["judge/cost_usd"] == pytest.approx((usage["judge/tokens_in"] * 2.0 + usage["judge/tokens_out"] * 8.0) / 1e6)
+    if workers == 1:  # the call was made in this process: litellm now prices the model as declared
+        per_in, per_out = litellm.cost_per_token(model=model, prompt_tokens=1_000_000, completion_tokens=1_000_000)
+        assert (per_in, per_out) == pytest.approx((2.0, 8.0))
+
+
+def test_a_mapped_models_price_is_never_rewritten_and_an_unpriced_one_stays_unknown(server, make_judge):
+    import litellm
+
+    mapped = litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=1_000_000)
+    s = specs("retrieval_precision")
+    judge = make_judge(s, cost_per_million_in=123.0, cost_per_million_out=456.0)  # openai/gpt-4o-mini, overridden
+    assert judge.prices.teach is None and judge.prices.per_in == 123.0 / 1e6
+    judge.score([CAPITAL_OF_FRANCE], s)
+    assert litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=1_000_000) == mapped
+    unpriced = make_judge(s, model="hosted_vllm/unpriced-judge")
+    assert unpriced.prices.teach is None and not unpriced.prices.known
+
+
 @pytest.mark.parametrize("name, variable", [("gpt4o", "OPENAI_API_KEY"), ("gpt4o_mini", "OPENAI_API_KEY"),
                                             ("claude_sonnet", "ANTHROPIC_API_KEY"), ("gemini_flash", "GEMINI_API_KEY")])
 def test_missing_credentials_stop_before_any_work(monkeypatch, name, variable):

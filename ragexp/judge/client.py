@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import ConfigError, CredentialsError
 from .cache import JudgeCache, cache_key
-from .loop import litellm_setup_inline
+from .loop import litellm_provider, litellm_setup_inline
 from .ratelimit import RateLimiter
 from .settings import JudgeSettings
 
@@ -90,23 +90,40 @@ class Usage:
         return out
 
 
+def _mapped_price(model: str) -> tuple[float, float] | None:
+    """(USD per token in, out) from litellm's price map, or None for a model the map lacks."""
+    litellm = _quiet_litellm()
+    try:
+        cin, _ = litellm.cost_per_token(model=model, prompt_tokens=1_000_000, completion_tokens=0)
+        _, cout = litellm.cost_per_token(model=model, prompt_tokens=0, completion_tokens=1_000_000)
+    except Exception:  # noqa: BLE001 - litellm raises a plain Exception for an unmapped model
+        return None
+    return cin / 1e6, cout / 1e6
+
+
 class Prices:
-    """US dollars per token in and out: the settings' override, else litellm's price map."""
+    """US dollars per token in and out: the settings' override, else litellm's price map.
+
+    ``teach``: for a model litellm's map lacks (a self-hosted one) whose price the settings give,
+    ``(model, per token in, per token out)`` to register in litellm's map before calling it (see
+    :func:`register_price`); None otherwise.
+    """
 
     def __init__(self, settings: JudgeSettings):
         self.known = True
+        self.teach: tuple[str, float, float] | None = None
         if settings.cost_per_million_in is not None or settings.cost_per_million_out is not None:
             self.per_in = (settings.cost_per_million_in or 0.0) / 1e6
             self.per_out = (settings.cost_per_million_out or 0.0) / 1e6
+            if _mapped_price(settings.model) is None:
+                self.teach = (settings.model, self.per_in, self.per_out)
             return
-        litellm = _quiet_litellm()
-        try:
-            cin, _ = litellm.cost_per_token(model=settings.model, prompt_tokens=1_000_000, completion_tokens=0)
-            _, cout = litellm.cost_per_token(model=settings.model, prompt_tokens=0, completion_tokens=1_000_000)
-            self.per_in, self.per_out = cin / 1e6, cout / 1e6
-        except Exception:  # noqa: BLE001 - litellm raises a plain Exception for an unmapped model
+        mapped = _mapped_price(settings.model)
+        if mapped is None:
             self.per_in = self.per_out = 0.0
             self.known = False
+        else:
+            self.per_in, self.per_out = mapped
 
     def cost(self, tokens_in: int, tokens_out: int) -> float:
         return tokens_in * self.per_in + tokens_out * self.per_out
@@ -212,9 +229,35 @@ def _quiet_litellm() -> Any:
     return litellm
 
 
-async def acompletion(kwargs: dict[str, Any]) -> tuple[str, str | None, int, int]:
-    """One ``litellm.acompletion`` in this process: (text, finish_reason, prompt tokens, completion tokens)."""
+@functools.cache
+def register_price(model: str, per_in: float, per_out: float) -> None:
+    """Put a model that litellm's price map lacks into it, at the price the settings declare.
+
+    litellm prices every response itself, whoever reads the figure; for a model missing from its
+    map it searches the whole map for a near name on every call, about a fifth of its CPU per call
+    against a fast local server (``benchmarks/bench_judge.py``). ragexp computes the cost from
+    :class:`Prices` either way; this only spares litellm the search. Once per process (the worker
+    processes of ``judge.workers`` do it too), and never for a model the map knows.
+    """
     litellm = _quiet_litellm()
+    provider = litellm_provider(model)
+    entry = {"input_cost_per_token": per_in, "output_cost_per_token": per_out, "mode": "chat",
+             # prompt-cache reads and writes at the full input price (no discount declared)
+             "cache_read_input_token_cost": per_in, "cache_creation_input_token_cost": per_in}
+    if provider:
+        entry["litellm_provider"] = provider
+    litellm.register_model({model: entry})
+
+
+async def acompletion(kwargs: dict[str, Any], teach: tuple[str, float, float] | None = None
+                      ) -> tuple[str, str | None, int, int]:
+    """One ``litellm.acompletion`` in this process: (text, finish_reason, prompt tokens, completion tokens).
+
+    ``teach``: :attr:`Prices.teach`, registered once in this process before the call.
+    """
+    litellm = _quiet_litellm()
+    if teach is not None:
+        register_price(*teach)
     with litellm_setup_inline(kwargs):
         response = await litellm.acompletion(**kwargs)
     choice = response.choices[0]
@@ -281,6 +324,7 @@ class JudgeClient:
         if api_key:
             kwargs["api_key"] = api_key
         worst = self.worst_case(messages)
+        teach = self.prices.teach
         pool = None
         if self.s.workers > 1:
             from .workers import pool as worker_pool
@@ -299,7 +343,7 @@ class JudgeClient:
                     self.usage.calls += 1
                     if attempt:
                         self.usage.retries += 1
-                    call = pool.acompletion(kwargs) if pool is not None else acompletion(kwargs)
+                    call = pool.acompletion(kwargs, teach) if pool is not None else acompletion(kwargs, teach)
                     text, finish, t_in, t_out = await asyncio.wait_for(call, timeout=self.s.timeout_s * 1.5 + 1)
             except (asyncio.CancelledError, KeyboardInterrupt):
                 self.budget.settle(worst, 0.0)

@@ -55,7 +55,8 @@ class InlineSetupExecutor(concurrent.futures.ThreadPoolExecutor):
 
 
 @functools.lru_cache(maxsize=64)
-def _provider(model: str, api_base: str | None) -> str | None:
+def litellm_provider(model: str, api_base: str | None = None) -> str | None:
+    """The litellm provider a model name routes to (``hosted_vllm``, ``openai``…), None if litellm has none."""
     import litellm
 
     try:
@@ -67,7 +68,7 @@ def _provider(model: str, api_base: str | None) -> str | None:
 @contextlib.contextmanager
 def litellm_setup_inline(kwargs: dict[str, Any]) -> Iterator[None]:
     """Around one ``litellm.acompletion(**kwargs)``: inline its setup job if the provider is natively async."""
-    token = _INLINE.set(_provider(kwargs["model"], kwargs.get("api_base")) in NATIVE_ASYNC)
+    token = _INLINE.set(litellm_provider(kwargs["model"], kwargs.get("api_base")) in NATIVE_ASYNC)
     try:
         yield
     finally:

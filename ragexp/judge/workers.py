@@ -96,8 +96,12 @@ class WorkerPool:
                 self.workers.append(_Worker(proc))
             await asyncio.gather(*[w.ready for w in self.workers])  # litellm imported in every child
 
-    async def acompletion(self, kwargs: dict[str, Any]) -> tuple[str, str | None, int, int]:
-        """(text, finish_reason, prompt tokens, completion tokens), or raise what the worker classified."""
+    async def acompletion(self, kwargs: dict[str, Any], teach: tuple[str, float, float] | None = None
+                          ) -> tuple[str, str | None, int, int]:
+        """(text, finish_reason, prompt tokens, completion tokens), or raise what the worker classified.
+
+        ``teach``: a price to register in the worker's litellm first (:func:`.client.register_price`).
+        """
         worker = self.workers[next(self.turn) % len(self.workers)]
         if not worker.alive:
             raise RuntimeError(f"judge worker process {worker.proc.pid} exited")
@@ -105,7 +109,7 @@ class WorkerPool:
         fut = asyncio.get_running_loop().create_future()
         worker.pending[rid] = fut
         assert worker.proc.stdin is not None
-        worker.proc.stdin.write(_frame((rid, kwargs)))
+        worker.proc.stdin.write(_frame((rid, kwargs, teach)))
         try:
             kind, *rest = await fut
         finally:
@@ -154,9 +158,9 @@ async def _serve() -> None:
         out.write(_frame(obj))
         out.flush()
 
-    async def one(rid: int, kwargs: dict[str, Any]) -> None:
+    async def one(rid: int, kwargs: dict[str, Any], teach: tuple[str, float, float] | None) -> None:
         try:
-            reply = await asyncio.wait_for(acompletion(kwargs), timeout=float(kwargs["timeout"]) * 1.5 + 1)
+            reply = await asyncio.wait_for(acompletion(kwargs, teach), timeout=float(kwargs["timeout"]) * 1.5 + 1)
             send((rid, ("ok", *reply)))
         except Exception as exc:  # noqa: BLE001 - every failure is classified and sent back
             try:
@@ -172,10 +176,10 @@ async def _serve() -> None:
     tasks: set[asyncio.Task] = set()
     while True:
         try:
-            rid, kwargs = await _read(reader)
+            rid, kwargs, teach = await _read(reader)
         except asyncio.IncompleteReadError:
             break  # the parent closed our stdin: it is done or gone
-        t = asyncio.ensure_future(one(rid, kwargs))
+        t = asyncio.ensure_future(one(rid, kwargs, teach))
         tasks.add(t)
         t.add_done_callback(tasks.discard)
     for t in tasks:
