@@ -1,6 +1,6 @@
 """Judge throughput: 1,000 judge calls against the local OpenAI-compatible server at 100 ms a call.
 
-    /work/venv/bin/python benchmarks/bench_judge.py [--calls 1000] [--latency 0.1] [--concurrency 32]
+    python benchmarks/bench_judge.py [--calls 1000] [--latency 0.1] [--concurrency 32]
                                                     [--workers 2] [--repeat 3]
 
 The judge is ``conf/judge/openai_compatible.yaml`` as a user gets it (``hosted_vllm/…``, litellm's

@@ -1,6 +1,6 @@
 """How fast the deterministic metrics are, against a plain rouge-score loop in the same process.
 
-    /work/venv/bin/python benchmarks/bench_metrics.py [--data-dir ../shared/data] [--baseline 150]
+    python benchmarks/bench_metrics.py [--data-dir ../shared/data] [--baseline 150]
 
 Workload: every SQuAD v2 question of ``../shared/data/squad2`` (6,078 records) with its top-10
 BM25 paragraphs (bm25s, texts and ids), the gold paragraph as ground truth, the answer texts as
