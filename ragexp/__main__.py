@@ -20,6 +20,10 @@ def _app(cfg: DictConfig) -> float | None:
     except RagexpError as exc:
         print(f"ragexp: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback
+        said = f": {exc}" if str(exc) else ""
+        print(f"ragexp: interrupted{said}. No MLflow run was logged.", file=sys.stderr)
+        sys.exit(130)
     return summary.get("objective")
 
 

@@ -9,6 +9,9 @@ such an error as one line (no traceback) and exits with status 2.
     ├── FieldsError        a metric needs a record field the dataset does not have
     ├── CredentialsError   a judge or generator model needs a key that is not set
     └── BudgetExceeded     the judge's ``max_cost_usd`` would be exceeded
+
+:class:`Interrupted` is a ``KeyboardInterrupt`` (Ctrl-C) that says what the judge had received;
+``python -m ragexp`` prints it as one line and exits with status 130.
 """
 
 from __future__ import annotations
@@ -53,3 +56,7 @@ class CredentialsError(RagexpError):
 
 class BudgetExceeded(RagexpError):
     """Going on would spend more than the configured ``max_cost_usd``."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during the judge's work; the message says what was received and where it is kept."""

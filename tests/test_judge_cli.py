@@ -128,3 +128,44 @@ def test_budget_stop_from_the_cli_says_how_far_it_got_and_exits(tmp_path, data_d
     from ragexp.judge.cache import JudgeCache
 
     assert len(JudgeCache(tmp_path / ".ragexp_cache" / "judge.sqlite")) == paid  # what was paid for is kept
+
+
+def test_ctrl_c_mid_judge_keeps_every_reply_received_and_the_rerun_asks_only_for_the_rest(tmp_path, data_dir):
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from ragexp.judge.cache import JudgeCache
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = (f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=judge", "judge=openai_compatible",
+            "judge.max_concurrency=2", f"tracking.uri={uri}", "progress=false")
+    env = {**_no_keys(), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
+    with JudgeServer(latency=0.2) as server:
+        proc = subprocess.Popen([sys.executable, "-m", "ragexp", *args, f"judge.api_base={server.url}"], cwd=tmp_path,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while server.calls < 6 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        _, err = proc.communicate(timeout=60)
+        sent_first = server.calls
+        cached = len(JudgeCache(tmp_path / ".ragexp_cache" / "judge.sqlite"))
+        server.reset()
+        run_cli(*args, f"judge.api_base={server.url}", cwd=tmp_path, env=_no_keys())  # the same command again
+        distinct = len({json.dumps(r.messages, sort_keys=True) for r in server.log})
+    assert proc.returncode == 130
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert "Traceback" not in err and lines[-1].startswith("ragexp: interrupted: judge 'openai_compatible' stopped after")
+    answered, sent = map(int, re.search(r"after (\d+) replies to (\d+) requests", lines[-1]).groups())
+    assert 0 < answered <= cached <= sent <= sent_first  # every reply that arrived was kept
+    assert sent_first - cached <= 2  # lost: at most the requests in flight (max_concurrency) at the interrupt
+    _, found = runs(uri)
+    assert len(found) == 1  # the interrupted run logged nothing
+    m = found[0].data.metrics
+    assert m["judge/cache_hits"] == cached and m["judge/calls"] == server.calls  # only the rest was asked
+    assert m["judge/failures"] == 0
+    assert distinct == server.calls  # and nothing twice

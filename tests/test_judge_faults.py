@@ -117,13 +117,13 @@ FAULTS = {
     "ok": (lambda r: None, "ok", 1),
     "429-once": (lambda r: Reply(status=429, headers={"Retry-After": "0.3"}) if r.attempt == 0 else None, "ok", 2),
     "500-twice": (lambda r: Reply(status=500) if r.attempt < 2 else None, "ok", 3),
-    "timeout-once": (lambda r: Reply(delay=1.5) if r.attempt == 0 else None, "ok", 2),
+    "timeout-once": (lambda r: Reply(delay=3.0) if r.attempt == 0 else None, "ok", 2),
     "garbled-once": (lambda r: None if r.reask else Reply(text="I would say it is relevant, probably."), "ok", 2),
     "truncated": (lambda r: Reply(text='{"relevant": tr', finish_reason="length"), "parse_error", 2),
     "prose": (lambda r: Reply(text="Looks fine to me."), "parse_error", 2),
     "429-always": (lambda r: Reply(status=429, headers={"Retry-After": "0.05"}), "rate_limited", 3),
     "500-always": (lambda r: Reply(status=500), "api_error", 3),
-    "timeout-always": (lambda r: Reply(delay=1.5), "timeout", 3),
+    "timeout-always": (lambda r: Reply(delay=3.0), "timeout", 3),
     "400": (lambda r: Reply(status=400, text="context length exceeded"), "api_error", 1),
     "broken-body": (lambda r: Reply(raw=b'{"choices": [{"message": '), "api_error", 3),
 }
@@ -146,7 +146,8 @@ def test_fault_injection_no_sample_lost_every_failure_recorded(server, make_judg
     records = [Record(id=tag, query=f"What is the capital of France? [fault:{tag}]",
                       contexts=["Paris is the capital of France."]) for tag in FAULTS]
     s = specs("retrieval_precision")
-    scores, usage = make_judge(s, model=model, timeout_s=0.5, workers=workers).score(records, s)
+    # 1.5 s: a reply a loaded host is slow to read stays well inside it; the scripted timeouts wait 3 s
+    scores, usage = make_judge(s, model=model, timeout_s=1.5, workers=workers).score(records, s)
     per = scores["retrieval_precision"]
     assert len(per) == len(records)  # no sample lost
     for record, score in zip(records, per):

@@ -61,6 +61,7 @@ class Usage:
     """Counters of one run; :meth:`as_metrics` gives the ``judge/…`` keys of SPEC §4."""
 
     calls: int = 0  # HTTP requests sent (retries included)
+    answered: int = 0  # replies received (and cached, when the cache is on)
     retries: int = 0
     cache_hits: int = 0
     shared: int = 0  # verdicts asked once and reused by several metrics or samples in this run
@@ -370,6 +371,7 @@ class JudgeClient:
                 continue
             cost = self.prices.cost(t_in, t_out)
             self.budget.settle(worst, cost)
+            self.usage.answered += 1
             self.usage.tokens_in += t_in
             self.usage.tokens_out += t_out
             self.usage.cost_usd += cost

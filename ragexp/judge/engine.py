@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
-from ..errors import BudgetExceeded, ConfigError
+from ..errors import BudgetExceeded, ConfigError, Interrupted
 from ..metrics.base import Score
 from ..metrics.judge import (TONIC_SCALE, answer_consistency_binary_value, answer_consistency_value,
                              answer_similarity_value, augmentation_accuracy_value, augmentation_precision_value,
@@ -316,15 +316,28 @@ class Judge:
         self.settings = settings
         self.cache = cache
         self.prices = Prices(settings)
+        self._usage: Usage | None = None  # the usage of the run in progress (read on Ctrl-C)
 
     def __repr__(self) -> str:
         return f"Judge({self.settings.name!r}, model={self.settings.model!r})"
 
     def score(self, records: list[Record], specs: Sequence[Any], progress: bool = False
               ) -> tuple[dict[str, list[Score]], dict[str, float]]:
-        """Every judge metric of ``specs`` for every record, in order, and the run's usage."""
-        with quiet_gc():
-            return run_sync(self.ascore(records, specs, progress))
+        """Every judge metric of ``specs`` for every record, in order, and the run's usage.
+
+        Ctrl-C cancels the requests in flight and raises :class:`~ragexp.errors.Interrupted`, which
+        says how many replies had arrived; each was cached as it arrived, so running again asks
+        only for the rest.
+        """
+        try:
+            with quiet_gc():
+                return run_sync(self.ascore(records, specs, progress))
+        except KeyboardInterrupt:
+            u = self._usage or Usage()
+            kept = f"kept in {self.cache.path}: the same command asks only for the rest" if self.cache is not None \
+                else "not kept (judge.cache is off)"
+            raise Interrupted(f"judge '{self.settings.name}' stopped after {u.answered} replies to {u.calls} requests "
+                              f"sent ({u.cache_hits} cache hits); the replies are {kept}") from None
 
     async def ascore(self, records: list[Record], specs: Sequence[Any], progress: bool = False
                      ) -> tuple[dict[str, list[Score]], dict[str, float]]:
@@ -332,6 +345,7 @@ class Judge:
         specs = [s for s in specs if s.info.judge]
         overall = overall_parts(specs)
         run = _Run(self)
+        self._usage = run.usage
         per_record: list[dict[str, Score] | None] = [None] * len(records)
         bar = None
         if progress:
