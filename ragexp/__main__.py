@@ -22,7 +22,7 @@ def _app(cfg: DictConfig) -> float | None:
         sys.exit(2)
     except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback
         said = f": {exc}" if str(exc) else ""
-        print(f"ragexp: interrupted{said}. No MLflow run was logged.", file=sys.stderr)
+        print(f"ragexp: interrupted{said}. No finished MLflow run was logged.", file=sys.stderr)
         sys.exit(130)
     return summary.get("objective")
 
