@@ -115,7 +115,7 @@ def main() -> None:
         # the same with the served model's price in litellm's map, as the judge registers it (process-wide, so last)
         from ragexp.judge.client import register_price
 
-        register_price(base["model"], 0.0, 0.0)
+        register_price(base["model"], base["cost_per_million_in"] / 1e6, base["cost_per_million_out"] / 1e6)
         bare[base["model"] + " + price"] = asyncio.run(bare_litellm(base["model"], url, args.calls, args.concurrency))
 
         specs, _ = build_metrics({"retrieval_precision": {"_target_": "ragexp.metrics.judge.retrieval_precision"}})

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -131,12 +136,6 @@ def test_budget_stop_from_the_cli_says_how_far_it_got_and_exits(tmp_path, data_d
 
 
 def test_ctrl_c_mid_judge_keeps_every_reply_received_and_the_rerun_asks_only_for_the_rest(tmp_path, data_dir):
-    import re
-    import signal
-    import subprocess
-    import sys
-    import time
-
     from ragexp.judge.cache import JudgeCache
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

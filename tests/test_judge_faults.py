@@ -238,7 +238,6 @@ def test_budget_needs_a_price(server, make_judge):
         make_judge(specs("retrieval_precision"), model="openai/my-local-model", max_cost_usd=1.0)
 
 
-
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_self_hosted_models_declared_price_reaches_litellm_and_the_cost(server, make_judge, workers):
     import litellm
