@@ -12,7 +12,9 @@ name                      component   a retrieved component matches a ground-tru
 ========================  ==========  ==============================================================
 
 ROUGE-L is rouge-score's (default tokenizer, no stemmer unless ``use_stemmer: true``), computed
-by :mod:`ragexp.matchers.rouge` with identical numbers. Sentences come from ragexp's own
+by :mod:`ragexp.matchers.rouge` with identical numbers; ``implementation: rouge_package`` makes
+it the ``rouge`` package's, which continuous-eval uses (:mod:`ragexp.matchers.rouge_package`,
+identical numbers too). Sentences come from ragexp's own
 offline rule-based splitter, :func:`ragexp.matchers.sentences.split_sentences`.
 
     >>> m = build_matcher("rouge_chunk")
@@ -31,15 +33,15 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 from .base import Matcher, Matches
 from .exact import ExactMatcher
-from .rouge import RougeMatcher
+from .rouge import IMPLEMENTATIONS, RougeMatcher
 from .sentences import split_sentences
 
 #: Each matcher's options and their defaults (the same values as ``conf/matcher/<name>.yaml``).
 DEFAULTS: dict[str, dict[str, Any]] = {
     "exact_chunk": {},
     "exact_sentence": {},
-    "rouge_chunk": {"threshold": 0.7, "inclusive": False, "use_stemmer": False},
-    "rouge_sentence": {"threshold": 0.8, "inclusive": False, "use_stemmer": False},
+    "rouge_chunk": {"threshold": 0.7, "inclusive": False, "use_stemmer": False, "implementation": "rouge_score"},
+    "rouge_sentence": {"threshold": 0.8, "inclusive": False, "use_stemmer": False, "implementation": "rouge_score"},
 }
 
 _BUILT: dict[tuple, Matcher] = {}
@@ -66,6 +68,12 @@ def build_matcher(cfg: str | Mapping[str, Any] | Matcher) -> Matcher:
         t = options["threshold"]
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
             raise ConfigError(f"matcher '{name}': threshold must be a number in [0, 1], got {t!r}")
+    impl = options.get("implementation")
+    if impl is not None and impl not in IMPLEMENTATIONS:
+        raise ConfigError(f"matcher '{name}': implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {impl!r}")
+    if impl == "rouge_package" and options["use_stemmer"]:
+        raise ConfigError(f"matcher '{name}': use_stemmer is rouge-score's option; implementation "
+                          "'rouge_package' has no stemmer (set use_stemmer=false)")
     key = (name, *sorted(options.items()))
     if key not in _BUILT:
         granularity = name.split("_", 1)[1]
@@ -74,7 +82,8 @@ def build_matcher(cfg: str | Mapping[str, Any] | Matcher) -> Matcher:
         else:
             _BUILT[key] = RougeMatcher(granularity, threshold=float(options["threshold"]),
                                        inclusive=bool(options["inclusive"]),
-                                       use_stemmer=bool(options["use_stemmer"]))
+                                       use_stemmer=bool(options["use_stemmer"]),
+                                       implementation=impl)
     return _BUILT[key]
 
 

@@ -86,6 +86,10 @@ class Matcher:
     def _hits(self, component: str, prepared: Any) -> frozenset[int]:
         raise NotImplementedError
 
+    def _clean(self, truth: str) -> str:
+        """A ground truth (or one of its components) as it is compared and de-duplicated; "" drops it."""
+        return truth.strip()
+
     # -- shared ---------------------------------------------------------------------------------
     def components(self, text: str) -> tuple[str, ...]:
         """The components of one passage: itself, or its sentences."""
@@ -113,14 +117,14 @@ class Matcher:
     def _match(self, retrieved: tuple[str, ...], truths: tuple[str, ...]) -> Matches:
         contexts: dict[str, int] = {}
         for t in truths:
-            s = t.strip()
+            s = self._clean(t)
             if s and s not in contexts:
                 contexts[s] = len(contexts)
         comp_index: dict[str, int] = {}
         owners: list[set[int]] = []
         for ctx, ci in contexts.items():
             for comp in self.components(ctx):
-                comp = comp.strip()
+                comp = self._clean(comp)
                 if not comp:
                     continue
                 j = comp_index.get(comp)

@@ -168,6 +168,11 @@ __all__ = ["Tokens", "tokens", "lcs_length", "overlap_bound", "fmeasure", "rouge
 # -- the matcher -------------------------------------------------------------------------------
 
 from .base import Matcher  # noqa: E402  (the matcher builds on the functions above)
+from .rouge_package import package_rouge_l, package_text, union_lcs  # noqa: E402
+
+#: Whose ROUGE-L a matcher computes: rouge-score's (the default) or the ``rouge`` package's,
+#: which continuous-eval uses (:mod:`ragexp.matchers.rouge_package`).
+IMPLEMENTATIONS = ("rouge_score", "rouge_package")
 
 
 @lru_cache(maxsize=4096)
@@ -178,7 +183,10 @@ def _need(n_target: int, threshold: float, inclusive: bool) -> int | None:
 class RougeMatcher(Matcher):
     """A retrieved component matches a ground-truth component when rouge-score's ROUGE-L recall
     of the retrieved component against the ground truth, ``LCS / |ground truth|``, is
-    ``> threshold`` (``>= threshold`` with ``inclusive``).
+    ``> threshold`` (``>= threshold`` with ``inclusive``). With ``implementation="rouge_package"``
+    the recall is the ``rouge`` package's instead (continuous-eval's matchers: case kept,
+    punctuation kept, sentences cut at every full stop, union LCS over distinct words; see
+    :mod:`ragexp.matchers.rouge_package`); a text the package cannot score matches nothing.
 
     SPEC §2.2's test vectors (the seed's Paris example and continuous-eval's Shakespeare one):
 
@@ -195,12 +203,27 @@ class RougeMatcher(Matcher):
     """
 
     def __init__(self, granularity: str = "chunk", *, threshold: float = 0.7, inclusive: bool = False,
-                 use_stemmer: bool = False):
+                 use_stemmer: bool = False, implementation: str = "rouge_score"):
+        if implementation not in IMPLEMENTATIONS:
+            raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
+        if use_stemmer and implementation != "rouge_score":
+            raise ValueError("use_stemmer is rouge-score's option; the rouge package has no stemmer")
         super().__init__(granularity)
         self.name = f"rouge_{granularity}"
         self.threshold = float(threshold)
         self.inclusive = bool(inclusive)
         self.use_stemmer = bool(use_stemmer)
+        self.implementation = implementation
+        if implementation == "rouge_package":
+            self._prepare = self._prepare_package  # type: ignore[method-assign]
+            self._hits = self._hits_package  # type: ignore[method-assign]
+
+    def _clean(self, truth: str) -> str:
+        if self.implementation == "rouge_package":
+            # continuous-eval compares and de-duplicates ground truths as given: outer white space
+            # changes the package's sentences ("Paris. " has an empty last one)
+            return truth if truth.strip() else ""
+        return truth.strip()
 
     def _prepare(self, truths: Sequence[str]) -> tuple:
         # Each distinct ground-truth token gets one bit; each ground truth j the mask of its
@@ -246,9 +269,41 @@ class RougeMatcher(Matcher):
                 found.append(j)
         return frozenset(found)
 
-    def recall(self, retrieved_component: str, truth_component: str) -> float:
-        """ROUGE-L recall of one retrieved component against one ground-truth component."""
+    # -- implementation: rouge_package (continuous-eval's numbers) -------------------------------
+    def _prepare_package(self, truths: Sequence[str]) -> tuple:
+        # R = |U| / m with m the truth's distinct words and U ⊆ the words both texts share, so
+        # only truths sharing at least `need` distinct words with a component get the union LCS
+        always, candidates = [], []
+        for j, t in enumerate(truths):
+            text = package_text(t)
+            if text is None:
+                continue  # the package raises: never a match
+            need = _need(len(text.words), self.threshold, self.inclusive)
+            if need == 0:
+                always.append(j)
+            elif need is not None:
+                candidates.append((j, text, need))
+        return always, candidates
+
+    def _hits_package(self, component: str, prepared: tuple) -> frozenset[int]:
+        always, candidates = prepared
+        c = package_text(component)
+        if c is None:
+            return frozenset()
+        found = list(always)
+        words = c.words
+        for j, text, need in candidates:
+            if len(text.words & words) >= need and union_lcs(text, c, stop_at=need) >= need:
+                found.append(j)
+        return frozenset(found)
+
+    def recall(self, retrieved_component: str, truth_component: str) -> float | None:
+        """ROUGE-L recall of one retrieved component against one ground-truth component (None
+        where the rouge package raises, with ``implementation: rouge_package``)."""
+        if self.implementation == "rouge_package":
+            scores = package_rouge_l(truth_component, retrieved_component)
+            return None if scores is None else scores[1]
         return rouge_l(truth_component, retrieved_component, self.use_stemmer)[1]
 
 
-__all__ += ["RougeMatcher"]
+__all__ += ["IMPLEMENTATIONS", "RougeMatcher"]
