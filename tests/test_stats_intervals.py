@@ -1,0 +1,169 @@
+"""ragexp.stats.intervals against scipy on the same numbers, and the clustered SE by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ragexp.stats.intervals import mean_interval, mean_intervals, ratio_interval
+
+# a skewed, continuous sample (token-F1-like values) and a 0/1 sample (hit-rate-like)
+SKEWED = [round(v, 4) for v in np.random.default_rng(7).beta(0.6, 1.8, size=60)]
+HITS = [1] * 23 + [0] * 17
+B = 20_000
+
+
+def _mc_tolerance(values, level: float) -> float:
+    """Six times the Monte-Carlo error of the difference of two independent bootstrap quantiles.
+
+    A bootstrap quantile at level p from B resamples has standard error sqrt(p(1-p)/B) / f,
+    f the density of the bootstrap distribution there; with a normal approximation of sd s,
+    f = phi(z_p) / s. Two independent runs differ by sqrt(2) times that.
+    """
+    s = stats.sem(values)
+    z = stats.norm.ppf(level)
+    one = math.sqrt(level * (1 - level) / B) * s / stats.norm.pdf(z)
+    return 6 * math.sqrt(2) * one
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_bootstrap_interval_agrees_with_scipy(method):
+    ours = mean_interval(SKEWED, resamples=B, method=method, seed=1)
+    ref = stats.bootstrap((np.array(SKEWED),), np.mean, n_resamples=B, method="BCa" if method == "bca" else method,
+                          confidence_level=0.95, random_state=np.random.default_rng(2)).confidence_interval
+    tol = _mc_tolerance(SKEWED, 0.025)
+    assert ours.method == method and ours.n == len(SKEWED)
+    assert ours.mean == pytest.approx(math.fsum(SKEWED) / len(SKEWED))
+    assert abs(ours.ci_low - ref.low) < tol
+    assert abs(ours.ci_high - ref.high) < tol
+    # the interval is about as wide as 2 × 1.96 standard errors, not a different quantity
+    assert 0.5 < (ours.ci_high - ours.ci_low) / (2 * 1.96 * ours.stderr) < 1.5
+
+
+def test_bca_differs_from_percentile_on_skewed_data():
+    # the BCa correction moves the interval the way scipy's does (towards the long tail)
+    pct = mean_interval(SKEWED, resamples=B, method="percentile")
+    bca = mean_interval(SKEWED, resamples=B, method="bca")
+    ref_p = stats.bootstrap((np.array(SKEWED),), np.mean, n_resamples=B, method="percentile",
+                            random_state=np.random.default_rng(3)).confidence_interval
+    ref_b = stats.bootstrap((np.array(SKEWED),), np.mean, n_resamples=B, method="BCa",
+                            random_state=np.random.default_rng(3)).confidence_interval
+    assert np.sign(bca.ci_high - pct.ci_high) == np.sign(ref_b.high - ref_p.high)
+
+
+def test_stderr_is_scipy_sem():
+    assert mean_interval(SKEWED).stderr == pytest.approx(stats.sem(SKEWED), rel=1e-12)
+
+
+def test_proportion_uses_wilson_like_scipy():
+    iv = mean_interval(HITS)
+    ref = stats.binomtest(23, 40).proportion_ci(confidence_level=0.95, method="wilson")
+    assert iv.method == "wilson"
+    assert iv.mean == 23 / 40
+    assert iv.ci_low == pytest.approx(ref.low, abs=1e-12)
+    assert iv.ci_high == pytest.approx(ref.high, abs=1e-12)
+    assert iv.stderr == pytest.approx(math.sqrt((23 / 40) * (17 / 40) / 40), rel=1e-12)
+    # other levels too
+    iv90 = mean_interval(HITS, confidence=0.9)
+    ref90 = stats.binomtest(23, 40).proportion_ci(confidence_level=0.9, method="wilson")
+    assert (iv90.ci_low, iv90.ci_high) == pytest.approx((ref90.low, ref90.high), abs=1e-12)
+
+
+def test_clustered_stderr_by_hand():
+    # three clusters: a = {0.2, 0.4}, b = {0.9}, c = {0.1, 0.3, 0.5}; mean = 2.4 / 6 = 0.4
+    values = [0.2, 0.4, 0.9, 0.1, 0.3, 0.5]
+    clusters = ["a", "a", "b", "c", "c", "c"]
+    # within-cluster sums of residuals: a: -0.2 + 0 = -0.2; b: 0.5; c: -0.3 - 0.1 + 0.1 = -0.3
+    expected = math.sqrt(3 / (3 - 1) * ((-0.2) ** 2 + 0.5 ** 2 + (-0.3) ** 2)) / 6
+    iv = mean_interval(values, clusters=clusters)
+    assert iv.mean == pytest.approx(2.4 / 6)
+    assert iv.stderr == pytest.approx(expected, rel=1e-12)
+    assert iv.n == 6 and iv.n_clusters == 3 and iv.method == "cluster-percentile"
+
+
+def test_clustered_stderr_with_singleton_clusters_is_sem():
+    iv = mean_interval(SKEWED, clusters=list(range(len(SKEWED))))
+    assert iv.stderr == pytest.approx(stats.sem(SKEWED), rel=1e-12)
+
+
+def test_correlated_clusters_widen_the_interval():
+    # 20 documents, 5 questions each, answers alike within a document: the clustered SE is larger
+    rng = np.random.default_rng(11)
+    doc_effect = np.repeat(rng.normal(0.5, 0.2, size=20), 5)
+    values = list(np.clip(doc_effect + rng.normal(0, 0.05, size=100), 0, 1))
+    groups = list(np.repeat(np.arange(20), 5))
+    plain = mean_interval(values)
+    clustered = mean_interval(values, clusters=groups)
+    assert clustered.stderr > 2 * plain.stderr
+    assert clustered.ci_high - clustered.ci_low > 2 * (plain.ci_high - plain.ci_low)
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_cluster_bootstrap_agrees_with_scipy_on_cluster_means(method):
+    # equal cluster sizes: resampling clusters is resampling the cluster means
+    rng = np.random.default_rng(5)
+    values = rng.beta(0.8, 1.5, size=(30, 4))
+    clusters = np.repeat(np.arange(30), 4)
+    ours = mean_interval(list(values.ravel()), clusters=list(clusters), resamples=B, method=method)
+    cluster_means = values.mean(axis=1)
+    ref = stats.bootstrap((cluster_means,), np.mean, n_resamples=B, method="BCa" if method == "bca" else method,
+                          random_state=np.random.default_rng(9)).confidence_interval
+    tol = _mc_tolerance(cluster_means, 0.025)
+    assert abs(ours.ci_low - ref.low) < tol and abs(ours.ci_high - ref.high) < tol
+
+
+def test_small_and_empty():
+    empty = mean_interval([])
+    assert (empty.mean, empty.stderr, empty.ci_low, empty.ci_high, empty.n) == (None, None, None, None, 0)
+    one = mean_interval([None, 0.3, float("nan")])
+    assert one.mean == 0.3 and one.n == 1 and one.ci_low is None and one.stderr is None and "one sample" in one.note
+    flat = mean_interval([0.4, 0.4, 0.4])
+    assert (flat.ci_low, flat.ci_high, flat.stderr) == (pytest.approx(0.4), pytest.approx(0.4), pytest.approx(0.0, abs=1e-12))
+
+
+def test_missing_values_are_left_out_not_zero():
+    iv = mean_interval([0.2, None, 0.6, float("nan"), 0.7])
+    assert iv.n == 3 and iv.mean == pytest.approx((0.2 + 0.6 + 0.7) / 3)
+    assert iv.stderr == pytest.approx(stats.sem([0.2, 0.6, 0.7]))
+
+
+def test_seeded_and_shared_draw_gives_the_same_interval_per_column():
+    a = mean_interval(SKEWED, seed=3)
+    assert a == mean_interval(SKEWED, seed=3)
+    assert a != mean_interval(SKEWED, seed=4)
+    other = [v * 0.5 for v in SKEWED]
+    both = mean_intervals({"a": SKEWED, "b": other, "hits": HITS + [None] * 20}, seed=3)
+    # the same numbers up to floating-point summation order
+    for key, alone in (("a", a), ("b", mean_interval(other, seed=3))):
+        got = both[key]
+        assert (got.mean, got.stderr, got.ci_low, got.ci_high) == pytest.approx(
+            (alone.mean, alone.stderr, alone.ci_low, alone.ci_high), rel=1e-12)
+        assert (got.n, got.method) == (alone.n, alone.method)
+    assert both["hits"].method == "wilson" and both["hits"].n == 40
+
+
+def test_ratio_interval_against_a_loop_over_the_same_resamples():
+    # precision over records: TP → 1/1, FP → 0/1, FN/TN → 0/0
+    rng = np.random.default_rng(2)
+    kind = rng.choice(["tp", "fp", "fn", "tn"], size=80, p=[0.4, 0.2, 0.2, 0.2])
+    num = (kind == "tp").astype(float)
+    den = np.isin(kind, ["tp", "fp"]).astype(float)
+    iv = ratio_interval(num, den, resamples=B)
+    assert iv.mean == num.sum() / den.sum() and iv.n == int(den.sum())
+    # scipy's bootstrap of the same statistic over records
+    ref = stats.bootstrap((num, den), lambda a, b, axis=-1: a.sum(axis=axis) / b.sum(axis=axis), paired=True,
+                          vectorized=True, n_resamples=B, method="percentile",
+                          random_state=np.random.default_rng(4)).confidence_interval
+    p = num.sum() / den.sum()
+    tol = 6 * math.sqrt(2) * math.sqrt(0.025 * 0.975 / B) * math.sqrt(p * (1 - p) / den.sum()) / stats.norm.pdf(1.96)
+    assert abs(iv.ci_low - ref.low) < tol and abs(iv.ci_high - ref.high) < tol
+
+
+def test_bad_settings_say_what_was_expected():
+    with pytest.raises(ValueError, match="method must be one of percentile, bca"):
+        mean_interval(SKEWED, method="student")
+    with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
+        mean_interval(SKEWED, confidence=95)
