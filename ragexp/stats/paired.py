@@ -1,0 +1,252 @@
+"""Paired comparison of two runs over the same samples: is the difference real?
+
+Give :func:`paired_compare` one metric's per-sample values from a *baseline* and a *candidate*
+run, in the same sample order (``ragexp.compare`` pairs them by sample id). With
+``d_i = candidate_i − baseline_i`` it reports:
+
+``diff``
+    ``mean(candidate) − mean(baseline)`` (= ``mean(d)``).
+``ci_low``, ``ci_high``
+    Paired bootstrap interval of ``diff``: the pairs are resampled with replacement
+    ``resamples`` times, and the interval is the ``(1 − confidence)/2`` and
+    ``(1 + confidence)/2`` percentiles of the resampled mean differences — what
+    ``scipy.stats.bootstrap((baseline, candidate), ..., paired=True, method="percentile")``
+    computes.
+``p_value``, ``test``
+    Two-sided, for "no difference":
+
+    - ``"mcnemar"`` when every value is 0 or 1 (``hit_rate``, ``exact_match``; ``binary=None``
+      detects it): the exact McNemar test, a binomial test with p = 1/2 on the discordant
+      pairs (b samples the candidate lost, c it won) — ``scipy.stats.binomtest(c, b + c, 0.5)``.
+      No discordant pair gives p = 1.
+    - ``"permutation"`` otherwise: the paired sign-flip permutation test of ``mean(d)``.
+      Under no difference the two values of a pair are exchangeable, so each ``d_i`` keeps
+      or flips its sign with probability 1/2. All ``2**n`` sign patterns are enumerated when
+      ``2**n <= resamples``; otherwise ``resamples`` random patterns are drawn and one is
+      added to each count (the observed pattern is one of the possible ones). The p-value is
+      ``min(1, 2·min(P(T <= obs), P(T >= obs)))`` — exactly what
+      ``scipy.stats.permutation_test(..., permutation_type="samples")`` does.
+``wins``, ``ties``, ``losses``
+    Samples where the candidate's value is above, equal to, below the baseline's. Not
+    direction-aware: for a lower-is-better metric (latency) ``losses`` are improvements.
+``mde``
+    The smallest true difference this many pairs would detect with 80% power in a two-sided
+    test at ``alpha = 1 − confidence``: ``(z_{1−alpha/2} + z_{0.8}) · sd / sqrt(n)``, where
+    ``sd`` is the standard deviation of the paired differences (``ddof=1``). For 0/1 metrics
+    ``sd = sqrt((b + c) / n)``: the spread of ``d`` when there is no difference, which the
+    discordant pairs alone set (McNemar's variance). ``nan`` when the differences have no
+    spread (fewer than 2 pairs, all differences equal, or no discordant pair): these pairs
+    say nothing about what a larger sample could detect.
+
+Resampling is vectorised and shared: :func:`paired_compare_columns` compares many metrics
+over the same pairs with one resample-count matrix and one sign matrix for all of them
+(float32 matrix products, in chunks), so 40 metrics cost little more than one.
+
+>>> r = paired_compare([0.2, 0.4, 0.5, 0.3, 0.6], [0.5, 0.6, 0.5, 0.7, 0.9])
+>>> round(r.diff, 10) == round((0.3 + 0.2 + 0.0 + 0.4 + 0.3) / 5, 10)
+True
+>>> r.test, (r.wins, r.ties, r.losses)
+('permutation', (4, 1, 0))
+>>> r.p_value == 2 * 2 / 2 ** 5  # exact: "no flip" and flipping the 0 reach the mean; two tails
+True
+>>> holm([0.01, 0.04, 0.03])  # sorted 0.01, 0.03, 0.04 times 3, 2, 1, kept monotone
+[0.03, 0.06, 0.06]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+#: target number of float32 cells in one resample chunk (about 16 MB)
+_CHUNK_CELLS = 4_000_000
+#: power of the minimum detectable difference
+_POWER = 0.8
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """One metric's paired comparison; ``diff`` is candidate − baseline (module docstring)."""
+
+    n: int
+    mean_baseline: float
+    mean_candidate: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    test: str
+    wins: int
+    ties: int
+    losses: int
+    mde: float
+
+
+def paired_compare(baseline: Sequence[float], candidate: Sequence[float], *,
+                   binary: bool | None = None, resamples: int = 10_000,
+                   confidence: float = 0.95, seed: int = 0) -> PairedResult:
+    """Compare one metric's paired per-sample values (see the module docstring)."""
+    b = np.asarray(baseline, dtype=np.float64).reshape(-1, 1)
+    c = np.asarray(candidate, dtype=np.float64).reshape(-1, 1)
+    if b.shape != c.shape:
+        raise ValueError(f"paired values must have one length: baseline has {b.shape[0]}, "
+                         f"candidate has {c.shape[0]}")
+    return paired_compare_columns(b, c, binary=None if binary is None else [binary],
+                                  resamples=resamples, confidence=confidence, seed=seed)[0]
+
+
+def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *,
+                           binary: Sequence[bool | None] | None = None, resamples: int = 10_000,
+                           confidence: float = 0.95, seed: int = 0) -> list[PairedResult]:
+    """Compare many metrics at once: column j of the two ``(n, m)`` arrays is metric j.
+
+    Every column shares the same pairs, the same bootstrap resamples and the same sign
+    patterns (seeded by ``seed``), so the result for a column equals :func:`paired_compare`
+    on that column alone with the same seed. ``binary`` gives, per column, True/False or None
+    (detect: every value 0 or 1).
+    """
+    from scipy.stats import binom, norm
+
+    b = np.asarray(baseline, dtype=np.float64)
+    c = np.asarray(candidate, dtype=np.float64)
+    if b.ndim != 2 or b.shape != c.shape:
+        raise ValueError(f"baseline and candidate must be (samples, metrics) arrays of one shape; "
+                         f"got {b.shape} and {c.shape}")
+    n, m = b.shape
+    if n == 0:
+        raise ValueError("no paired samples to compare")
+    if not (np.isfinite(b).all() and np.isfinite(c).all()):
+        raise ValueError("paired values must be finite numbers (leave out samples that are not ok)")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    is_01 = ((b == 0) | (b == 1)).all(axis=0) & ((c == 0) | (c == 1)).all(axis=0)
+    flags = [None] * m if binary is None else list(binary)
+    if len(flags) != m:
+        raise ValueError(f"binary has {len(flags)} entries for {m} metrics")
+    for j, flag in enumerate(flags):
+        if flag and not is_01[j]:
+            raise ValueError(f"metric {j} was declared binary but has values other than 0 and 1")
+    use_mcnemar = np.array([is_01[j] if flag is None else bool(flag) for j, flag in enumerate(flags)],
+                           dtype=bool)
+
+    d = c - b
+    diff = d.mean(axis=0)
+    wins = (d > 0).sum(axis=0)
+    losses = (d < 0).sum(axis=0)
+    ties = n - wins - losses
+
+    seq_boot, seq_perm = np.random.SeedSequence(seed).spawn(2)
+    alpha = 1 - confidence
+    # SFC64 draws the 10^8 indices of a large comparison about 1.5x faster than the default PCG64
+    boot = _bootstrap_mean_diffs(d, resamples, np.random.Generator(np.random.SFC64(seq_boot)))
+    ci_low, ci_high = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
+
+    p = np.ones(m)
+    if use_mcnemar.any():
+        # discordant pairs: the candidate won (0 -> 1) or lost (1 -> 0)
+        won, lost = wins[use_mcnemar], losses[use_mcnemar]
+        tail = binom.cdf(np.minimum(won, lost), won + lost, 0.5)
+        p[use_mcnemar] = np.where(won + lost == 0, 1.0, np.minimum(1.0, 2 * tail))
+    if (~use_mcnemar).any():
+        p[~use_mcnemar] = _sign_flip_p_values(d[:, ~use_mcnemar], resamples,
+                                              np.random.default_rng(seq_perm))
+
+    z = norm.ppf(1 - alpha / 2) + norm.ppf(_POWER)
+    sd = d.std(axis=0, ddof=1) if n > 1 else np.zeros(m)
+    sd = np.where(use_mcnemar, np.sqrt((wins + losses) / n), sd)
+    with np.errstate(invalid="ignore"):
+        mde = np.where(sd > 0, z * sd / math.sqrt(n), np.nan)
+
+    return [PairedResult(n=int(n), mean_baseline=float(b[:, j].mean()),
+                         mean_candidate=float(c[:, j].mean()), diff=float(diff[j]),
+                         ci_low=float(ci_low[j]), ci_high=float(ci_high[j]), p_value=float(p[j]),
+                         test="mcnemar" if use_mcnemar[j] else "permutation",
+                         wins=int(wins[j]), ties=int(ties[j]), losses=int(losses[j]),
+                         mde=float(mde[j]))
+            for j in range(m)]
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-adjusted p-values (step-down, family-wise error), in the input's order.
+
+    The i-th smallest of m p-values is multiplied by ``m − i + 1`` (i from 1), capped at 1 and
+    made non-decreasing in that order. A NaN stays NaN and does not count in m.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    scaled = p[order] * (m - np.arange(m))
+    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled)) if m else scaled
+    return [float(x) for x in out]
+
+
+def _chunk_rows(n: int, total: int) -> int:
+    return max(1, min(total, _CHUNK_CELLS // max(n, 1)))
+
+
+def _bootstrap_mean_diffs(d: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """``(resamples, m)`` bootstrap means of the columns of ``d``, resampling rows jointly.
+
+    Each resample is a row of counts (how often each pair was drawn), so the means of all
+    columns are one matrix product; the columns are centred first so float32 loses nothing
+    that matters (the error is relative to the spread, not to the level).
+    """
+    n, m = d.shape
+    centre = d.mean(axis=0)
+    centred = (d - centre).astype(np.float32)
+    out = np.empty((resamples, m), dtype=np.float64)
+    step = _chunk_rows(n, resamples)
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        idx = rng.integers(0, n, size=(rows, n), dtype=np.int64)
+        idx += (np.arange(rows, dtype=np.int64) * n)[:, None]
+        counts = np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n)
+        out[start:start + rows] = counts.astype(np.float32) @ centred
+    out /= n
+    out += centre
+    return out
+
+
+def _sign_flip_p_values(d: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Two-sided sign-flip permutation p-values of the column means of ``d`` (module docstring).
+
+    A sign pattern is a 0/1 row (1 = flip); flipping the set F turns the sum S into
+    ``S − 2·sum(d[F])``, so every column's permuted statistic comes from one matrix product.
+    """
+    n, m = d.shape
+    total = d.sum(axis=0)
+    observed = total / n
+    exact = n < 63 and 2 ** n <= resamples
+    if exact:
+        count = 2 ** n
+        patterns = (np.arange(count, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)) & 1
+        stats = (total - 2 * (patterns.astype(np.float64) @ d)) / n
+        gamma = np.abs(observed) * np.finfo(np.float64).eps * 100  # scipy's tie tolerance
+        less = (stats <= observed + gamma).sum(axis=0)
+        greater = (stats >= observed - gamma).sum(axis=0)
+        return np.minimum(1.0, 2 * np.minimum(less, greater) / count)
+
+    # float32 products: a permuted mean that equals the observed one in exact arithmetic may
+    # land a few float32 ulps of the sum away; count those as ties (as scipy does for float64)
+    scale = np.abs(d).sum(axis=0) / n
+    gamma = np.maximum(np.abs(observed) * np.finfo(np.float64).eps * 100,
+                       scale * np.finfo(np.float32).eps * 4 * math.sqrt(n))
+    d32 = d.astype(np.float32)
+    less = np.zeros(m, dtype=np.int64)
+    greater = np.zeros(m, dtype=np.int64)
+    step = _chunk_rows(n, resamples)
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        flips = np.unpackbits(rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8),
+                              axis=1, count=n)
+        stats = (total - 2 * (flips.astype(np.float32) @ d32).astype(np.float64)) / n
+        less += (stats <= observed + gamma).sum(axis=0)
+        greater += (stats >= observed - gamma).sum(axis=0)
+    return np.minimum(1.0, 2 * (np.minimum(less, greater) + 1) / (resamples + 1))
