@@ -2,33 +2,73 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 import hydra
 from omegaconf import DictConfig
 
 from .confdir import conf_dir
-from .errors import RagexpError
+from .errors import RagexpError, Terminated
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def _app(cfg: DictConfig) -> float | None:
     from .runner import run
 
+    _handle_sigterm()  # again here: joblib's worker processes run jobs without main()
     try:
         summary = run(cfg)
     except RagexpError as exc:
+        from .tracking.log import STOPPED
+
+        STOPPED.append(exc)
         print(f"ragexp: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback
-        said = f": {exc}" if str(exc) else ""
-        print(f"ragexp: interrupted{said}. No finished MLflow run was logged.", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, no traceback
+        _interrupted(exc)
     return summary.get("objective")
 
 
+_SIGTERM: list[int] = []  # set once a SIGTERM arrived (the judge turns the interrupt into its own)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    if _SIGTERM:  # a second SIGTERM while closing up: the default action, at once
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    _SIGTERM.append(signum)
+    raise Terminated("SIGTERM")
+
+
+def _handle_sigterm() -> None:
+    """SIGTERM (timeout, CI cancel, pre-emption) is handled like Ctrl-C: runs end FAILED with the reason."""
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: leave it to the process's owner
+        pass
+
+
+def _interrupted(exc: BaseException) -> None:
+    """One line saying what stopped the run and what was logged; exit 130 (Ctrl-C) or 143 (SIGTERM)."""
+    from .tracking.log import STOPPED, interrupt_report
+
+    STOPPED.append(Terminated("SIGTERM") if _SIGTERM else exc)
+    term = bool(_SIGTERM) or isinstance(exc, Terminated)
+    said = f": {exc}" if str(exc) and not isinstance(exc, Terminated) else ""
+    what = "terminated (SIGTERM)" if term else "interrupted"
+    print(f"ragexp: {what}{said}. {interrupt_report()}", file=sys.stderr)
+    sys.exit(143 if term else 130)
+
+
 def main() -> None:
-    _app()
+    _handle_sigterm()
+    try:
+        _app()
+    except KeyboardInterrupt as exc:  # raised outside a job (a launcher waiting for its workers)
+        _interrupted(exc)
 
 
 if __name__ == "__main__":

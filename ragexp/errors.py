@@ -8,10 +8,12 @@ such an error as one line (no traceback) and exits with status 2.
     ├── DataError          a dataset file is missing, unreadable or holds a bad value
     ├── FieldsError        a metric needs a record field the dataset does not have
     ├── CredentialsError   a judge or generator model needs a key that is not set
+    ├── TrackingError      the MLflow store is unusable (scheme, unreachable, read-only) or logging failed
     └── BudgetExceeded     the judge's ``max_cost_usd`` would be exceeded
 
 :class:`Interrupted` is a ``KeyboardInterrupt`` (Ctrl-C) that says what the judge had received;
-``python -m ragexp`` prints it as one line and exits with status 130.
+``python -m ragexp`` prints it as one line and exits with status 130. :class:`Terminated` is the
+``KeyboardInterrupt`` ragexp raises on SIGTERM; the line is the same, the exit status 143.
 """
 
 from __future__ import annotations
@@ -54,8 +56,16 @@ class CredentialsError(RagexpError):
     """A model needs credentials (an API key) that are not in the environment."""
 
 
+class TrackingError(RagexpError):
+    """The MLflow store cannot be used, or logging to it failed; the message says where the results are."""
+
+
 class BudgetExceeded(RagexpError):
     """Going on would spend more than the configured ``max_cost_usd``."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a ``timeout``, a CI cancel, a pre-emption), handled like Ctrl-C; exit status 143."""
 
 
 class Interrupted(KeyboardInterrupt):

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from pathlib import Path
@@ -76,6 +77,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     """Evaluate the configured dataset and metrics, log the run to MLflow, return the summary."""
     started = time.perf_counter()
     show = bool(cfg.get("progress", True))
+    tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
+    check_store_step(tracking)  # before any work: a store MLflow cannot use fails here, in seconds
     dataset = load_dataset(cfg.dataset)
     records = dataset.records
 
@@ -144,31 +147,64 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     hydra_dir, sweep_dir, job_name = _hydra_paths()
     summary["seconds"] = round(time.perf_counter() - started, 3)
-    tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
-    run_id, uri = None, None
-    if tracking.get("enabled", True):
-        from .tracking.log import log_run
+    from .tracking.log import save_results
 
-        run_id, uri = log_run(
-            config=container, tracking=tracking, run_name=cfg.get("run_name") or job_name,
-            dataset_name=dataset.name, dataset_digest=summary["dataset_digest"],
-            dataset_frame=dataset_frame(records), per_sample=per_sample_frame(records, scores),
-            metrics=values, extra_metrics=extra, summary=summary, hydra_dir=hydra_dir, sweep_dir=sweep_dir,
-        )
-        summary["run_id"] = run_id
-        summary["tracking_uri"] = uri
+    # Results on disk before any logging: an MLflow failure at the end loses nothing.
+    folder = save_results(
+        results_folder(), config=container, tracking=tracking, run_name=cfg.get("run_name") or job_name,
+        dataset_name=dataset.name, dataset_digest=summary["dataset_digest"],
+        dataset_frame=dataset_frame(records), per_sample=per_sample_frame(records, scores),
+        metrics=values, extra_metrics=extra, summary=summary, hydra_dir=hydra_dir, sweep_dir=sweep_dir,
+    )
+    summary["results_folder"] = str(folder)
 
     footer = [f"[dim]{m}[/dim]" for m in skipped] + [f"[yellow]warning: {m}[/yellow]" for m in notes]
-    if run_id:
-        from .tracking.store import ui_command
-
-        footer.append(f"MLflow run {run_id} logged to {uri}")
-        footer.append(f"Open it with:  {ui_command(uri)}")
+    footer.append(f"Results (summary.json, per_sample.json) in {folder}")
     shown = dict(values)
     shown.update({k: v for k, v in extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
     print_summary(f"ragexp · {dataset.name} · {len(records)} samples · {summary['seconds']} s", shown, counts,
                   len(records), footer)
+    log_step(tracking, folder, summary)
     return summary
+
+
+def check_store_step(tracking: dict[str, Any]) -> None:
+    """The MLflow store takes runs (scheme, reachable, writable), checked before any work;
+    runs left RUNNING by dead processes of this host are closed FAILED (one line says so)."""
+    if not tracking.get("enabled", True):
+        return
+    from .tracking.store import check_store, resolve_uri
+
+    check_store(resolve_uri(tracking.get("uri")), tracking.get("experiment") or "ragexp")
+
+
+def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any]) -> None:
+    """Log the saved results folder to MLflow and say where; a failure says how to log it later."""
+    if not tracking.get("enabled", True):
+        return
+    from .tracking.log import log_run
+    from .tracking.store import ui_command
+
+    run_id, uri = log_run(folder)
+    summary["run_id"] = run_id
+    summary["tracking_uri"] = uri
+    print(f"MLflow run {run_id} logged to {uri}")
+    print(f"Open it with:  {ui_command(uri)}")
+
+
+def results_folder() -> Path:
+    """Where a run writes its results before logging: the job's Hydra output folder, or (without
+    Hydra, e.g. ``run(cfg)`` from a script) ``ragexp_results/<date>_<time>_<pid>/`` in the launch dir."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            return Path(HydraConfig.get().runtime.output_dir)
+    except Exception:  # noqa: BLE001 - Hydra not running
+        pass
+    from .tracking.store import launch_dir
+
+    return launch_dir() / "ragexp_results" / f"{time.strftime('%Y-%m-%d_%H-%M-%S')}_{os.getpid()}"
 
 
 def _hydra_paths() -> tuple[Path | None, str | None, str | None]:

@@ -13,14 +13,15 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from .log import PARENT_ENV, PARENT_FILE, git_commit
-from .store import get_or_create_experiment, resolve_uri, retrying
+from .log import PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason
+from .store import FAILURE_TAG, bounded_http, check_store, open_client, owner_tags, resolve_uri, retrying
 
 
 class ParentRunCallback(Callback):
@@ -35,11 +36,11 @@ class ParentRunCallback(Callback):
 
         tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
         self.uri = resolve_uri(tracking.get("uri"))
-        client = MlflowClient(tracking_uri=self.uri)
-        exp_id = get_or_create_experiment(client, tracking.get("experiment") or "ragexp", self.uri)
+        client, exp_id = _checked_store(self.uri, tracking.get("experiment") or "ragexp")
         sweep_dir = Path(str(config.hydra.sweep.dir))
         overrides = list(config.hydra.overrides.task)
-        tags = {"ragexp.version": __version__, "ragexp.sweep": " ".join(overrides), "ragexp.role": "parent"}
+        tags = {"ragexp.version": __version__, "ragexp.sweep": " ".join(overrides), "ragexp.role": "parent",
+                **owner_tags()}
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit
@@ -49,19 +50,23 @@ class ParentRunCallback(Callback):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": self.run_id, "tracking_uri": self.uri}))
         os.environ[PARENT_ENV] = self.run_id
+        os.environ[PARENT_URI_ENV] = self.uri
         atexit.register(self._close_if_open)
 
     def _close_if_open(self) -> None:
-        """A sweep that died mid-way leaves its parent FAILED, not RUNNING forever."""
+        """A sweep that died mid-way (an error, Ctrl-C, SIGTERM) leaves its parent FAILED with the
+        reason in ``ragexp.failure_reason``, not RUNNING forever. (``kill -9`` leaves it RUNNING; the
+        next start on the store closes it, see :func:`ragexp.tracking.store.fail_orphaned_runs`.)"""
         if self.run_id is None:
             return
-        from mlflow.tracking import MlflowClient
-
+        reason = f"the sweep stopped before its end: {_stop_reason(STOPPED[-1] if STOPPED else None)}"
         try:
-            client = MlflowClient(tracking_uri=self.uri)
-            if client.get_run(self.run_id).info.status == "RUNNING":
-                client.set_terminated(self.run_id, "FAILED")
-        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            with bounded_http():
+                client = open_client(self.uri)
+                if client.get_run(self.run_id).info.status == "RUNNING":
+                    client.set_tag(self.run_id, FAILURE_TAG, reason)
+                    client.set_terminated(self.run_id, "FAILED")
+        except BaseException:  # noqa: BLE001 - best effort at interpreter exit
             pass
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -98,3 +103,22 @@ def _overridden(config: DictConfig) -> set[str]:
         if "." not in key:  # a group choice (retriever=bm25,dense): its options carry `name`
             keys.add(f"{key}.name")
     return keys
+
+
+def _stop_reason(exc: BaseException | None) -> str:
+    if exc is None:
+        return "the process exited (an error, or a job that exited)"
+    if isinstance(exc, KeyboardInterrupt):
+        return interrupt_reason(exc)
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
+def _checked_store(uri: str, experiment: str) -> tuple[Any, str]:
+    """The store checked before the sweep starts: one line and exit 2 if MLflow cannot use it."""
+    from ..errors import TrackingError
+
+    try:
+        return check_store(uri, experiment)
+    except TrackingError as exc:  # raised inside Hydra, which would print it with a traceback hint
+        print(f"ragexp: error: {exc}", file=sys.stderr)
+        sys.exit(2)

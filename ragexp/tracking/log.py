@@ -1,4 +1,8 @@
-"""Log one evaluation run to MLflow as SPEC §4 describes.
+"""Log one evaluation run to MLflow as SPEC §4 describes — from a folder on disk.
+
+:func:`save_results` writes what the run computed into its output folder before anything is
+logged; :func:`log_run` logs that folder, at the end of the run or later with
+``python -m ragexp.tracking.upload <folder>`` when the store failed.
 
 Params (flattened, redacted), aggregate metrics, status counts, judge usage and latencies;
 artifacts ``per_sample.json`` (an MLflow table), ``config.yaml``, ``.hydra/`` and
@@ -18,9 +22,11 @@ from typing import Any, Mapping
 
 from .. import __version__
 from .secrets import flatten, redact, scrub
-from .store import get_or_create_experiment, resolve_uri, retrying
+from .store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
+                    owner_tags, resolve_uri, retrying)
 
 PARENT_ENV = "RAGEXP_PARENT_RUN_ID"
+PARENT_URI_ENV = "RAGEXP_PARENT_TRACKING_URI"  # the store the sweep's parent run is in
 PARENT_FILE = "mlflow_parent_run.json"
 
 
@@ -68,7 +74,26 @@ def _redacted_hydra_dir(src: Path, dst: Path) -> None:
         f.write_text(yaml.safe_dump(cleaned, allow_unicode=True))
 
 
-def log_run(
+#: The files a results folder holds: what the run computed (written before any logging), and
+#: ``mlflow_run.json``, everything else MLflow needs to log it (written last: a complete folder).
+SUMMARY_FILE, TABLE_FILE, CONFIG_FILE, MANIFEST_FILE = "summary.json", "per_sample.json", "config.yaml", "mlflow_run.json"
+UPLOAD_COMMAND = "python -m ragexp.tracking.upload"
+
+#: What this process saved and logged, for the line an interrupt prints.
+SAVED: list[Path] = []
+LOGGED: list[tuple[str, str]] = []
+CLOSED: list[str] = []  # runs this process created and closed FAILED
+STOPPED: list[BaseException] = []  # what stopped this process early (``__main__`` records it)
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def save_results(
+    folder: Path,
     *,
     config: Mapping[str, Any],
     tracking: Mapping[str, Any],
@@ -82,16 +107,22 @@ def log_run(
     summary: Mapping[str, Any],
     hydra_dir: Path | None = None,
     sweep_dir: str | None = None,
-) -> tuple[str, str]:
-    """Create the run, log everything, and return ``(run_id, tracking_uri)``."""
-    import mlflow
-    from mlflow.entities import Metric, Param, RunTag
-    from mlflow.tracking import MlflowClient
+) -> Path:
+    """Write the run's results to ``folder`` before anything is logged, so no MLflow failure loses them.
 
+    ``summary.json``, ``per_sample.json`` (an MLflow table) and ``config.yaml`` are the artifacts as
+    they will be logged; ``mlflow_run.json`` holds the params, metrics, tags and dataset input.
+    :func:`log_run` logs the folder, now or later (``python -m ragexp.tracking.upload <folder>``).
+    """
+    import yaml
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2, ensure_ascii=False, default=str))
+    table = per_sample.to_json(orient="split", index=False, date_format="iso")
+    _write(folder / TABLE_FILE, table)
+    _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False, allow_unicode=True))
     uri = resolve_uri(tracking.get("uri"))
-    client = MlflowClient(tracking_uri=uri)
-    exp_id = get_or_create_experiment(client, tracking.get("experiment") or "ragexp", uri)
-    parent = find_parent_run(sweep_dir)
     tags = {
         "ragexp.version": __version__,
         "ragexp.dataset": dataset_name,
@@ -101,48 +132,175 @@ def log_run(
     commit = git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit
+    parent = find_parent_run(sweep_dir)
     if parent:
         tags["mlflow.parentRunId"] = parent
     for k, v in (tracking.get("tags") or {}).items():
         tags[str(k)] = scrub(str(v))
-    run = retrying(client.create_run, exp_id, run_name=run_name, tags=tags)
-    run_id = run.info.run_id
+    values = {k: float(v) for k, v in {**metrics, **extra_metrics}.items() if _finite(v)}
+    manifest = {
+        "tracking_uri": uri,
+        "experiment": tracking.get("experiment") or "ragexp",
+        "run_name": run_name,
+        "tags": tags,
+        "params": flatten(config),
+        "metrics": values,
+        "dataset": _dataset_entity(dataset_frame, dataset_name, dataset_digest),
+        "hydra_dir": str(hydra_dir) if hydra_dir is not None else None,
+        "logged": None,
+    }
+    _write(folder / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False))
+    SAVED.append(folder)
+    return folder
+
+
+def _dataset_entity(frame: Any, name: str, digest: str) -> dict[str, Any] | None:
+    """The MLflow dataset input (name, digest, source, schema, profile) as plain data."""
+    if frame is None:
+        return None
+    import warnings
+
+    import mlflow
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # MLflow's hint about integer columns in the schema
+        entity = mlflow.data.from_pandas(frame, name=name, digest=digest)._to_mlflow_entity()
+    return entity.to_dictionary()
+
+
+def later_command(folder: Path) -> str:
+    """The command that logs a saved results folder."""
+    import shlex
+
+    return f"{UPLOAD_COMMAND} {shlex.quote(str(folder))}"
+
+
+def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
+    """Log a results folder written by :func:`save_results` as one MLflow run; return ``(run_id, uri)``.
+
+    ``uri`` defaults to the store the run was configured for. MLflow's HTTP retries are bounded,
+    so a dead server fails in seconds; any failure raises :class:`~ragexp.errors.TrackingError`
+    saying where the results are and the command that logs them later. A run this call created
+    and could not finish is closed FAILED with its reason (tag ``ragexp.failure_reason``).
+    """
+    from ..errors import TrackingError
+
+    folder = Path(folder)
+    manifest = json.loads((folder / MANIFEST_FILE).read_text())
+    uri = uri or manifest["tracking_uri"]
+    later = f"the results are in {folder}; log them later with: {later_command(folder)}"
+    run_id = None
     try:
-        params = [Param(k, v) for k, v in flatten(config).items()]
-        for i in range(0, len(params), 100):
-            retrying(client.log_batch, run_id, params=params[i:i + 100])
-        import time
-
-        now = int(time.time() * 1000)
-        values = {k: v for k, v in {**metrics, **extra_metrics}.items() if _finite(v)}
-        entries = [Metric(k, float(v), now, 0) for k, v in values.items()]
-        for i in range(0, len(entries), 500):
-            retrying(client.log_batch, run_id, metrics=entries[i:i + 500])
-        retrying(client.log_table, run_id, data=per_sample, artifact_file="per_sample.json")
-        with tempfile.TemporaryDirectory() as tmp:
-            t = Path(tmp)
-            import yaml
-
-            (t / "config.yaml").write_text(yaml.safe_dump(redact(dict(config)), sort_keys=False, allow_unicode=True))
-            (t / "summary.json").write_text(json.dumps(redact(dict(summary)), indent=2, ensure_ascii=False, default=str))
-            retrying(client.log_artifact, run_id, str(t / "config.yaml"))
-            retrying(client.log_artifact, run_id, str(t / "summary.json"))
-            if hydra_dir is not None and hydra_dir.is_dir():
-                _redacted_hydra_dir(hydra_dir, t / ".hydra")
-                retrying(client.log_artifacts, run_id, str(t / ".hydra"), ".hydra")
-        if dataset_frame is not None:
-            _log_dataset(client, run_id, dataset_frame, dataset_name, dataset_digest, mlflow)
-        retrying(client.set_terminated, run_id, "FINISHED")
-    except BaseException:
-        retrying(client.set_terminated, run_id, "FAILED")
-        raise
+        with bounded_http():
+            client = open_client(uri)
+            with creation_lock(uri):
+                exp_id = get_or_create_experiment(client, manifest["experiment"], uri)
+            tags = dict(manifest["tags"])
+            if uri != manifest["tracking_uri"]:
+                tags.pop("mlflow.parentRunId", None)  # the parent lives in the other store
+            tags.update(owner_tags())
+            run = retrying(client.create_run, exp_id, run_name=manifest["run_name"], tags=tags)
+            run_id = run.info.run_id
+            _log_contents(client, run_id, folder, manifest)
+            retrying(client.set_terminated, run_id, "FINISHED")
+    except BaseException as exc:
+        interrupted = not isinstance(exc, Exception)
+        reason = (f"{interrupt_reason(exc)} while logging" if interrupted else f"logging failed: {first_line(exc)}")
+        if run_id is not None:
+            _close_failed(uri, run_id, reason)
+            CLOSED.append(run_id)
+        if interrupted:
+            raise
+        what = f"could not log to {uri} ({first_line(exc)})" if not isinstance(exc, TrackingError) else str(exc)
+        raise TrackingError(f"{what}; {later}") from None
+    manifest["logged"] = {"run_id": run_id, "tracking_uri": uri}
+    _write(folder / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False))
+    LOGGED.append((run_id, uri))
     return run_id, uri
 
 
-def _log_dataset(client: Any, run_id: str, frame: Any, name: str, digest: str, mlflow: Any) -> None:
-    """Record the dataset as an MLflow dataset input, with its content digest."""
-    from mlflow.entities import DatasetInput, InputTag
+def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str, Any]) -> None:
+    """Params, metrics, artifacts and the dataset input of a saved folder, onto an open run."""
+    import time
 
-    ds = mlflow.data.from_pandas(frame, name=name, digest=digest)
-    entity = ds._to_mlflow_entity()
-    retrying(client.log_inputs, run_id, datasets=[DatasetInput(entity, tags=[InputTag("mlflow.data.context", "eval")])])
+    from mlflow.entities import Metric, Param
+
+    params = [Param(k, v) for k, v in manifest["params"].items()]
+    for i in range(0, len(params), 100):
+        retrying(client.log_batch, run_id, params=params[i:i + 100])
+    now = int(time.time() * 1000)
+    entries = [Metric(k, v, now, 0) for k, v in manifest["metrics"].items()]
+    for i in range(0, len(entries), 500):
+        retrying(client.log_batch, run_id, metrics=entries[i:i + 500])
+    # per_sample.json as an MLflow table: the file as client.log_table writes it, and its tag
+    retrying(client.log_artifact, run_id, str(folder / TABLE_FILE))
+    retrying(client.set_tag, run_id, "mlflow.loggedArtifacts", json.dumps([{"path": TABLE_FILE, "type": "table"}]))
+    retrying(client.log_artifact, run_id, str(folder / CONFIG_FILE))
+    retrying(client.log_artifact, run_id, str(folder / SUMMARY_FILE))
+    hydra_dir = Path(manifest["hydra_dir"]) if manifest.get("hydra_dir") else None
+    if hydra_dir is not None and hydra_dir.is_dir():
+        with tempfile.TemporaryDirectory() as tmp:
+            _redacted_hydra_dir(hydra_dir, Path(tmp) / ".hydra")
+            retrying(client.log_artifacts, run_id, str(Path(tmp) / ".hydra"), ".hydra")
+    if manifest.get("dataset"):
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        entity = Dataset(**manifest["dataset"])
+        retrying(client.log_inputs, run_id,
+                 datasets=[DatasetInput(entity, tags=[InputTag("mlflow.data.context", "eval")])])
+
+
+def interrupt_reason(exc: BaseException) -> str:
+    """What stopped the process, in words: a SIGTERM, a Ctrl-C, or another exit."""
+    from ..errors import Terminated
+
+    if isinstance(exc, Terminated):
+        return "terminated (SIGTERM)"
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    return f"stopped ({type(exc).__name__})"
+
+
+def _close_failed(uri: str, run_id: str, reason: str) -> None:
+    """Best effort: the run ends FAILED with its reason rather than RUNNING forever."""
+    try:
+        with bounded_http():
+            client = open_client(uri)
+            client.set_tag(run_id, FAILURE_TAG, reason)
+            client.set_terminated(run_id, "FAILED")
+    except BaseException:  # noqa: BLE001 - the store may be the very thing that failed
+        pass
+
+
+def interrupt_report() -> str:
+    """What an interrupted process logged, in one sentence (the second half of the interrupt line).
+
+    In a multirun: how many of the sweep's runs finished and are logged, under which parent, in
+    which store (read from the store, since joblib's workers log them). Otherwise: the run logged,
+    or the folder its results were saved in and the command that logs them, or nothing at all.
+    """
+    parent = os.environ.get(PARENT_ENV)
+    if parent:
+        return _sweep_report(parent)
+    if LOGGED:
+        return f"MLflow run {LOGGED[-1][0]} was logged to {LOGGED[-1][1]}."
+    if SAVED:
+        folder = SAVED[-1]
+        closed = f" (run {CLOSED[-1]} closed FAILED)" if CLOSED else ""
+        return f"The results were saved in {folder} but not logged{closed}; log them with: {later_command(folder)}"
+    return "No MLflow run was logged: the run had not finished."
+
+
+def _sweep_report(parent: str) -> str:
+    uri = os.environ.get(PARENT_URI_ENV) or (LOGGED[-1][1] if LOGGED else resolve_uri(None))
+    try:
+        with bounded_http():
+            client = open_client(uri)
+            exp = client.get_run(parent).info.experiment_id
+            children = client.search_runs([exp], filter_string=f"tags.mlflow.parentRunId = '{parent}'", max_results=5000)
+    except BaseException:  # noqa: BLE001 - the store may be what failed; say what is known
+        return (f"{len(LOGGED)} of the sweep's runs finished in this process and were logged under parent run "
+                f"{parent} in {uri}; the parent is closed FAILED.")
+    done = sum(1 for c in children if c.info.status == "FINISHED")
+    return (f"{done} of the sweep's runs finished and are logged under parent run {parent} in {uri} "
+            f"({len(children) - done} others FAILED or unfinished); the parent is closed FAILED.")

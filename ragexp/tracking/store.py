@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import random
+import socket
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -44,20 +46,36 @@ def ui_command(uri: str) -> str:
     return f"mlflow ui --backend-store-uri {uri}"
 
 
-def _is_transient(exc: BaseException) -> bool:
+_LOCKED = ("database is locked", "database table is locked", "unique constraint failed", "busy")
+_UNREACHABLE = ("connection refused", "temporarily unavailable", "max retries exceeded", "503", "502",
+                "connection aborted", "remote end closed")
+
+
+def _retry_budget(exc: BaseException) -> float:
+    """Seconds worth retrying ``exc`` for: long for a SQLite store busy with parallel jobs, short for a
+    server that does not answer (MLflow has already retried each call), none for anything else."""
     text = str(exc).lower()
-    return any(s in text for s in ("database is locked", "database table is locked", "unique constraint failed",
-                                    "temporarily unavailable", "connection refused", "503", "502"))
+    if any(s in text for s in _LOCKED):
+        return 120.0
+    if any(s in text for s in _UNREACHABLE):
+        return 8.0
+    return 0.0
 
 
-def retrying(fn: Callable[..., T], *args: Any, attempts: int = 12, **kwargs: Any) -> T:
-    """Call ``fn``, retrying with jittered backoff while SQLite is locked by a parallel job."""
+def retrying(fn: Callable[..., T], *args: Any, attempts: int = 40, **kwargs: Any) -> T:
+    """Call ``fn``, retrying with jittered backoff while SQLite is locked by a parallel job.
+
+    A server that does not answer is retried for a few seconds only (each MLflow call already
+    retries inside :func:`bounded_http`), so a dead tracking server fails in seconds, not hours.
+    """
     delay = 0.05
+    started = time.monotonic()
     for attempt in range(attempts):
         try:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - filtered just below
-            if attempt == attempts - 1 or not _is_transient(exc):
+            budget = _retry_budget(exc)
+            if attempt == attempts - 1 or time.monotonic() - started + delay > budget:
                 raise
             time.sleep(delay + random.random() * delay)
             delay = min(delay * 2, 2.0)
@@ -90,3 +108,251 @@ def get_or_create_experiment(client: Any, name: str, uri: str) -> str:
         return client.create_experiment(name, artifact_location=artifact_root(uri))
 
     return retrying(attempt)
+
+
+# --- Checking the store before any work, and opening it safely from parallel processes -------------
+
+#: MLflow's own HTTP retry settings while ragexp talks to a tracking server: 2 retries, 1 s backoff,
+#: 10 s per request (MLflow's defaults, 7 retries with a 2 s factor and 120 s timeouts, keep a dead
+#: server busy for many minutes). A value the user has set in the environment wins.
+HTTP_BOUNDS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+}
+
+#: Tags naming the process that owns a run, so a later start can close the runs of dead processes.
+HOST_TAG, PID_TAG, PID_START_TAG = "ragexp.host", "ragexp.pid", "ragexp.pid_start"
+#: Why a run ended FAILED (an interrupt, a signal, a dead process, a logging error).
+FAILURE_TAG = "ragexp.failure_reason"
+
+_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql", "file", "databricks")
+
+
+@contextmanager
+def bounded_http() -> Iterator[None]:
+    """MLflow's HTTP retries and timeouts bounded (:data:`HTTP_BOUNDS`) inside the block only."""
+    added = {k: v for k, v in HTTP_BOUNDS.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def _sqlite_path(uri: str) -> Path | None:
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri[len("sqlite:///"):].split("?", 1)[0])
+
+
+def _check_shape(uri: str) -> None:
+    """The URI names a store MLflow can use, and a local one can be written: one line if not."""
+    from urllib.parse import urlparse
+
+    from ..errors import TrackingError
+
+    scheme = urlparse(uri).scheme.split("+", 1)[0]
+    if scheme not in _SCHEMES:
+        raise TrackingError(
+            f"tracking.uri '{uri}': unknown scheme '{scheme or '(none)'}'; expected sqlite:///<path>/mlflow.db, "
+            "http(s)://<host>:<port> (an mlflow server), postgresql://, mysql:// or mssql://")
+    if scheme == "file":
+        path = Path(urlparse(uri).path)
+        where = path if path.exists() else path.parent
+        if not where.is_dir():
+            raise TrackingError(f"tracking.uri '{uri}': the folder {where} does not exist")
+        if not os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("1", "true"):
+            raise TrackingError(
+                f"tracking.uri '{uri}': MLflow no longer writes to a file store; use "
+                f"sqlite:///{path / 'mlflow.db'} (or set MLFLOW_ALLOW_FILE_STORE=true)")
+    db = _sqlite_path(uri)
+    if db is not None:
+        _check_sqlite_writable(uri, db)
+
+
+def _check_sqlite_writable(uri: str, db: Path) -> None:
+    import sqlite3
+
+    from ..errors import TrackingError
+
+    folder = db.parent
+    if not folder.is_dir():
+        raise TrackingError(f"tracking store {uri}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise TrackingError(f"tracking store {uri}: the folder {folder} is not writable "
+                            "(SQLite writes its journal beside the database)")
+    if not db.exists():
+        return
+    if not os.access(db, os.W_OK):
+        raise TrackingError(f"tracking store {uri}: {db} is read-only; make it writable or point tracking.uri elsewhere")
+    try:  # a write that is rolled back: proves the file takes writes without leaving a trace
+        con = sqlite3.connect(str(db), timeout=60)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("CREATE TABLE _ragexp_write_probe (x)")
+            con.execute("ROLLBACK")
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise TrackingError(f"tracking store {uri}: {db} cannot be written ({exc})") from None
+    mlruns = folder / "mlruns"
+    if mlruns.exists() and not os.access(mlruns, os.W_OK | os.X_OK):
+        raise TrackingError(f"tracking store {uri}: its artifact folder {mlruns} is not writable")
+
+
+def _check_reachable(uri: str) -> None:
+    """A tracking server answers at all (any HTTP status) within a few seconds."""
+    import urllib.error
+    import urllib.request
+
+    from ..errors import TrackingError
+
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5):
+            pass
+    except urllib.error.HTTPError:
+        return  # it answered; the API calls below say whether it is a tracking server
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TrackingError(f"tracking server {uri} is not reachable: {first_line(reason) if isinstance(reason, BaseException) else reason}") from None
+
+
+@contextmanager
+def creation_lock(uri: str) -> Iterator[None]:
+    """Serialise creating and migrating a SQLite store across processes (a lock file beside it).
+
+    Two processes that open one fresh ``mlflow.db`` together otherwise both run MLflow's schema
+    migrations and break it (``duplicate column name``, ``_alembic_tmp_* already exists``).
+    """
+    db = _sqlite_path(uri)
+    if db is None:
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(str(db) + ".lock", timeout=300):
+        yield
+
+
+def open_client(uri: str) -> Any:
+    """An ``MlflowClient`` on ``uri``, the store created or migrated under :func:`creation_lock`."""
+    from mlflow.tracking import MlflowClient
+
+    from ..errors import TrackingError
+
+    try:
+        with creation_lock(uri):
+            return retrying(MlflowClient, tracking_uri=uri)
+    except TrackingError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; the user needs one line
+        raise TrackingError(f"tracking store {uri} cannot be opened: {first_line(exc)}") from None
+
+
+def check_store(uri: str, experiment: str) -> tuple[Any, str]:
+    """Before any work: the store is usable (scheme, reachable, writable); returns ``(client, experiment_id)``.
+
+    Also closes the runs of this host whose process is gone (:func:`fail_orphaned_runs`) and says so.
+    """
+    from ..errors import TrackingError
+
+    _check_shape(uri)
+    with bounded_http():
+        _check_reachable(uri)
+        client = open_client(uri)
+        try:
+            with creation_lock(uri):
+                exp_id = get_or_create_experiment(client, experiment, uri)
+        except Exception as exc:  # noqa: BLE001
+            raise TrackingError(f"tracking store {uri}: cannot read or create experiment '{experiment}': "
+                                f"{first_line(exc)}") from None
+        closed = fail_orphaned_runs(client)
+    if closed:
+        import sys
+
+        pids = sorted({p for _, p in closed})
+        print(f"ragexp: marked {len(closed)} run(s) FAILED that were left RUNNING by processes now gone "
+              f"(pid {', '.join(map(str, pids))} on {socket.gethostname()}): {', '.join(r for r, _ in closed)}",
+              file=sys.stderr)
+    return client, exp_id
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), which tells a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _alive(pid: int, start: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat[stat.rindex(")") + 2:].split()[0] in ("Z", "X"):  # killed, not yet reaped
+            return False
+    except OSError:
+        pass
+    now = _start_time(pid)
+    return start is None or now is None or now == start
+
+
+def owner_tags() -> dict[str, str]:
+    """Tags naming this process as the owner of a run (host, pid and the pid's start time)."""
+    tags = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+    start = _start_time(os.getpid())
+    if start:
+        tags[PID_START_TAG] = start
+    return tags
+
+
+def fail_orphaned_runs(client: Any) -> list[tuple[str, int]]:
+    """Mark FAILED the RUNNING runs owned by a process of this host that no longer exists.
+
+    Such runs are what ``kill -9`` (or a crash of the machine's Python) leaves behind; each gets
+    the tag ``ragexp.failure_reason``. Returns ``(run_id, pid)`` of every run closed.
+    """
+    host = socket.gethostname()
+    try:
+        exps = [e.experiment_id for e in retrying(client.search_experiments, max_results=1000)]
+        if not exps:
+            return []
+        found = retrying(client.search_runs, exps, filter_string=(
+            f"attributes.status = 'RUNNING' and tags.`{HOST_TAG}` = '{host}'"), max_results=5000)
+    except Exception:  # noqa: BLE001 - a cleanup must never stop the run that attempts it
+        return []
+    closed = []
+    for run in found:
+        tags = run.data.tags
+        try:
+            pid = int(tags.get(PID_TAG, ""))
+        except ValueError:
+            continue
+        if pid == os.getpid() or _alive(pid, tags.get(PID_START_TAG)):
+            continue
+        reason = (f"its process (pid {pid} on {host}) ended without closing the run (killed?); "
+                  f"closed by pid {os.getpid()} at {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
+        try:
+            retrying(client.set_tag, run.info.run_id, FAILURE_TAG, reason)
+            retrying(client.set_terminated, run.info.run_id, "FAILED")
+        except Exception:  # noqa: BLE001
+            continue
+        closed.append((run.info.run_id, pid))
+    return closed

@@ -1,0 +1,57 @@
+"""``python -m ragexp.tracking.upload FOLDER...``: log saved results to MLflow later.
+
+Every run writes ``summary.json``, ``per_sample.json``, ``config.yaml`` and ``mlflow_run.json``
+into its output folder before it logs anything (:func:`ragexp.tracking.log.save_results`). When
+the store failed at the end (a server down, a disk full), the run says so in one line and names
+this command; it logs each folder as the run would have, to the store the run was configured
+for or to ``--tracking-uri``. A folder already logged is skipped unless ``--again``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..errors import RagexpError
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ragexp.tracking.upload",
+                                 description="Log the results folders of runs that could not log to MLflow.")
+    ap.add_argument("folders", nargs="+", type=Path, help="a run's output folder (it holds mlflow_run.json)")
+    ap.add_argument("--tracking-uri", default=None,
+                    help="the store to log to (default: the one the run was configured for)")
+    ap.add_argument("--again", action="store_true", help="log a folder even if it was logged before")
+    args = ap.parse_args(argv)
+
+    from .log import MANIFEST_FILE, log_run
+    from .store import check_store, ui_command
+
+    status = 0
+    for folder in args.folders:
+        folder = folder.resolve()
+        manifest_path = folder / MANIFEST_FILE
+        try:
+            if not manifest_path.is_file():
+                raise RagexpError(f"{folder}: no {MANIFEST_FILE} here; expected the output folder of a ragexp run")
+            manifest = json.loads(manifest_path.read_text())
+            done = manifest.get("logged")
+            if done and not args.again:
+                print(f"{folder}: already logged as run {done['run_id']} to {done['tracking_uri']} (--again to log it once more)")
+                continue
+            uri = args.tracking_uri or manifest["tracking_uri"]
+            check_store(uri, manifest["experiment"])
+            run_id, uri = log_run(folder, uri=uri)
+        except RagexpError as exc:
+            print(f"ragexp: error: {exc}", file=sys.stderr)
+            status = 2
+            continue
+        print(f"{folder}: logged as MLflow run {run_id} to {uri}")
+        print(f"Open it with:  {ui_command(uri)}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
