@@ -28,21 +28,55 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _ci(iv: Any) -> str:
+    if iv is None or iv.ci_low is None or iv.ci_high is None:
+        return ""
+    return f"[{iv.ci_low:.4f}, {iv.ci_high:.4f}]"
+
+
+def _method_line(stats: Mapping[str, Any] | None) -> str:
+    stats = stats or {}
+    level = round(100 * float(stats.get("confidence", 0.95)), 2)
+    line = (f"{level:g}% CI: Wilson for 0/1 metrics, else {stats.get('method', 'percentile')} bootstrap "
+            f"({int(stats.get('resamples', 10_000)):,} resamples, seed {stats.get('seed', 0)})")
+    if stats.get("cluster_by"):
+        line += f", clustered by '{stats['cluster_by']}'"
+    return line + "; 'over' = the samples the value is computed over (status ok)"
+
+
 def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mapping[str, Mapping[str, int]],
-                  n: int, footer: list[str]) -> None:
+                  n: int, footer: list[str], intervals: Mapping[str, Any] | None = None,
+                  stats: Mapping[str, Any] | None = None) -> None:
+    """The run's table: each value, its confidence interval, how many samples it is over, and the
+    samples that did not score (by status). ``intervals`` maps a key to an Interval."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", show_lines=False)
+    intervals = intervals or {}
+    table = Table(title=title, title_justify="left", show_lines=False,
+                  caption=_method_line(stats) if intervals else None, caption_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    table.add_column("ok / n", justify="right")
+    if intervals:
+        level = round(100 * float((stats or {}).get("confidence", 0.95)), 2)
+        table.add_column(f"{level:g}% CI", justify="right")
+        table.add_column("± stderr", justify="right")
+    table.add_column("over", justify="right")
     table.add_column("other statuses")
     for key, value in metrics.items():
         c = counts.get(key, {})
-        ok = c.get("ok", 0)
+        iv = intervals.get(key)
         other = ", ".join(f"{k}: {v}" for k, v in c.items() if k != "ok")
-        table.add_row(key, _fmt(value), f"{ok} / {n}" if c else "", other)
+        if iv is not None:
+            over = f"{iv.n} / {n}"
+        elif c:
+            over = f"{c.get('ok', 0)} / {n}"
+        else:
+            over = ""
+        row = [key, _fmt(value)]
+        if intervals:
+            row += [_ci(iv), _fmt(iv.stderr) if iv is not None and iv.stderr is not None else ""]
+        table.add_row(*row, over, other)
     console = Console(file=sys.stdout, width=max(100, Console().width))
     console.print(table)
     for line in footer:

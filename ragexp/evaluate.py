@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .errors import ConfigError, FieldsError
+from .errors import ConfigError, DataError, FieldsError
 from .metrics.base import MetricInfo, Score, info_for, mean_ok, status_counts
 from .records import Record, present_fields
 
@@ -220,6 +220,88 @@ def aggregate(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], re
         values[spec.key] = mean_ok(per)
         counts[spec.key] = status_counts(per)
     return values, counts
+
+
+#: dataset-level metrics that are a ratio of confusion counts: (numerator, denominator) per record
+_CONFUSION_RATIOS: dict[str, tuple[Callable[..., float], Callable[..., float]]] = {
+    "accuracy": (lambda tp, fn, fp, tn: tp + tn, lambda tp, fn, fp, tn: tp + fn + fp + tn),
+    "precision": (lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fp),
+    "recall": (lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fn),
+    "f1": (lambda tp, fn, fp, tn: 2 * tp, lambda tp, fn, fp, tn: 2 * tp + fp + fn),
+}
+
+
+def cluster_labels(records: list[Record], cluster_by: str | None, *, dataset: str, source: str) -> list[Any] | None:
+    """Each record's cluster (``stats.cluster_by``: a record field or an extra input column)."""
+    if not cluster_by:
+        return None
+
+    def label(r: Record) -> Any:
+        return getattr(r, cluster_by) if hasattr(r, cluster_by) and cluster_by != "extra" else r.extra.get(cluster_by)
+
+    labels = [label(r) for r in records]
+    if all(v is None for v in labels):
+        extra = sorted({k for r in records for k in r.extra})
+        raise ConfigError(f"stats.cluster_by='{cluster_by}': no record of dataset '{dataset}' has that field "
+                          f"(its records have: {', '.join(present_fields(records) + extra)})")
+    for row, (r, v) in enumerate(zip(records, labels), start=1):
+        if v is None:
+            raise DataError(f"expected a cluster label (stats.cluster_by='{cluster_by}') in record '{r.id}', got none",
+                            path=source, row=row, field=cluster_by)
+    return [v if isinstance(v, (str, int, float, bool)) else repr(v) for v in labels]
+
+
+def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], records: list[Record], *,
+                clusters: list[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
+                method: str = "percentile") -> dict[str, Any]:
+    """An :class:`~ragexp.stats.intervals.Interval` for every aggregate: sample metrics over their ``ok``
+    values, the keyword confusion metrics by resampling records, ``latency/<stage>`` over the
+    records that timed the stage. Sample metrics share one resample draw per set of ``ok`` samples."""
+    from .stats.intervals import Interval, mean_intervals, ratio_interval
+
+    opts = dict(clusters=clusters, resamples=int(resamples), confidence=float(confidence), seed=int(seed),
+                method=str(method))
+    columns: dict[str, list[float | None]] = {}
+    out: dict[str, Any] = {}
+    for spec in specs:
+        if spec.info.level == "dataset":
+            out[spec.key] = _dataset_interval(spec, records, opts, ratio_interval, Interval)
+            continue
+        per = scores.get(spec.key)
+        if per is not None:
+            columns[spec.key] = [s.value if s.status == "ok" else None for s in per]
+    stages = sorted({stage for r in records for stage in (r.timings or {})})
+    for stage in stages:
+        columns[f"latency/{stage}"] = [(r.timings or {}).get(stage) for r in records]
+    try:
+        out.update(mean_intervals(columns, **opts))
+    except ValueError as exc:
+        raise ConfigError(f"stats: {exc}") from None
+    return out
+
+
+def _dataset_interval(spec: MetricSpec, records: list[Record], opts: dict[str, Any], ratio_interval, Interval):
+    """A confusion metric's interval from per-record counts; other dataset metrics get none (said in ``note``)."""
+    from .metrics import keyword
+
+    name = spec.info.name
+    if spec.info.fn is not getattr(keyword, name, None) or name not in _CONFUSION_RATIOS:
+        value = dataset_value(spec, records)
+        return Interval(value, None, None, None, len(records), None, opts["confidence"],
+                        note="a dataset-level metric without a resampling rule: no interval")
+    conf_opts = {k: v for k, v in spec.call_options().items() if k in ("threshold", "inclusive", "stopwords")}
+    num_of, den_of = _CONFUSION_RATIOS[name]
+    num, den = [], []
+    for r in records:
+        c = keyword.confusion([r.label], [r.answer], [r.reference_answers], **conf_opts)
+        parts = (c["tp"], c["fn"], c["fp"], c["tn"])
+        num.append(num_of(*parts))
+        den.append(den_of(*parts))
+    try:
+        return ratio_interval(num, den, clusters=opts["clusters"], resamples=opts["resamples"],
+                              confidence=opts["confidence"], seed=opts["seed"])
+    except ValueError as exc:
+        raise ConfigError(f"stats: {exc}") from None
 
 
 def stage_latencies(records: list[Record]) -> dict[str, float]:

@@ -19,7 +19,7 @@ from . import __version__
 from .console import print_summary, progress
 from .datasets.base import Dataset
 from .errors import ConfigError, RagexpError
-from .evaluate import aggregate, build_metrics, check_fields, score, stage_latencies
+from .evaluate import aggregate, build_metrics, check_fields, cluster_labels, score, stage_latencies, uncertainty
 from .metrics.base import Score
 from .records import FIELDS, digest, present_fields
 
@@ -44,13 +44,17 @@ def load_dataset(dataset_cfg: DictConfig) -> Dataset:
     return ds
 
 
-def per_sample_frame(records, scores: dict[str, list[Score]]):
-    """One row per sample: id, query, answer, then each metric's value, status and detail."""
+def per_sample_frame(records, scores: dict[str, list[Score]], cluster_by: str | None = None):
+    """One row per sample: id, query, answer (the ``stats.cluster_by`` column when set), then each
+    metric's value, status and detail."""
     import pandas as pd
 
+    clusters = cluster_labels(records, cluster_by, dataset="", source="") if cluster_by else None
     rows = []
     for i, r in enumerate(records):
         row: dict[str, Any] = {"id": r.id, "query": r.query, "answer": r.answer}
+        if clusters is not None:
+            row[cluster_by] = clusters[i]
         if r.label is not None:
             row["label"] = r.label
         if r.latency_s is not None:
@@ -94,6 +98,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for f in produced:
             setattr(r, f, None)
     specs, skipped = check_fields(specs, records, dataset.name, all_that_apply, provided=produced)
+    stats_cfg = stats_settings(cfg)
+    cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)  # before any work
 
     judge_specs = [s for s in specs if s.info.judge]
     judge = None
@@ -122,6 +128,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             if status != "ok":
                 extra[f"status/{status}/{key}"] = float(n)
 
+    intervals = uncertainty_step(specs, scores, records, stats_cfg, dataset)
+    interval_keys = interval_metrics(intervals)
+
     container = OmegaConf.to_container(cfg, resolve=True)
     objective_key = cfg.get("objective")
     summary: dict[str, Any] = {
@@ -131,6 +140,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "n_samples": len(records),
         "fields": present_fields(records),
         "metrics": values,
+        "intervals": {k: iv.as_dict() for k, iv in intervals.items()},
+        "stats": stats_cfg,
         "status_counts": counts,
         "skipped_metrics": skipped,
         "warnings": notes,
@@ -153,8 +164,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     folder = save_results(
         results_folder(), config=container, tracking=tracking, run_name=cfg.get("run_name") or job_name,
         dataset_name=dataset.name, dataset_digest=summary["dataset_digest"],
-        dataset_frame=dataset_frame(records), per_sample=per_sample_frame(records, scores),
-        metrics=values, extra_metrics=extra, summary=summary, hydra_dir=hydra_dir, sweep_dir=sweep_dir,
+        dataset_frame=dataset_frame(records), per_sample=per_sample_frame(records, scores, stats_cfg["cluster_by"]),
+        metrics=values, extra_metrics={**extra, **interval_keys}, summary=summary, hydra_dir=hydra_dir, sweep_dir=sweep_dir,
     )
     summary["results_folder"] = str(folder)
 
@@ -163,7 +174,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     shown = dict(values)
     shown.update({k: v for k, v in extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
     print_summary(f"ragexp · {dataset.name} · {len(records)} samples · {summary['seconds']} s", shown, counts,
-                  len(records), footer)
+                  len(records), footer, intervals=intervals, stats=stats_cfg)
     log_step(tracking, folder, summary)
     return summary
 
@@ -205,6 +216,34 @@ def results_folder() -> Path:
     from .tracking.store import launch_dir
 
     return launch_dir() / "ragexp_results" / f"{time.strftime('%Y-%m-%d_%H-%M-%S')}_{os.getpid()}"
+
+
+def stats_settings(cfg: DictConfig) -> dict[str, Any]:
+    """The ``stats`` node with its defaults (resamples, confidence, seed, method, cluster_by, primary)."""
+    node = OmegaConf.to_container(cfg.stats, resolve=True) if cfg.get("stats") else {}
+    out = {"resamples": 10_000, "confidence": 0.95, "seed": 0, "method": "percentile", "cluster_by": None,
+           "primary": None}
+    out.update(node or {})
+    return out
+
+
+def uncertainty_step(specs, scores, records, stats_cfg: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
+    """Standard error and confidence interval of every aggregate (clustered when ``stats.cluster_by`` is set)."""
+    clusters = cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
+    return uncertainty(specs, scores, records, clusters=clusters, resamples=stats_cfg["resamples"],
+                       confidence=stats_cfg["confidence"], seed=stats_cfg["seed"], method=stats_cfg["method"])
+
+
+def interval_metrics(intervals: dict[str, Any]) -> dict[str, float]:
+    """MLflow keys of the uncertainty: ``K/n``, ``K/stderr``, ``K/ci_low``, ``K/ci_high`` for aggregate key K."""
+    out: dict[str, float] = {}
+    for key, iv in intervals.items():
+        out[f"{key}/n"] = float(iv.n)
+        for part in ("stderr", "ci_low", "ci_high"):
+            value = getattr(iv, part)
+            if value is not None:
+                out[f"{key}/{part}"] = float(value)
+    return out
 
 
 def _hydra_paths() -> tuple[Path | None, str | None, str | None]:

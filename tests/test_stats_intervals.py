@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -167,3 +168,98 @@ def test_bad_settings_say_what_was_expected():
         mean_interval(SKEWED, method="student")
     with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
         mean_interval(SKEWED, confidence=95)
+
+
+# ---- a real run: summary.json, MLflow keys, the printed table -------------------------------------------------
+
+
+def _per_sample(folder):
+    import json
+
+    import pandas as pd
+
+    table = json.loads((folder / "per_sample.json").read_text())
+    return pd.DataFrame(table["data"], columns=table["columns"])
+
+
+def test_a_run_reports_every_aggregate_with_its_interval(compose, tmp_path):
+    import json
+    from pathlib import Path
+
+    from mlflow.tracking import MlflowClient
+
+    from ragexp.runner import run
+
+    summary = run(compose("dataset.system=weak", "stats.resamples=2000"))
+    folder = Path(summary["results_folder"])
+    on_disk = json.loads((folder / "summary.json").read_text())
+    frame = _per_sample(folder)
+    intervals = on_disk["intervals"]
+    # every aggregate has an interval, with how many samples it is over
+    assert set(summary["metrics"]) <= set(intervals)
+    assert all("n" in iv for iv in intervals.values())
+
+    f1 = intervals["answer_token_f1"]
+    values = [v for v, s in zip(frame["answer_token_f1"], frame["answer_token_f1.status"]) if s == "ok"]
+    assert f1["n"] == len(values) == 50
+    assert f1["mean"] == pytest.approx(summary["metrics"]["answer_token_f1"])
+    assert f1["stderr"] == pytest.approx(stats.sem(values), rel=1e-9)
+    assert f1["method"] == "percentile" and f1["ci_low"] < f1["mean"] < f1["ci_high"]
+
+    hits = [int(v) for v in frame["hit_rate/k1"]]
+    ref = stats.binomtest(sum(hits), len(hits)).proportion_ci(method="wilson")
+    assert intervals["hit_rate/k1"]["method"] == "wilson"
+    assert (intervals["hit_rate/k1"]["ci_low"], intervals["hit_rate/k1"]["ci_high"]) == pytest.approx((ref.low, ref.high))
+
+    # the dataset-level confusion metrics: resampled records, n = the samples in the denominator
+    acc = intervals["accuracy"]
+    assert acc["mean"] == pytest.approx(summary["metrics"]["accuracy"]) and acc["ci_low"] <= acc["mean"] <= acc["ci_high"]
+    assert intervals["precision"]["n"] <= acc["n"] <= 50
+
+    # MLflow: K/n, K/stderr, K/ci_low, K/ci_high for every aggregate key K
+    logged = MlflowClient(tracking_uri=summary["tracking_uri"]).get_run(summary["run_id"]).data.metrics
+    for key in ("answer_token_f1", "hit_rate/k1", "ndcg/k10", "accuracy", "latency/generate"):
+        assert logged[f"{key}/n"] == intervals[key]["n"]
+        for part in ("stderr", "ci_low", "ci_high"):
+            assert logged[f"{key}/{part}"] == pytest.approx(intervals[key][part])
+
+
+def test_clustered_run_uses_the_column_and_carries_it(compose):
+    from pathlib import Path
+
+    from ragexp.runner import run
+
+    summary = run(compose("dataset.system=strong", "stats.cluster_by=lang", "stats.resamples=2000"))
+    frame = _per_sample(Path(summary["results_folder"]))
+    assert "lang" in frame.columns  # the per-sample table carries the cluster column
+    iv = summary["intervals"]["answer_token_f1"]
+    assert iv["n_clusters"] == frame["lang"].nunique() == 2 and iv["method"] == "cluster-percentile"
+    x = frame["answer_token_f1"].to_numpy(dtype=float)
+    mean = x.mean()
+    resid = [float((x[frame["lang"] == g] - mean).sum()) for g in sorted(frame["lang"].unique())]
+    assert iv["stderr"] == pytest.approx(math.sqrt(2 / (2 - 1) * (resid[0] ** 2 + resid[1] ** 2)) / len(x))
+
+
+def test_cluster_column_absent_is_one_line(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from cli import run_cli
+
+    proc = run_cli("stats.cluster_by=document", "tracking.enabled=false", cwd=tmp_path, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert "stats.cluster_by='document'" in proc.stderr and "lang" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_table_shows_interval_and_what_the_mean_is_over(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from cli import run_cli
+
+    out = run_cli("dataset.system=strong", "tracking.enabled=false", "progress=false", cwd=tmp_path).stdout
+    assert "95% CI" in out and "over" in out and "Wilson" in out
+    row = next(line for line in out.splitlines() if "│ answer_token_f1 " in line)
+    assert "[0." in row and "50 / 50" in row
