@@ -173,7 +173,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     footer.append(f"Results (summary.json, per_sample.json) in {folder}")
     shown = dict(values)
     shown.update({k: v for k, v in extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
-    print_summary(f"ragexp · {dataset.name} · {len(records)} samples · {summary['seconds']} s", shown, counts,
+    print_summary(f"ragexp{_job_label()} · {dataset.name} · {len(records)} samples · {summary['seconds']} s", shown, counts,
                   len(records), footer, intervals=intervals, stats=stats_cfg)
     log_step(tracking, folder, summary)
     return summary
@@ -244,6 +244,19 @@ def interval_metrics(intervals: dict[str, Any]) -> dict[str, float]:
             if value is not None:
                 out[f"{key}/{part}"] = float(value)
     return out
+
+
+def _job_label() -> str:
+    """In a multirun, which job a printed table belongs to: `` · job 3: retriever=dense retriever.top_k=5``."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if not HydraConfig.initialized() or str(HydraConfig.get().mode) != "RunMode.MULTIRUN":
+            return ""
+        hc = HydraConfig.get()
+        return f" · job {hc.job.num}" + (f": {' '.join(map(str, hc.overrides.task))}" if hc.overrides.task else "")
+    except Exception:  # noqa: BLE001 - Hydra not running (plain function call)
+        return ""
 
 
 def _hydra_paths() -> tuple[Path | None, str | None, str | None]:

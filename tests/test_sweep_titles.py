@@ -1,0 +1,27 @@
+"""Tables printed by the jobs of a multirun say which job they belong to: its number and overrides."""
+
+from __future__ import annotations
+
+import re
+
+from cli import run_cli
+
+
+def _titles(stdout: str) -> list[str]:
+    """The table titles, each on one line (rich wraps a long title to the table's width)."""
+    text = " ".join(line.strip() for line in stdout.splitlines())
+    return re.findall(r"ragexp · .*? samples", text)
+
+
+def test_each_sweep_table_names_its_job_and_overrides(data_dir, tmp_path):
+    proc = run_cli("-m", f"data_dir={data_dir}", "metric=exact_match", "dataset.system=strong,weak", "progress=false",
+                   cwd=tmp_path)
+    titles = _titles(proc.stdout)
+    assert len(titles) == 2, proc.stdout
+    assert re.fullmatch(r"ragexp · job 0: [^·]*\bdataset\.system=strong\b[^·]* · demo · 50 samples", titles[0]), titles
+    assert re.fullmatch(r"ragexp · job 1: [^·]*\bdataset\.system=weak\b[^·]* · demo · 50 samples", titles[1]), titles
+
+
+def test_a_single_run_table_has_no_job_label(data_dir, tmp_path):
+    proc = run_cli(f"data_dir={data_dir}", "metric=exact_match", "progress=false", cwd=tmp_path)
+    assert _titles(proc.stdout) == ["ragexp · demo · 50 samples"], proc.stdout
