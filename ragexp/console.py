@@ -81,3 +81,33 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
     console.print(table)
     for line in footer:
         console.print(line, highlight=False, soft_wrap=True)
+
+
+def print_leaderboard(board: Mapping[str, Any]) -> None:
+    """A sweep's leaderboard (see :mod:`ragexp.tracking.leaderboard`): best first, each run's mean and
+    interval, its paired difference from the best and whether that difference is larger than the noise."""
+    from rich.console import Console
+    from rich.table import Table
+
+    level = round(100 * float(board.get("confidence", 0.95)), 2)
+    direction = "higher is better" if board.get("higher_is_better", True) else "lower is better"
+    table = Table(title=f"ragexp sweep leaderboard · {board['metric']} ({direction})", title_justify="left",
+                  caption=f"difference from the best: paired over sample ids, {level:g}% CI, p Holm-adjusted; "
+                          f"'differs' when p < {1 - float(board.get('confidence', 0.95)):.2g}",
+                  caption_justify="left")
+    table.add_column("run", overflow="fold")
+    for name in ("mean", f"{level:g}% CI", "n", "Δ vs best", "p (Holm)"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    for r in board["rows"]:
+        ci = f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]" if r.get("ci_low") is not None else ""
+        if r.get("best"):
+            verdict = "best"
+        elif "differs" in r:
+            verdict = "[red]differs[/red]" if r["differs"] else "not distinguishable"
+        else:
+            verdict = r.get("note", "")
+        delta = f"{r['diff_vs_best']:+.4f}" if r.get("diff_vs_best") is not None else ""
+        p = f"{r['p_holm']:.3g}" if r.get("p_holm") is not None else ""
+        table.add_row(str(r["run_name"]), _fmt(r.get("mean")), ci, _fmt(r.get("n")), delta, p, verdict)
+    Console(file=sys.stdout, width=max(100, Console().width)).print(table)

@@ -27,3 +27,63 @@ def save_png(fig: Any, path: str | Path) -> Path:
     fig.savefig(path, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
+    """A sweep's leaderboard as a forest plot: one line per child run, best at the top.
+
+    Each run's mean is a dot with its confidence interval as a bar; the best run is blue, a
+    run whose paired difference from the best is significant (Holm-adjusted) is red, one that
+    cannot be told apart from the best is grey. A dashed line marks the best mean; the text at
+    the right gives mean [low, high], n and the adjusted p-value.
+    """
+    plt = pyplot()
+    rows = [r for r in board["rows"] if r.get("mean") is not None]
+    level = round(100 * float(board.get("confidence", 0.95)), 2)
+    height = 1.2 + 0.42 * len(rows)
+    fig, ax = plt.subplots(figsize=(10, height))
+    ys = list(range(len(rows)))[::-1]
+    for y, r in zip(ys, rows):
+        if r.get("best"):
+            colour, marker = "tab:blue", "D"
+        elif r.get("differs"):
+            colour, marker = "tab:red", "o"
+        else:
+            colour, marker = "0.45", "o"
+        lo, hi = r.get("ci_low"), r.get("ci_high")
+        if lo is not None and hi is not None:
+            ax.plot([lo, hi], [y, y], color=colour, linewidth=2.2, solid_capstyle="butt")
+            ax.plot([lo, lo], [y - 0.15, y + 0.15], color=colour, linewidth=1.2)
+            ax.plot([hi, hi], [y - 0.15, y + 0.15], color=colour, linewidth=1.2)
+        ax.plot([r["mean"]], [y], marker=marker, color=colour, markersize=7, zorder=3)
+    best = next((r for r in rows if r.get("best")), None)
+    if best is not None:
+        ax.axvline(best["mean"], color="tab:blue", linestyle="--", linewidth=0.9, alpha=0.6)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([_short_label(r["run_name"]) for r in rows], fontsize=9)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    # annotations in a text column right of the axes
+    for y, r in zip(ys, rows):
+        text = f"{r['mean']:.4g}"
+        if r.get("ci_low") is not None:
+            text += f" [{r['ci_low']:.4g}, {r['ci_high']:.4g}]"
+        text += f"  n={r.get('n')}"
+        if r.get("best"):
+            text += "  best"
+        elif r.get("p_holm") is not None:
+            text += f"  p={r['p_holm']:.2g}" + (" differs" if r.get("differs") else "")
+        ax.annotate(text, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=8.5,
+                    color="0.2")
+    direction = "higher is better" if board.get("higher_is_better", True) else "lower is better"
+    ax.set_xlabel(f"{board['metric']}: mean and {level:g}% CI ({direction})")
+    ax.set_title(f"Sweep leaderboard on {board['metric']} — red: differs from the best "
+                 f"(paired, Holm-adjusted), grey: not distinguishable", fontsize=10, loc="left")
+    ax.grid(axis="x", alpha=0.3)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return save_png(fig, path)
+
+
+def _short_label(name: str, width: int = 48) -> str:
+    name = str(name)
+    return name if len(name) <= width else name[: width - 1] + "…"

@@ -179,6 +179,34 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     return summary
 
 
+def stats_settings(cfg: DictConfig) -> dict[str, Any]:
+    """The ``stats`` node with its defaults (resamples, confidence, seed, method, cluster_by, primary)."""
+    node = OmegaConf.to_container(cfg.stats, resolve=True) if cfg.get("stats") else {}
+    out = {"resamples": 10_000, "confidence": 0.95, "seed": 0, "method": "percentile", "cluster_by": None,
+           "primary": None}
+    out.update(node or {})
+    return out
+
+
+def uncertainty_step(specs, scores, records, stats_cfg: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
+    """Standard error and confidence interval of every aggregate (clustered when ``stats.cluster_by`` is set)."""
+    clusters = cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
+    return uncertainty(specs, scores, records, clusters=clusters, resamples=stats_cfg["resamples"],
+                       confidence=stats_cfg["confidence"], seed=stats_cfg["seed"], method=stats_cfg["method"])
+
+
+def interval_metrics(intervals: dict[str, Any]) -> dict[str, float]:
+    """MLflow keys of the uncertainty: ``K/n``, ``K/stderr``, ``K/ci_low``, ``K/ci_high`` for aggregate key K."""
+    out: dict[str, float] = {}
+    for key, iv in intervals.items():
+        out[f"{key}/n"] = float(iv.n)
+        for part in ("stderr", "ci_low", "ci_high"):
+            value = getattr(iv, part)
+            if value is not None:
+                out[f"{key}/{part}"] = float(value)
+    return out
+
+
 def check_store_step(tracking: dict[str, Any]) -> None:
     """The MLflow store takes runs (scheme, reachable, writable), checked before any work;
     runs left RUNNING by dead processes of this host are closed FAILED (one line says so)."""
@@ -216,34 +244,6 @@ def results_folder() -> Path:
     from .tracking.store import launch_dir
 
     return launch_dir() / "ragexp_results" / f"{time.strftime('%Y-%m-%d_%H-%M-%S')}_{os.getpid()}"
-
-
-def stats_settings(cfg: DictConfig) -> dict[str, Any]:
-    """The ``stats`` node with its defaults (resamples, confidence, seed, method, cluster_by, primary)."""
-    node = OmegaConf.to_container(cfg.stats, resolve=True) if cfg.get("stats") else {}
-    out = {"resamples": 10_000, "confidence": 0.95, "seed": 0, "method": "percentile", "cluster_by": None,
-           "primary": None}
-    out.update(node or {})
-    return out
-
-
-def uncertainty_step(specs, scores, records, stats_cfg: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
-    """Standard error and confidence interval of every aggregate (clustered when ``stats.cluster_by`` is set)."""
-    clusters = cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
-    return uncertainty(specs, scores, records, clusters=clusters, resamples=stats_cfg["resamples"],
-                       confidence=stats_cfg["confidence"], seed=stats_cfg["seed"], method=stats_cfg["method"])
-
-
-def interval_metrics(intervals: dict[str, Any]) -> dict[str, float]:
-    """MLflow keys of the uncertainty: ``K/n``, ``K/stderr``, ``K/ci_low``, ``K/ci_high`` for aggregate key K."""
-    out: dict[str, float] = {}
-    for key, iv in intervals.items():
-        out[f"{key}/n"] = float(iv.n)
-        for part in ("stderr", "ci_low", "ci_high"):
-            value = getattr(iv, part)
-            if value is not None:
-                out[f"{key}/{part}"] = float(value)
-    return out
 
 
 def _job_label() -> str:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from cli import run_cli
 from ragexp.stats.intervals import mean_interval, mean_intervals, ratio_interval
 
 # a skewed, continuous sample (token-F1-like values) and a 0/1 sample (hit-rate-like)
@@ -241,11 +242,6 @@ def test_clustered_run_uses_the_column_and_carries_it(compose):
 
 
 def test_cluster_column_absent_is_one_line(tmp_path):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from cli import run_cli
-
     proc = run_cli("stats.cluster_by=document", "tracking.enabled=false", cwd=tmp_path, check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
@@ -254,11 +250,6 @@ def test_cluster_column_absent_is_one_line(tmp_path):
 
 
 def test_the_table_shows_interval_and_what_the_mean_is_over(tmp_path):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from cli import run_cli
-
     out = run_cli("dataset.system=strong", "tracking.enabled=false", "progress=false", cwd=tmp_path).stdout
     assert "95% CI" in out and "over" in out and "Wilson" in out
     row = next(line for line in out.splitlines() if "│ answer_token_f1 " in line)

@@ -86,11 +86,24 @@ class ParentRunCallback(Callback):
                      **c.data.metrics} for c in children]
             retrying(client.log_dict, self.run_id, {"children": rows}, "sweep_results.json")
             retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
+            _leaderboard(client, self.run_id, children, config)
             retrying(client.set_terminated, self.run_id, "FINISHED")
         finally:
             os.environ.pop(PARENT_ENV, None)
         where = self.uri if str(self.uri).startswith("http") else f"mlflow ui --backend-store-uri {self.uri}"
         print(f"[ragexp] sweep parent run {self.run_id} holds {len(rows)} child runs; compare them with: {where}")
+
+
+def _leaderboard(client: Any, run_id: str, children: list[Any], config: DictConfig) -> None:
+    """The sweep's leaderboard on the parent run (ragexp.tracking.leaderboard); a failure is one line, not a lost sweep."""
+    from .leaderboard import log_leaderboard
+
+    stats = OmegaConf.to_container(config.stats, resolve=True) if config.get("stats") else {}
+    try:
+        log_leaderboard(client, run_id, children, primary=stats.get("primary"), objective=config.get("objective"),
+                        stats=stats)
+    except Exception as exc:  # noqa: BLE001 - the children are logged; say why the board is missing
+        print(f"[ragexp] warning: no sweep leaderboard: {type(exc).__name__}: {exc}")
 
 
 def _overridden(config: DictConfig) -> set[str]:

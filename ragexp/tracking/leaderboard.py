@@ -1,0 +1,174 @@
+"""A sweep's leaderboard: every child run's mean ± CI on one metric, and which differ from the best.
+
+The metric is ``stats.primary``, else the sweep's ``objective``, else the first metric of the
+suite (the first key of the children's ``summary.json`` metrics). Each child's mean and
+interval are the ones the child computed (its ``summary.json`` ``intervals``). The best child
+is the one with the highest mean (the lowest for a lower-is-better metric such as
+``avg_latency``). Every other child is compared with the best one **paired over sample ids**
+(the ids where both have an ``ok`` value) with :func:`ragexp.stats.paired.paired_compare`, and
+the p-values are Holm-adjusted across the comparisons; a child ``differs`` from the best when
+its adjusted p-value is below ``1 − stats.confidence``.
+
+:func:`rank` is the arithmetic (no I/O); :func:`log_leaderboard` reads the children from MLflow,
+logs ``leaderboard.json`` and ``leaderboard.png`` (a forest plot) on the parent run, and prints
+the table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+LEADERBOARD_FILE = "leaderboard.json"
+PLOT_FILE = "leaderboard.png"
+
+
+@dataclass
+class Entry:
+    """One child run as the leaderboard sees it."""
+
+    run_id: str
+    name: str
+    status: str
+    interval: dict[str, Any] | None = None  # the child's summary.json interval of the metric
+    values: dict[str, float] = field(default_factory=dict)  # sample id → ok value of the metric
+    problem: str | None = None  # why the child has no value (failed run, metric absent)
+
+
+def choose_metric(primary: str | None, objective: str | None, summaries: list[Mapping[str, Any]]) -> str | None:
+    """``stats.primary``, else the objective, else the first metric of the first child's summary."""
+    if primary:
+        return str(primary)
+    if objective:
+        return str(objective)
+    for s in summaries:
+        if s.get("metrics"):
+            return next(iter(s["metrics"]))
+    return None
+
+
+def higher_is_better(key: str) -> bool:
+    """From the metric registry (``ndcg/k10`` → ``ndcg``); ``latency/<stage>`` is lower-is-better."""
+    from ..metrics.base import REGISTRY, load_all
+
+    base = key.split("/", 1)[0]
+    if base == "latency":
+        return False
+    if base not in REGISTRY:
+        load_all()
+    info = REGISTRY.get(base)
+    return True if info is None else info.higher_is_better
+
+
+def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: int = 10_000,
+         confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+    """The leaderboard as a dict (the content of ``leaderboard.json``), rows best first."""
+    from ..stats.paired import holm, paired_compare
+
+    scored = [e for e in entries if e.interval and e.interval.get("mean") is not None]
+    scored.sort(key=lambda e: e.interval["mean"], reverse=higher)
+    best = scored[0] if scored else None
+    rows: list[dict[str, Any]] = []
+    tests: list[tuple[int, float]] = []
+    for e in scored:
+        iv = e.interval
+        row = {"run_id": e.run_id, "run_name": e.name, "status": e.status, "mean": iv.get("mean"),
+               "stderr": iv.get("stderr"), "ci_low": iv.get("ci_low"), "ci_high": iv.get("ci_high"),
+               "n": iv.get("n"), "method": iv.get("method"), "best": e is best}
+        if e is not best:
+            ids = [i for i in best.values if i in e.values]
+            row["n_paired"] = len(ids)
+            if len(ids) >= 2:
+                r = paired_compare([best.values[i] for i in ids], [e.values[i] for i in ids],
+                                   resamples=resamples, confidence=confidence, seed=seed)
+                row.update(diff_vs_best=r.diff, diff_ci_low=r.ci_low, diff_ci_high=r.ci_high, p_value=r.p_value,
+                           test=r.test, wins=r.wins, ties=r.ties, losses=r.losses)
+                tests.append((len(rows), r.p_value))
+            else:
+                row["note"] = f"only {len(ids)} sample ids with an ok value in both runs: not compared"
+        rows.append(row)
+    for (i, _), adjusted in zip(tests, holm([p for _, p in tests]) if tests else []):
+        rows[i]["p_holm"] = adjusted
+        rows[i]["differs"] = bool(adjusted < 1 - confidence)
+    for e in entries:
+        if e not in scored:
+            rows.append({"run_id": e.run_id, "run_name": e.name, "status": e.status, "mean": None,
+                         "note": e.problem or f"no value of {metric}"})
+    return {"metric": metric, "higher_is_better": higher, "confidence": confidence,
+            "best": best.name if best else None, "comparison": "paired over sample ids, Holm-adjusted",
+            "rows": rows}
+
+
+def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mapping[str, Any] | None) -> Entry:
+    from .store import retrying
+
+    entry = Entry(child.info.run_id, child.info.run_name or child.info.run_id[:8], child.info.status)
+    if summary is None:
+        entry.problem = "no summary.json (the job failed before logging)"
+        return entry
+    iv = (summary.get("intervals") or {}).get(metric)
+    if iv is None:
+        entry.problem = f"{metric} is not among this run's aggregates"
+        return entry
+    entry.interval = iv
+    try:
+        path = retrying(client.download_artifacts, child.info.run_id, "per_sample.json", str(tmp / child.info.run_id))
+        table = json.loads(Path(path).read_text())
+    except Exception as exc:  # noqa: BLE001 - said in the row, the rest of the board still stands
+        entry.problem = f"per_sample.json unreadable ({type(exc).__name__}): not compared"
+        return entry
+    cols = table["columns"]
+    if metric in cols and "id" in cols:
+        iid, iv_col, ist = cols.index("id"), cols.index(metric), cols.index(f"{metric}.status") \
+            if f"{metric}.status" in cols else None
+        for row in table["data"]:
+            value = row[iv_col]
+            ok = ist is None or row[ist] == "ok"
+            if ok and value is not None and not (isinstance(value, float) and math.isnan(value)):
+                entry.values[str(row[iid])] = float(value)
+    return entry
+
+
+def _summary(client: Any, run_id: str, tmp: Path) -> dict[str, Any] | None:
+    from .store import retrying
+
+    try:
+        path = retrying(client.download_artifacts, run_id, "summary.json", str(tmp / f"{run_id}-summary"))
+        return json.loads(Path(path).read_text())
+    except Exception:  # noqa: BLE001 - a child that failed before logging has none
+        return None
+
+
+def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, primary: str | None,
+                    objective: str | None, stats: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Build the leaderboard of ``children``, log it on the parent run, print it; return it."""
+    from ..console import print_leaderboard
+    from ..plots import forest_plot
+    from .store import retrying
+
+    import os
+
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no bar per child download
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        (tmp / "dl").mkdir()
+        summaries = {c.info.run_id: _summary(client, c.info.run_id, tmp / "dl") for c in children}
+        ordered = sorted(children, key=lambda c: c.info.start_time or 0)
+        metric = choose_metric(primary, objective, [s for s in (summaries[c.info.run_id] for c in ordered) if s])
+        if metric is None:
+            print("[ragexp] no leaderboard: no child run logged a summary with metrics")
+            return None
+        entries = [_child_entry(client, c, metric, tmp / "dl", summaries[c.info.run_id]) for c in ordered]
+        board = rank(entries, metric=metric, higher=higher_is_better(metric),
+                     resamples=int(stats.get("resamples", 10_000)), confidence=float(stats.get("confidence", 0.95)),
+                     seed=int(stats.get("seed", 0)))
+        retrying(client.log_dict, parent_run_id, board, LEADERBOARD_FILE)
+        if any(r.get("mean") is not None for r in board["rows"]):
+            png = forest_plot(board, tmp / PLOT_FILE)
+            retrying(client.log_artifact, parent_run_id, str(png))
+    print_leaderboard(board)
+    return board

@@ -1,0 +1,88 @@
+"""The sweep leaderboard: a real multirun of the demo, and the ranking arithmetic on named entries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scipy import stats
+
+from cli import parent_and_children, run_cli
+from ragexp.stats.paired import holm, paired_compare
+from ragexp.tracking.leaderboard import Entry, choose_metric, higher_is_better, rank
+
+
+def test_demo_sweep_ranks_strong_first_and_weak_differs(tmp_path):
+    proc = run_cli("-m", "dataset.system=strong,weak", "stats.primary=answer_token_f1", "stats.resamples=2000",
+                   "progress=false", cwd=tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, parents, children = parent_and_children(uri)
+    assert len(parents) == 1 and len(children) == 2
+    parent = parents[0].info.run_id
+    artifacts = {a.path for a in client.list_artifacts(parent)}
+    assert {"leaderboard.json", "leaderboard.png"} <= artifacts
+    board = json.loads(open(client.download_artifacts(parent, "leaderboard.json", str(tmp_path))).read())
+    assert board["metric"] == "answer_token_f1" and board["higher_is_better"] is True
+    best, weak = board["rows"]
+    assert best["best"] and "strong" in best["run_name"] and "weak" in weak["run_name"]
+    assert weak["differs"] is True and weak["p_holm"] < 0.05 and weak["diff_vs_best"] < 0
+    # the means and intervals are the children's own, as each logged them
+    by_name = {c.info.run_name: c.data.metrics for c in children}
+    for row in board["rows"]:
+        logged = by_name[row["run_name"]]
+        assert row["mean"] == pytest.approx(logged["answer_token_f1"])
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((logged["answer_token_f1/ci_low"],
+                                                                logged["answer_token_f1/ci_high"]))
+        assert row["n"] == logged["answer_token_f1/n"] == 50
+    # the PNG is a real image
+    png = client.download_artifacts(parent, "leaderboard.png", str(tmp_path))
+    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    # printed at the end of the multirun too
+    assert "sweep leaderboard · answer_token_f1" in proc.stdout and "differs" in proc.stdout
+
+
+def _entry(name, values, higher=True):
+    vals = {str(i): float(v) for i, v in enumerate(values)}
+    mean = sum(values) / len(values)
+    return Entry(run_id=name, name=name, status="FINISHED", values=vals,
+                 interval={"mean": mean, "stderr": stats.sem(values), "ci_low": mean - 0.1, "ci_high": mean + 0.1,
+                           "n": len(values), "method": "percentile"})
+
+
+A = [0.9, 0.8, 0.7, 0.95, 0.85, 0.9, 0.75, 0.8, 0.9, 0.7]
+B = [0.88, 0.82, 0.69, 0.93, 0.86, 0.9, 0.74, 0.81, 0.88, 0.7]  # a hair below A: not distinguishable
+C = [0.2, 0.3, 0.1, 0.25, 0.4, 0.3, 0.2, 0.1, 0.3, 0.2]  # far below
+
+
+def test_rank_orders_compares_pairs_and_holm_adjusts():
+    board = rank([_entry("c", C), _entry("a", A), _entry("b", B)], metric="m", resamples=2000)
+    assert [r["run_name"] for r in board["rows"]] == ["a", "b", "c"] and board["best"] == "a"
+    raw = [paired_compare(A, B, resamples=2000).p_value, paired_compare(A, C, resamples=2000).p_value]
+    assert [board["rows"][1]["p_value"], board["rows"][2]["p_value"]] == pytest.approx(raw)
+    assert [board["rows"][1]["p_holm"], board["rows"][2]["p_holm"]] == pytest.approx(holm(raw))
+    assert board["rows"][1]["differs"] is False and board["rows"][2]["differs"] is True
+    assert board["rows"][2]["diff_vs_best"] == pytest.approx(sum(C) / 10 - sum(A) / 10)
+
+
+def test_rank_pairs_on_shared_ids_only_and_lower_is_better():
+    a, c = _entry("a", A), _entry("c", C)
+    del c.values["0"]  # a sample missing (not ok) in one run is left out of the pairing, and counted
+    board = rank([a, c], metric="avg_latency", higher=False, resamples=2000)
+    assert board["best"] == "c"  # lower is better
+    assert board["rows"][1]["n_paired"] == 9
+
+
+def test_a_child_without_the_metric_is_listed_not_dropped():
+    failed = Entry(run_id="x", name="x", status="FAILED", problem="no summary.json (the job failed before logging)")
+    board = rank([_entry("a", A), failed], metric="m", resamples=2000)
+    assert board["rows"][-1]["run_name"] == "x" and board["rows"][-1]["mean"] is None
+    assert "failed" in board["rows"][-1]["note"]
+
+
+def test_which_metric_and_direction():
+    summaries = [{"metrics": {"token_precision": 0.1, "hit_rate/k1": 0.9}}]
+    assert choose_metric("ndcg/k10", "mrr/k5", summaries) == "ndcg/k10"
+    assert choose_metric(None, "mrr/k5", summaries) == "mrr/k5"
+    assert choose_metric(None, None, summaries) == "token_precision"
+    assert higher_is_better("ndcg/k10") and not higher_is_better("avg_latency")
+    assert not higher_is_better("latency/generate")
