@@ -1,4 +1,4 @@
-"""Matchers: when is a retrieved passage (or sentence) relevant to a ground-truth one (SPEC §2.2).
+"""Matchers: when is a retrieved passage (or sentence) relevant to a ground-truth one.
 
 Four are configured under ``conf/matcher/``:
 

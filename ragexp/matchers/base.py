@@ -1,6 +1,6 @@
 """What a matcher computes for one record: which retrieved components match which ground truths.
 
-A matcher (SPEC §2.2) decides when a retrieved *component* is relevant to a ground-truth
+A matcher decides when a retrieved *component* is relevant to a ground-truth
 component. The components are the passages themselves for a chunk matcher, the sentences of
 the passages (:func:`ragexp.matchers.sentences.split_sentences`) for a sentence matcher.
 :meth:`Matcher.match` returns a :class:`Matches` that every matcher-based metric reads:

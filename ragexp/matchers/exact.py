@@ -1,4 +1,4 @@
-"""Exact matchers (SPEC §2.2): a component matches when it equals a ground-truth component
+"""Exact matchers: a component matches when it equals a ground-truth component
 after outer white space is stripped from both.
 
 ``exact_chunk`` compares whole passages, ``exact_sentence`` their sentences.

@@ -188,7 +188,7 @@ class RougeMatcher(Matcher):
     punctuation kept, sentences cut at every full stop, union LCS over distinct words; see
     :mod:`ragexp.matchers.rouge_package`); a text the package cannot score matches nothing.
 
-    SPEC §2.2's test vectors (the seed's Paris example and continuous-eval's Shakespeare one):
+    The test vectors: the seed's Paris example and continuous-eval's Shakespeare one:
 
     >>> chunk = RougeMatcher("chunk", threshold=0.7)
     >>> r = chunk.match(["Paris is the capital of France and also the largest city in the country.",

@@ -1,7 +1,7 @@
 """ragexp's offline sentence splitter: a small rule-based splitter of our own, no model, no download.
 
 Used by the sentence matchers (``exact_sentence``, ``rouge_sentence``) to cut passages into the
-components they compare (SPEC §2.2). The rules, in order:
+components they compare. The rules, in order:
 
 - A blank line always ends a sentence.
 - ``.``, ``!``, ``?`` or ``…`` (possibly repeated, possibly followed by closing quotes or
