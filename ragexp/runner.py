@@ -77,6 +77,23 @@ def dataset_frame(records):
     return pd.DataFrame([{f: getattr(r, f) for f in FIELDS if r.has(f)} for r in records])
 
 
+#: The fields a system under test does not write: runs that agree on them asked the same questions.
+QUESTION_FIELDS = ("id", "query", "reference_answers", "gt_contexts", "gt_context_ids")
+
+
+def questions_digest(records) -> str:
+    """A digest of the questions and their references only (``dataset_digest`` also covers the
+    system's answers and contexts): ``python -m ragexp.compare`` refuses runs where it differs."""
+    import hashlib
+    import json
+
+    h = hashlib.sha256()
+    for r in records:
+        h.update(json.dumps([getattr(r, f) for f in QUESTION_FIELDS], ensure_ascii=False, default=str).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Evaluate the configured dataset and metrics, log the run to MLflow, return the summary."""
     started = time.perf_counter()
@@ -137,6 +154,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "dataset": dataset.name,
         "dataset_source": dataset.source,
         "dataset_digest": digest(records),
+        "questions_digest": questions_digest(records),
         "n_samples": len(records),
         "fields": present_fields(records),
         "metrics": values,
