@@ -87,3 +87,61 @@ def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
 def _short_label(name: str, width: int = 48) -> str:
     name = str(name)
     return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Path | None:
+    """The comparison as a picture: per metric, candidate − baseline with its CI, and the zero line.
+
+    Green: significantly better, red: significantly worse (direction-aware), grey: within the
+    noise. Metrics bounded to a range other than [0, 1] (``bleu`` 0–100) are drawn as a fraction
+    of their range, said in their label; unbounded ones (``avg_latency``) get a panel of their
+    own in their own unit. Returns None when no metric was compared.
+    """
+    import math
+
+    from .metrics.base import load_all
+
+    registry = load_all()
+    rows = [r for r in comparison["metrics"].values() if r.get("diff") is not None]
+    if not rows:
+        return None
+    bounded, unbounded = [], []
+    for r in rows:
+        info = registry.get(r["key"].split("/", 1)[0])
+        lo, hi = info.bounds if info is not None else (0.0, 1.0)
+        width = hi - lo
+        if math.isfinite(width) and width > 0:
+            label = r["key"] if width == 1 else f"{r['key']} (÷{width:g})"
+            bounded.append((label, r, width))
+        else:
+            unbounded.append((r["key"], r, 1.0))
+    panels = [p for p in (bounded, unbounded) if p]
+    plt = pyplot()
+    heights = [max(1.2, 0.32 * len(p) + 0.6) for p in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, sum(heights) + 0.9), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    colours = {"better": "#1a9641", "worse": "#d7191c"}
+    for ax, panel in zip(axes[:, 0], panels):
+        for y, (label, r, width) in enumerate(reversed(panel)):
+            colour = colours.get(r.get("verdict"), "#777777")
+            d, lo, hi = r["diff"] / width, r["ci_low"] / width, r["ci_high"] / width
+            ax.plot([lo, hi], [y, y], color=colour, linewidth=2.2, solid_capstyle="butt")
+            ax.plot([d], [y], "o", color=colour, markersize=6)
+        ax.axvline(0.0, color="black", linewidth=0.9)
+        ax.set_yticks(range(len(panel)))
+        ax.set_yticklabels([f"{label}{'' if r['higher_is_better'] else ' ↓'}" for label, r, _ in reversed(panel)])
+        ax.set_ylim(-0.6, len(panel) - 0.4)
+        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        unit = "own unit" if panel is unbounded else "fraction of the metric's range"
+        ax.set_xlabel(f"candidate − baseline ({unit})")
+        left, right = ax.get_xlim()
+        edge = max(abs(left), abs(right))
+        ax.set_xlim(-edge, edge)  # zero in the middle: left is lower, right is higher
+    level = round(100 * comparison["method"]["confidence"], 2)
+    b, c = comparison["baseline"]["name"], comparison["candidate"]["name"]
+    fig.suptitle(f"{c} vs {b}: paired difference, {level:g}% CI\n"
+                 f"green/red = significantly better/worse (Holm), grey = within the noise; ↓ = lower is better",
+                 fontsize=9.5)
+    fig.tight_layout()
+    return save_png(fig, path)

@@ -1,0 +1,498 @@
+"""``python -m ragexp.compare baseline=<run> candidate=<run>``: is the candidate really different?
+
+A paired comparison of two evaluation runs of the same questions, metric by metric:
+
+1. **Find the runs** in the store the runner uses (``tracking.uri=``, else
+   ``$MLFLOW_TRACKING_URI``, else ``./mlflow.db``) by run id or run name. A name that several
+   runs carry is refused with the candidates and their ids; sweep parents and comparison runs
+   are not candidates.
+2. **Pair the samples** of their ``per_sample.json`` tables by sample id. Refused, with one
+   line: runs evaluated on different questions (the ``questions_digest`` of their
+   ``summary.json`` differ, or a shared id has another query), or fewer shared ids than
+   ``min_match_fraction`` of the larger run (the line says how many). Ids in one run only are
+   counted and left out.
+3. **Per metric** present in both tables: the samples whose status is ``ok`` in both runs are
+   compared (the others are counted by status), with :func:`ragexp.stats.paired.paired_compare`:
+   both means, the difference candidate − baseline with its paired bootstrap CI, the p-value
+   (sign-flip permutation; exact McNemar for 0/1 metrics), Holm-adjusted across the metrics
+   compared, better/tie/worse counts and the minimum detectable difference at 80% power.
+   ``higher_is_better`` comes from the metric registry (by the key's part before ``/``), so
+   ``avg_latency`` going down is an improvement. A metric present in one run only is listed
+   as such.
+4. **Report**: a table (significant changes marked ▲ better / ▼ worse), the samples that
+   regressed most, and — with ``log=true`` — a run in the candidate's experiment tagged
+   ``ragexp.kind=comparison`` with ``ragexp.baseline_run_id`` / ``ragexp.candidate_run_id``,
+   holding ``comparison.json`` (every number), ``regressions.json`` (an MLflow table) and
+   ``comparison.png``.
+5. **Gate** (:mod:`ragexp.gate`): exit status 1 with one line per failed condition.
+
+:func:`compare_tables` is the pure part (two tables in, the comparison out); :func:`compare_runs`
+adds the store; ``main`` the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from .confdir import conf_dir
+from .errors import ConfigError, DataError, RagexpError
+
+SUMMARY_FILE, TABLE_FILE = "summary.json", "per_sample.json"
+KIND_TAG, BASELINE_TAG, CANDIDATE_TAG = "ragexp.kind", "ragexp.baseline_run_id", "ragexp.candidate_run_id"
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
+
+
+@dataclass
+class RunTable:
+    """What a comparison reads of one run: its per-sample table and a few facts."""
+
+    name: str
+    columns: list[str]
+    rows: list[list[Any]]
+    run_id: str | None = None
+    experiment_id: str | None = None
+    questions_digest: str | None = None
+    dataset: str | None = None
+    #: the run's own aggregates (over every sample it scored), for the gate's floors
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def metric_keys(columns: list[str]) -> list[str]:
+    """The metric keys of a per-sample table: every ``K`` that has a ``K.status`` column."""
+    have = set(columns)
+    return [c for c in columns if f"{c}.status" in have]
+
+
+def direction(key: str) -> tuple[bool, bool]:
+    """``(higher_is_better, known)`` for a metric key, from the registry (by the part before '/')."""
+    from .metrics.base import load_all
+
+    info = load_all().get(key.split("/", 1)[0])
+    return (info.higher_is_better, True) if info is not None else (True, False)
+
+
+def _index(table: RunTable, role: str) -> dict[str, int]:
+    if "id" not in table.columns:
+        raise DataError(f"{role} run '{table.name}': {TABLE_FILE} has no 'id' column")
+    col = table.columns.index("id")
+    index: dict[str, int] = {}
+    for i, row in enumerate(table.rows):
+        sid = str(row[col])
+        if sid in index:
+            raise DataError(f"{role} run '{table.name}': {TABLE_FILE} row {i + 1}: sample id '{sid}' appears twice")
+        index[sid] = i
+    return index
+
+
+def _column(table: RunTable, name: str, rows: list[int]) -> list[Any]:
+    col = table.columns.index(name)
+    return [table.rows[i][col] for i in rows]
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    return math.nan
+
+
+def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 10_000,
+                   confidence: float = 0.95, seed: int = 0, min_match_fraction: float = 0.9,
+                   regressions: int = 10) -> dict[str, Any]:
+    """Pair two runs' per-sample tables by id and compare every shared metric (module docstring).
+
+    Returns the comparison as plain data (``comparison.json``): ``samples`` (the pairing),
+    ``metrics`` (one row per metric key, in the baseline's column order, then the candidate's
+    extra keys), ``regressions`` (per metric, the samples that got most worse) and ``method``.
+    """
+    import numpy as np
+
+    from .stats.paired import holm, paired_compare_columns
+
+    if baseline.questions_digest and candidate.questions_digest \
+            and baseline.questions_digest != candidate.questions_digest:
+        raise DataError(
+            f"the runs were evaluated on different questions: baseline '{baseline.name}' "
+            f"(dataset {baseline.dataset or '?'}, questions digest {baseline.questions_digest}) vs candidate "
+            f"'{candidate.name}' (dataset {candidate.dataset or '?'}, questions digest {candidate.questions_digest})")
+    b_index, c_index = _index(baseline, "baseline"), _index(candidate, "candidate")
+    shared = [sid for sid in b_index if sid in c_index]
+    larger = max(len(b_index), len(c_index))
+    needed = max(2, math.ceil(min_match_fraction * larger))
+    if len(shared) < needed:
+        raise DataError(
+            f"only {len(shared)} sample ids are in both runs (baseline '{baseline.name}' has {len(b_index)}, "
+            f"candidate '{candidate.name}' has {len(c_index)}); at least {needed} are needed "
+            f"(min_match_fraction={min_match_fraction:g}): are they runs of the same dataset?")
+    b_rows = [b_index[s] for s in shared]
+    c_rows = [c_index[s] for s in shared]
+    queries = _column(baseline, "query", b_rows) if "query" in baseline.columns else [None] * len(shared)
+    if "query" in baseline.columns and "query" in candidate.columns:
+        for sid, qb, qc in zip(shared, queries, _column(candidate, "query", c_rows)):
+            if qb != qc:
+                raise DataError(f"sample id '{sid}' has another query in each run ({qb!r} vs {qc!r}): "
+                                f"the runs were evaluated on different questions")
+
+    b_keys, c_keys = metric_keys(baseline.columns), metric_keys(candidate.columns)
+    both = [k for k in b_keys if k in set(c_keys)]
+    order = b_keys + [k for k in c_keys if k not in set(b_keys)]
+    rows: dict[str, dict[str, Any]] = {}
+    for key in order:
+        hib, known = direction(key)
+        rows[key] = {"key": key, "higher_is_better": hib, "direction_known": known}
+        if key not in both:
+            only = "baseline" if key in b_keys else "candidate"
+            rows[key].update(only_in=only, note=f"computed in the {only} run only")
+
+    n = len(shared)
+    values_b = np.full((n, len(both)), np.nan)
+    values_c = np.full((n, len(both)), np.nan)
+    ok = np.zeros((n, len(both)), dtype=bool)
+    for j, key in enumerate(both):
+        values_b[:, j] = [_number(v) for v in _column(baseline, key, b_rows)]
+        values_c[:, j] = [_number(v) for v in _column(candidate, key, c_rows)]
+        sb = _column(baseline, f"{key}.status", b_rows)
+        sc = _column(candidate, f"{key}.status", c_rows)
+        ok_b = np.array([s == "ok" for s in sb]) & np.isfinite(values_b[:, j])
+        ok_c = np.array([s == "ok" for s in sc]) & np.isfinite(values_c[:, j])
+        ok[:, j] = ok_b & ok_c
+        excluded: dict[str, int] = {}
+        for role, statuses, good in (("baseline", sb, ok_b), ("candidate", sc, ok_c)):
+            for s, g in zip(statuses, good):
+                if not g:
+                    label = f"{role} {s if s != 'ok' else 'no value'}"
+                    excluded[label] = excluded.get(label, 0) + 1
+        rows[key].update(n=int(ok[:, j].sum()), excluded=int(n - ok[:, j].sum()), excluded_by=excluded)
+
+    # metrics with the same usable samples share one set of resamples (one matrix product each)
+    groups: dict[bytes, list[int]] = {}
+    for j in range(len(both)):
+        groups.setdefault(np.packbits(ok[:, j]).tobytes(), []).append(j)
+    for cols in groups.values():
+        mask = ok[:, cols[0]]
+        if not mask.any():
+            for j in cols:
+                rows[both[j]].update(note="no sample is ok in both runs")
+            continue
+        results = paired_compare_columns(values_b[mask][:, cols], values_c[mask][:, cols], resamples=resamples,
+                                         confidence=confidence, seed=seed)
+        for j, r in zip(cols, results):
+            row = rows[both[j]]
+            row.update({k: v for k, v in asdict(r).items() if k != "n"})
+            hib = row["higher_is_better"]
+            row["better"], row["worse"] = (r.wins, r.losses) if hib else (r.losses, r.wins)
+
+    compared = [k for k in order if "p_value" in rows[k]]
+    for key, p in zip(compared, holm([rows[k]["p_value"] for k in compared])):
+        rows[key]["p_holm"] = p
+    alpha = 1 - confidence
+    for key in compared:
+        row = rows[key]
+        if row["p_holm"] < alpha and row["diff"] != 0:
+            row["verdict"] = "better" if (row["diff"] > 0) == row["higher_is_better"] else "worse"
+        else:
+            row["verdict"] = "no significant difference"
+        for name in ("mde",):
+            if isinstance(row[name], float) and math.isnan(row[name]):
+                row[name] = None
+
+    regressed: dict[str, list[dict[str, Any]]] = {}
+    ids = np.array(shared, dtype=object)
+    for j, key in enumerate(both):
+        if key not in compared:
+            continue
+        sign = 1.0 if rows[key]["higher_is_better"] else -1.0
+        change = np.where(ok[:, j], sign * (values_c[:, j] - values_b[:, j]), np.nan)
+        worst = [i for i in np.argsort(np.nan_to_num(change, nan=np.inf), kind="stable")[:regressions]
+                 if change[i] < 0]
+        regressed[key] = [{"id": ids[i], "query": queries[i], "baseline": float(values_b[i, j]),
+                           "candidate": float(values_c[i, j])} for i in worst]
+
+    return {
+        "baseline": {"run_id": baseline.run_id, "name": baseline.name, "samples": len(b_index)},
+        "candidate": {"run_id": candidate.run_id, "name": candidate.name, "samples": len(c_index)},
+        "samples": {"matched": n, "only_in_baseline": len(b_index) - n, "only_in_candidate": len(c_index) - n,
+                    "questions_digest": baseline.questions_digest or candidate.questions_digest},
+        "method": {"diff": "candidate − baseline", "confidence": confidence, "resamples": resamples, "seed": seed,
+                   "ci": "paired bootstrap, percentile", "p_value": "two-sided: sign-flip permutation of the mean "
+                   "difference; exact McNemar (binomial on discordant pairs) for 0/1 metrics",
+                   "adjustment": f"Holm across the {len(compared)} metrics compared",
+                   "significant": f"Holm-adjusted p < {alpha:g}", "mde": "80% power, two-sided"},
+        "metrics": rows,
+        "regressions": regressed,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+
+
+def find_run(client: Any, ref: str, role: str) -> Any:
+    """The run a user named: a run id, else the one run carrying that name (FINISHED, not a sweep
+    parent nor a comparison); none or several → one line saying so."""
+    from mlflow.entities import ViewType
+
+    ref = str(ref)
+    if _RUN_ID.fullmatch(ref):
+        try:
+            return client.get_run(ref)
+        except Exception:  # noqa: BLE001 - not an id after all: try it as a name
+            pass
+    experiments = client.search_experiments(view_type=ViewType.ACTIVE_ONLY)
+    quote = "'" if "'" not in ref else '"'
+    found = client.search_runs([e.experiment_id for e in experiments],
+                               filter_string=f"attributes.run_name = {quote}{ref}{quote}", max_results=1000)
+    found = [r for r in found if r.data.tags.get("ragexp.role") != "parent"
+             and r.data.tags.get(KIND_TAG) != "comparison" and r.info.status == "FINISHED"]
+    if not found:
+        raise ConfigError(f"{role}={ref}: no finished run has this id or name in the store")
+    if len(found) > 1:
+        import datetime
+
+        names = {e.experiment_id: e.name for e in experiments}
+        listed = "; ".join(
+            f"{r.info.run_id} (experiment {names.get(r.info.experiment_id, r.info.experiment_id)}, started "
+            f"{datetime.datetime.fromtimestamp(r.info.start_time / 1000):%Y-%m-%d %H:%M:%S})" for r in found[:10])
+        more = f" and {len(found) - 10} more" if len(found) > 10 else ""
+        raise ConfigError(f"{role}={ref}: {len(found)} runs have this name: {listed}{more}; pass {role}=<run id>")
+    return found[0]
+
+
+def load_run(client: Any, run: Any, role: str) -> RunTable:
+    """A run's per-sample table and summary, downloaded from its artifacts."""
+    name = run.info.run_name or run.info.run_id
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            path = client.download_artifacts(run.info.run_id, TABLE_FILE, tmp)
+        except Exception:  # noqa: BLE001 - MLflow raises several kinds for a missing artifact
+            raise DataError(f"{role} run '{name}' ({run.info.run_id}) has no {TABLE_FILE}: "
+                            f"is it a ragexp evaluation run?") from None
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+        summary: dict[str, Any] = {}
+        try:
+            summary = json.loads(Path(client.download_artifacts(run.info.run_id, SUMMARY_FILE, tmp)).read_text())
+        except Exception:  # noqa: BLE001 - an older run without summary.json: the id+query check remains
+            pass
+    if not isinstance(table, dict) or "columns" not in table or "data" not in table:
+        raise DataError(f"{role} run '{name}': {TABLE_FILE} is not an MLflow table (columns, data)")
+    return RunTable(name=name, columns=list(table["columns"]), rows=table["data"], run_id=run.info.run_id,
+                    experiment_id=run.info.experiment_id, questions_digest=summary.get("questions_digest"),
+                    dataset=run.data.tags.get("ragexp.dataset"), metrics=dict(run.data.metrics))
+
+
+def compare_runs(cfg: DictConfig) -> dict[str, Any]:
+    """Find both runs, compare them, print the report, log the comparison run; return the comparison
+    (with ``gate_failures``: the lines of the failed gate conditions, empty when it passes)."""
+    from .gate import drop_failures, floor_failures, read_gate
+    from .tracking.store import bounded_http, open_client, resolve_uri
+
+    for role in ("baseline", "candidate"):
+        if OmegaConf.is_missing(cfg, role) or cfg.get(role) in (None, ""):
+            raise ConfigError(f"say which run is the {role}: {role}=<run id | run name>")
+    allowances, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
+    tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
+    uri = resolve_uri(tracking.get("uri"))
+    _check_store_exists(uri)
+    import os
+
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # two small files: no bars
+    stats = cfg.get("stats") or {}
+    confidence = float(stats.get("confidence", 0.95))
+    with bounded_http():
+        client = open_client(uri)
+        b_run = find_run(client, cfg.baseline, "baseline")
+        c_run = find_run(client, cfg.candidate, "candidate")
+        baseline, candidate = load_run(client, b_run, "baseline"), load_run(client, c_run, "candidate")
+    result = compare_tables(baseline, candidate, resamples=int(stats.get("resamples", 10_000)),
+                            confidence=confidence, seed=int(stats.get("seed", 0)),
+                            min_match_fraction=float(cfg.get("min_match_fraction", 0.9)),
+                            regressions=int(cfg.get("regressions", 10)))
+    result["tracking_uri"] = uri
+    failures = drop_failures(result["metrics"], allowances, 1 - confidence)
+    candidate_values = {k: v for k, v in candidate.metrics.items()}
+    for key, row in result["metrics"].items():  # a metric the run did not log (no sample ok) is undefined
+        if key in metric_keys(candidate.columns) and key not in candidate_values:
+            candidate_values[key] = row.get("mean_candidate")
+    failures += floor_failures(candidate_values, floors, " in the candidate")
+    result["gate"] = {"max_drop": allowances, "min": floors, "failures": failures}
+    print_comparison(result, focus=(stats.get("primary") or None))
+    if cfg.get("log", True):
+        with bounded_http():
+            result["comparison_run_id"] = log_comparison(client, result, candidate)
+        print(f"Comparison logged as MLflow run {result['comparison_run_id']} in {uri}")
+    return result
+
+
+def _check_store_exists(uri: str) -> None:
+    """A SQLite store that does not exist holds no run to compare (and is not created for nothing)."""
+    if uri.startswith("sqlite:///"):
+        path = Path(uri[len("sqlite:///"):])
+        if not path.exists():
+            raise ConfigError(f"no MLflow store at {path}: run python -m ragexp here first, or pass tracking.uri=...")
+
+
+def log_comparison(client: Any, result: Mapping[str, Any], candidate: RunTable) -> str:
+    """A run in the candidate's experiment with comparison.json, the regressions table and the plot."""
+    import pandas as pd
+
+    from .plots import plot_paired_differences
+    from .tracking.store import retrying
+
+    b, c = result["baseline"], result["candidate"]
+    tags = {KIND_TAG: "comparison", BASELINE_TAG: b["run_id"], CANDIDATE_TAG: c["run_id"],
+            "ragexp.baseline_run_name": b["name"], "ragexp.candidate_run_name": c["name"],
+            "mlflow.note.content": f"Paired comparison: baseline {b['name']} ({b['run_id']}) vs candidate "
+                                   f"{c['name']} ({c['run_id']})"}
+    run = retrying(client.create_run, candidate.experiment_id, run_name=f"compare {b['name']} → {c['name']}",
+                   tags=tags)
+    run_id = run.info.run_id
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "comparison.json"
+            path.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+            retrying(client.log_artifact, run_id, str(path))
+            png = plot_paired_differences(result, Path(tmp) / "comparison.png")
+            if png is not None:
+                retrying(client.log_artifact, run_id, str(png))
+        rows = [{"metric": key, "id": r["id"], "query": r["query"], "baseline": r["baseline"],
+                 "candidate": r["candidate"], "change": r["candidate"] - r["baseline"]}
+                for key, regs in result["regressions"].items() for r in regs]
+        frame = pd.DataFrame(rows, columns=["metric", "id", "query", "baseline", "candidate", "change"])
+        retrying(client.log_table, run_id, data=frame, artifact_file="regressions.json")
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        metrics = [Metric(f"diff/{k}", float(r["diff"]), now, 0) for k, r in result["metrics"].items()
+                   if r.get("diff") is not None and math.isfinite(r["diff"])]
+        metrics += [Metric("gate/failures", float(len(result["gate"]["failures"])), now, 0)]
+        retrying(client.log_batch, run_id, metrics=metrics)
+        retrying(client.set_terminated, run_id, "FINISHED")
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    return run_id
+
+
+# ---------------------------------------------------------------------------------------------
+# The terminal
+
+
+def _f(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.{digits}f}"
+
+
+def _p(value: float) -> str:
+    return "—" if value is None else ("< 0.001" if value < 0.001 else f"{value:.3f}")
+
+
+def focus_metric(result: Mapping[str, Any], primary: str | None = None) -> str | None:
+    """The metric whose regressed samples are printed: ``stats.primary`` when compared, else the
+    most significant regression, else the metric with the most samples gone worse."""
+    rows = result["metrics"]
+    if primary and primary in result["regressions"]:
+        return primary
+    worse = [r for r in rows.values() if r.get("verdict") == "worse"]
+    if worse:
+        return min(worse, key=lambda r: (r["p_holm"], -abs(r["diff"])))["key"]
+    compared = [r for r in rows.values() if "p_value" in r and result["regressions"].get(r["key"])]
+    return max(compared, key=lambda r: r["worse"])["key"] if compared else None
+
+
+def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> None:
+    """The comparison table, the notes under it, and the samples that regressed most."""
+    from rich.console import Console
+    from rich.table import Table
+
+    method, s = result["method"], result["samples"]
+    level = round(100 * method["confidence"], 2)
+    b, c = result["baseline"], result["candidate"]
+    table = Table(title=f"ragexp.compare · baseline {b['name']} → candidate {c['name']} · {s['matched']} paired samples",
+                  title_justify="left", caption_justify="left",
+                  caption=(f"diff = candidate − baseline with its {level:g}% paired bootstrap CI "
+                           f"({method['resamples']:,} resamples, seed {method['seed']}); p: sign-flip permutation, "
+                           f"exact McNemar for 0/1 metrics (test column), {method['adjustment']}; "
+                           f"▲/▼ = significantly better/worse ({method['significant']}), direction-aware; "
+                           f"better/tie/worse = samples; MDE = smallest difference these samples detect with "
+                           f"80% power; over = samples ok in both runs"))
+    for name, justify in (("metric", "left"), ("baseline", "right"), ("candidate", "right"), ("diff", "right"),
+                          (f"{level:g}% CI", "right"), ("p (Holm)", "right"), ("test", "left"),
+                          ("better/tie/worse", "right"), ("MDE", "right"), ("over", "right"), ("", "left")):
+        table.add_column(name, justify=justify)
+    notes = []
+    for key, r in result["metrics"].items():
+        arrow = "" if r.get("higher_is_better", True) else " ↓"
+        label = f"{key}{arrow}" + ("" if r.get("direction_known", True) else " ?")
+        if "p_value" not in r:
+            table.add_row(label, "", "", "", "", "", "", "", "", f"{r.get('n', 0)} / {s['matched']}",
+                          f"[dim]{r.get('note', '')}[/dim]")
+            continue
+        style = {"better": "green", "worse": "red"}.get(r["verdict"], "")
+        mark = {"better": "▲ better", "worse": "▼ worse"}.get(r["verdict"], "")
+        diff = f"{r['diff']:+.4f}"
+        table.add_row(label, _f(r["mean_baseline"]), _f(r["mean_candidate"]),
+                      f"[{style}]{diff}[/{style}]" if style else diff,
+                      f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]", _p(r["p_holm"]), r["test"],
+                      f"{r['better']}/{r['ties']}/{r['worse']}", _f(r["mde"]), f"{r['n']} / {s['matched']}",
+                      f"[{style}]{mark}[/{style}]" if style else "")
+        if r["excluded_by"]:
+            notes.append(f"{key}: left out " + ", ".join(f"{v} ({k})" for k, v in r["excluded_by"].items()))
+    console = Console(file=sys.stdout, width=max(120, Console().width))
+    console.print(table)
+    lines = [f"samples: {s['matched']} in both runs, {s['only_in_baseline']} only in the baseline, "
+             f"{s['only_in_candidate']} only in the candidate (left out)"]
+    if any(not r.get("higher_is_better", True) for r in result["metrics"].values()):
+        lines.append("↓ = lower is better")
+    if any(not r.get("direction_known", True) for r in result["metrics"].values()):
+        lines.append("? = not a registered metric: higher is taken as better")
+    for line in lines + notes:
+        console.print(f"[dim]{line}[/dim]", highlight=False, soft_wrap=True)
+    key = focus_metric(result, focus)
+    regs = result["regressions"].get(key) if key else None
+    if regs:
+        worst = Table(title=f"Samples that regressed most on {key}", title_justify="left")
+        for name in ("id", "query", "baseline", "candidate"):
+            worst.add_column(name, justify="right" if name in ("baseline", "candidate") else "left",
+                             overflow="ellipsis", max_width=60 if name == "query" else None, no_wrap=name == "query")
+        for r in regs:
+            worst.add_row(str(r["id"]), str(r["query"] or ""), _f(r["baseline"]), _f(r["candidate"]))
+        console.print(worst)
+
+
+@hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="compare")
+def _app(cfg: DictConfig) -> None:
+    try:
+        result = compare_runs(cfg)
+    except RagexpError as exc:
+        print(f"ragexp: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    failures = result["gate"]["failures"]
+    for line in failures:
+        print(line, file=sys.stderr)
+    if failures:
+        sys.exit(1)
+
+
+def main() -> None:
+    from .gate import add_override_prefix
+
+    sys.argv[1:] = add_override_prefix(sys.argv[1:])
+    _app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The regression gate: conditions a run or a comparison must meet, for CI.
+
+A gate (``conf/gate/``, or overrides) holds two maps from metric key to number:
+
+``max_drop``
+    Only for ``python -m ragexp.compare``: the candidate fails when a metric gets *worse*
+    than the baseline (direction-aware: lower for most metrics, higher for ``avg_latency``)
+    by more than the allowance **and** the change is significant (Holm-adjusted p-value below
+    ``1 − stats.confidence``). Noise alone never fails a build.
+``min``
+    Absolute floors: the run's mean (the candidate's, in a comparison) must not fall under it.
+
+Keys with a variant (``hit_rate/k5``) cannot be written with their slash in a Hydra override
+key; write them with a dot (``gate.min.hit_rate.k5=0.5``: nested maps are joined with ``/``),
+or give the whole map as a value (``'gate.min={hit_rate/k5: 0.5}'``), or write the slash in a
+gate YAML. :func:`add_override_prefix` lets users leave out Hydra's ``++`` for a key that the
+chosen gate does not declare yet.
+
+>>> flat_conditions({"hit_rate": {"k5": 0.5}, "answer_token_f1": 0.3})
+{'hit_rate/k5': 0.5, 'answer_token_f1': 0.3}
+>>> floor_failures({"hit_rate/k5": 0.4, "mrr": 0.7}, {"hit_rate/k5": 0.5, "mrr": 0.6})
+['gate: hit_rate/k5 = 0.4000 is under its floor 0.5']
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Mapping, Sequence
+
+from .errors import ConfigError
+
+_GATE_ARG = re.compile(r"^gate\.(min|max_drop)\.[^=]+=")
+
+
+def add_override_prefix(argv: Sequence[str]) -> list[str]:
+    """``gate.min.<key>=v`` / ``gate.max_drop.<key>=v`` → ``++gate...``: Hydra's add-or-set.
+
+    The default gate declares no key, and Hydra refuses to set an undeclared key without ``+``;
+    ``++`` sets it either way, so ``gate.max_drop.answer_token_f1=0.02`` works as written.
+    """
+    return [f"++{a}" if _GATE_ARG.match(a) else a for a in argv]
+
+
+def flat_conditions(node: Any, where: str = "gate") -> dict[str, float]:
+    """``{hit_rate: {k5: 0.5}}`` → ``{"hit_rate/k5": 0.5}``; every value must be a number."""
+    if node is None:
+        return {}
+    if hasattr(node, "items") is False:
+        raise ConfigError(f"{where}: expected a map from metric key to number, got {node!r}")
+    out: dict[str, float] = {}
+    for key, value in node.items():
+        if hasattr(value, "items"):
+            for sub, v in flat_conditions(value, f"{where}.{key}").items():
+                out[f"{key}/{sub}"] = v
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ConfigError(f"{where}.{key}: expected a number, got {value!r}")
+        out[str(key)] = float(value)
+    return out
+
+
+def read_gate(gate_cfg: Any) -> tuple[dict[str, float], dict[str, float]]:
+    """``(max_drop, min)`` of a gate config node (None or absent → no condition)."""
+    if gate_cfg is None:
+        return {}, {}
+    unknown = set(gate_cfg.keys()) - {"max_drop", "min"}
+    if unknown:
+        raise ConfigError(f"gate: unknown key(s) {', '.join(sorted(map(str, unknown)))}; a gate has max_drop and min")
+    return (flat_conditions(gate_cfg.get("max_drop"), "gate.max_drop"),
+            flat_conditions(gate_cfg.get("min"), "gate.min"))
+
+
+def floor_failures(values: Mapping[str, float | None], floors: Mapping[str, float],
+                   what: str = "") -> list[str]:
+    """One line per floor the values miss (a metric not computed, or undefined, misses it too)."""
+    lines = []
+    for key, floor in floors.items():
+        if key not in values:
+            known = ", ".join(sorted(values)) or "none"
+            lines.append(f"gate: {key} was not computed{what}, so it cannot be checked against its floor "
+                         f"{floor:g} (metrics: {known})")
+            continue
+        value = values[key]
+        if value is None or not math.isfinite(value):
+            lines.append(f"gate: {key} is undefined{what} (no sample scored), under its floor {floor:g}")
+        elif value < floor:
+            lines.append(f"gate: {key} = {value:.4f}{what} is under its floor {floor:g}")
+    return lines
+
+
+def drop_failures(rows: Mapping[str, Mapping[str, Any]], allowances: Mapping[str, float],
+                  alpha: float) -> list[str]:
+    """One line per metric of a comparison that got worse by more than its allowance, significantly.
+
+    ``rows`` maps a metric key to its comparison row (``ragexp.compare``): ``diff``,
+    ``higher_is_better``, ``p_holm``, ``ci_low``, ``ci_high``, the two means.
+    """
+    lines = []
+    for key, allowed in allowances.items():
+        row = rows.get(key)
+        if row is None or row.get("diff") is None:
+            why = row.get("note") if row else "not computed in both runs"
+            lines.append(f"gate: {key} cannot be checked for a drop: {why}")
+            continue
+        drop = -row["diff"] if row["higher_is_better"] else row["diff"]
+        if drop > allowed and row["p_holm"] < alpha:
+            lines.append(f"gate: {key} got worse by {drop:.4f} ({row['mean_baseline']:.4f} → "
+                         f"{row['mean_candidate']:.4f}, CI of the change [{row['ci_low']:.4f}, "
+                         f"{row['ci_high']:.4f}], Holm p = {row['p_holm']:.3g}), more than the {allowed:g} allowed")
+    return lines
