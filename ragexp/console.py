@@ -37,10 +37,12 @@ def _ci(iv: Any) -> str:
 def _method_line(stats: Mapping[str, Any] | None) -> str:
     stats = stats or {}
     level = round(100 * float(stats.get("confidence", 0.95)), 2)
-    line = (f"{level:g}% CI: Wilson for 0/1 metrics, else {stats.get('method', 'percentile')} bootstrap "
-            f"({int(stats.get('resamples', 10_000)):,} resamples, seed {stats.get('seed', 0)})")
+    boot = f"{stats.get('method', 'percentile')} bootstrap ({int(stats.get('resamples', 10_000)):,} resamples, " \
+           f"seed {stats.get('seed', 0)})"
     if stats.get("cluster_by"):
-        line += f", clustered by '{stats['cluster_by']}'"
+        line = f"{level:g}% CI: {boot} resampling clusters of '{stats['cluster_by']}', clustered standard errors"
+    else:
+        line = f"{level:g}% CI: Wilson for 0/1 metrics, else {boot}"
     return line + "; 'over' = the samples the value is computed over (status ok)"
 
 
@@ -79,6 +81,13 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
         table.add_row(*row, over, other)
     console = Console(file=sys.stdout, width=max(100, Console().width))
     console.print(table)
+    notes: dict[str, list[str]] = {}
+    for key, iv in intervals.items():
+        if key in metrics and getattr(iv, "note", None) and iv.n > 1:
+            notes.setdefault(iv.note, []).append(key)
+    for note, keys in notes.items():
+        which = ", ".join(keys) if len(keys) <= 3 else f"{keys[0]} and {len(keys) - 1} more"
+        console.print(f"[yellow]note ({which}): {note}[/yellow]", highlight=False, soft_wrap=True)
     for line in footer:
         console.print(line, highlight=False, soft_wrap=True)
 

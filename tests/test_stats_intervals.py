@@ -254,3 +254,13 @@ def test_the_table_shows_interval_and_what_the_mean_is_over(tmp_path):
     assert "95% CI" in out and "over" in out and "Wilson" in out
     row = next(line for line in out.splitlines() if "│ answer_token_f1 " in line)
     assert "[0." in row and "50 / 50" in row
+
+
+def test_few_clusters_are_flagged():
+    values = [0.2, 0.4, 0.9, 0.1, 0.3, 0.5]
+    iv = mean_interval(values, clusters=["a", "a", "b", "c", "c", "c"])
+    assert iv.ci_low is not None and "only 3 clusters" in iv.note
+    one = mean_interval(values, clusters=["a"] * 6)
+    assert one.ci_low is None and one.stderr is None and "one cluster" in one.note
+    many = mean_interval(SKEWED, clusters=[i // 2 for i in range(len(SKEWED))])
+    assert many.n_clusters == 30 and many.note is None

@@ -39,6 +39,9 @@ _CHUNK_CELLS = 4_000_000
 
 METHODS = ("percentile", "bca")
 
+#: below this many clusters a clustered interval is flagged as rough in ``note``
+FEW_CLUSTERS = 20
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -143,6 +146,11 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
     return {k: out[k] for k in arrays}
 
 
+def _few_clusters(g: int) -> str:
+    return (f"only {g} clusters: clustered standard errors and the cluster bootstrap need many clusters "
+            f"(≥ {FEW_CLUSTERS}); this interval is rough")
+
+
 def _z(confidence: float) -> float:
     from scipy.special import ndtri
 
@@ -213,9 +221,12 @@ def _bootstrap(keys: list[str], values, cluster_of, *, clustered: bool, resample
         note = None
         if clustered and g < 2:
             note = "one cluster: no spread between clusters to measure, no interval"
+        elif clustered and g < FEW_CLUSTERS:
+            note = _few_clusters(g)
         se = None if not np.isfinite(stderr[j]) else float(stderr[j])
-        lo = None if not np.isfinite(lows[j]) or note else float(lows[j])
-        hi = None if not np.isfinite(highs[j]) or note else float(highs[j])
+        no_interval = clustered and g < 2
+        lo = None if not np.isfinite(lows[j]) or no_interval else float(lows[j])
+        hi = None if not np.isfinite(highs[j]) or no_interval else float(highs[j])
         out[key] = Interval(float(exact[j]), se, lo, hi, n, label, confidence, g if clustered else None, note)
     return out
 
@@ -289,7 +300,10 @@ def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], *
             boot[start:start + size] = s[:, 0] / s[:, 1]
     kept = boot[np.isfinite(boot)]
     dropped = len(boot) - len(kept)
-    note = f"{dropped} of {len(boot)} resamples had an empty denominator and were left out" if dropped else None
+    notes = [f"{dropped} of {len(boot)} resamples had an empty denominator and were left out"] if dropped else []
+    if clusters is not None and g < FEW_CLUSTERS:
+        notes.append(_few_clusters(g))
+    note = "; ".join(notes) or None
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(kept, [alpha, 1 - alpha])
     label = "cluster-percentile" if clusters is not None else "percentile"
