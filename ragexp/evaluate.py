@@ -100,6 +100,10 @@ def build_metrics(metric_cfg: Mapping[str, Any] | None, matcher_cfg: Any = None)
                 f"its options are: {', '.join(sorted(info.options)) or '(none)'}"
             )
         lists = [p for p in info.variant_params if isinstance(options.get(p), list)]
+        for p in lists:
+            if not options[p]:  # an empty list would make no variant at all: the metric would vanish
+                raise ConfigError(f"metric '{key}': option '{p}' expected a value or a non-empty list of values, "
+                                  f"got []; set metric.{key}.{p}=...")
         combos = itertools.product(*[options[p] for p in lists]) if lists else [()]
         for combo in combos:
             opts = dict(options)
@@ -119,17 +123,124 @@ def build_metrics(metric_cfg: Mapping[str, Any] | None, matcher_cfg: Any = None)
                                       "(exact_chunk, exact_sentence, rouge_chunk, rouge_sentence)")
                 spec.matcher = build_matcher(chosen)
                 spec.options = opts
-            _check_options(spec)
+            _check_options(spec, key)
             specs.append(spec)
     return specs, all_that_apply
 
 
-def _check_options(spec: MetricSpec) -> None:
-    """Resolve field names now, so a bad option fails before any work."""
+def _check_options(spec: MetricSpec, key: str | None = None) -> None:
+    """Every option's value checked, and field names resolved, so a bad option fails before any
+    work with one line naming the metric, the option, what was expected and what was got.
+
+    The expected type comes from the metric function's annotation (``k: int | None``,
+    ``use_stemmer: bool``); :data:`_OPTION_RULES` adds what a type cannot say (k ≥ 1, a threshold
+    in [0, 1], the allowed words).
+    """
+    key = key or spec.key.split("/", 1)[0]
+    hints = _option_types(spec.info.fn)
+    for name, value in spec.options.items():
+        expected = _option_problem(name, value, hints.get(name))
+        if expected is not None:
+            raise ConfigError(f"metric '{key}': option '{name}' expected {expected}, got {_shown(value)}; "
+                              f"set metric.{key}.{name}=...")
     try:
         spec.fields
     except ValueError as exc:
-        raise ConfigError(f"metric '{spec.key}': {exc}") from None
+        raise ConfigError(f"metric '{key}': {exc}") from None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    text = text if len(text) <= 80 else text[:77] + "..."
+    return f"{text} ({type(value).__name__})" if value is not None else text
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _bleu_tokenizers() -> tuple[str, ...]:
+    from sacrebleu.metrics.bleu import _TOKENIZERS
+
+    return tuple(_TOKENIZERS)
+
+
+#: What an option's type cannot say: option name → (accepts(value), what is expected). A list
+#: given to a variant option (``k: [1, 5]``) is checked value by value after the expansion.
+_OPTION_RULES: dict[str, tuple[Callable[[Any], bool], Callable[[], str]]] = {
+    "k": (lambda v: v is None or (_is_int(v) and v >= 1),
+          lambda: "a positive integer or null (or a list of them)"),
+    "threshold": (lambda v: _is_number(v) and 0 <= v <= 1, lambda: "a number in [0, 1]"),
+    "relevance": (lambda v: v in ("auto", "ids", "matcher"), lambda: "one of 'auto', 'ids', 'matcher'"),
+    "denominator": (lambda v: v in ("relevant", "hits"), lambda: "one of 'relevant', 'hits'"),
+    "stopwords": (lambda v: v is None or v in ("none", "english")
+                  or (isinstance(v, list) and all(isinstance(w, str) for w in v)),
+                  lambda: "null, 'none', 'english' or a list of words"),
+    "smooth_method": (lambda v: v in ("exp", "floor", "add-k", "none"),
+                      lambda: "one of 'exp', 'floor', 'add-k', 'none' (sacrebleu's smoothing)"),
+    "smooth_value": (lambda v: v is None or (_is_number(v) and v >= 0), lambda: "a number >= 0 or null"),
+    "tokenize": (lambda v: isinstance(v, str) and v in _bleu_tokenizers(),
+                 lambda: "one of sacrebleu's tokenizers: " + ", ".join(map(repr, _bleu_tokenizers()))),
+    "prompt_version": (lambda v: isinstance(v, str) and v != "", lambda: "a prompt version such as 'v1'"),
+}
+
+
+def _option_types(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The annotated types of a metric's keyword options (empty when they cannot be resolved)."""
+    import typing
+
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - an annotation naming what is imported only for type checkers
+        return {}
+
+
+def _type_accepts(tp: Any, value: Any) -> tuple[bool, str] | None:
+    """Whether ``value`` fits the annotation ``tp``, and the type in words; None when not checkable."""
+    import types
+    import typing
+
+    if tp is typing.Any or tp is None:
+        return None
+    if tp is type(None):
+        return value is None, "null"
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        parts = [_type_accepts(a, value) for a in typing.get_args(tp)]
+        if any(p is None for p in parts):
+            return None
+        return any(ok for ok, _ in parts), " or ".join(w for _, w in parts)
+    if origin is list:
+        (item,) = typing.get_args(tp) or (typing.Any,)
+        if not isinstance(value, list):
+            return False, "a list"
+        inner = [_type_accepts(item, v) for v in value]
+        return all(p is None or p[0] for p in inner), "a list"
+    if tp is bool:
+        return isinstance(value, bool), "true or false"
+    if tp is int:
+        return _is_int(value), "an integer"
+    if tp is float:
+        return _is_number(value), "a number"
+    if tp is str:
+        return isinstance(value, str), "a string"
+    return None
+
+
+def _option_problem(name: str, value: Any, annotation: Any) -> str | None:
+    """What option ``name`` expects when ``value`` does not fit, else None."""
+    rule = _OPTION_RULES.get(name)
+    if rule is not None:
+        accepts, expected = rule
+        return None if accepts(value) else expected()
+    checked = _type_accepts(annotation, value)
+    if checked is None or checked[0]:
+        return None
+    return checked[1]
 
 
 def check_fields(specs: list[MetricSpec], records: list[Record], dataset: str,
@@ -173,11 +284,11 @@ def check_fields(specs: list[MetricSpec], records: list[Record], dataset: str,
 
 
 def _as_score(value: Any) -> Score:
-    """A metric's return value as a Score: NaN or None is an undefined value, never a 0."""
+    """A metric's return value as a Score: NaN or None is an undefined value (status ``undefined``), never a 0."""
     if isinstance(value, Score):
         return value
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return Score.missing("undefined for this sample")
+        return Score.undefined("undefined for this sample")
     return Score(float(value))
 
 
@@ -191,17 +302,18 @@ def score(records: list[Record], specs: Iterable[MetricSpec], progress: Callable
     needed = frozenset().union(*(p[1] for p in plans))
     iterator = progress(records) if progress else records
     for record in iterator:
-        present = {f for f in needed if record.has(f)}
+        # absent (None) is missing_field; a present but empty output goes to the metric, which scores it a miss
+        present = {f for f in needed if record.present(f)}
         for fields, field_set, fn, opts, append in plans:
             if not field_set <= present:
-                append(Score.missing(f"empty {', '.join(f for f in fields if f not in present)}"))
+                append(Score.missing(f"no {', '.join(f for f in fields if f not in present)}"))
                 continue
             append(_as_score(fn(*[getattr(record, f) for f in fields], **opts)))
     return out
 
 
 def dataset_value(spec: MetricSpec, records: list[Record]) -> float | None:
-    columns = [[getattr(r, f) if r.has(f) else None for r in records] for f in spec.fields]
+    columns = [[getattr(r, f) for r in records] for f in spec.fields]  # None where absent; empty stays empty
     return _as_score(spec.call(*columns)).value
 
 
