@@ -15,10 +15,12 @@ from .errors import RagexpError, Terminated
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def _app(cfg: DictConfig) -> float | None:
+    from .gate import floor_failures, read_gate
     from .runner import run
 
     _handle_sigterm()  # again here: joblib's worker processes run jobs without main()
     try:
+        max_drop, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
         summary = run(cfg)
     except RagexpError as exc:
         from .tracking.log import STOPPED
@@ -28,7 +30,27 @@ def _app(cfg: DictConfig) -> float | None:
         sys.exit(2)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, no traceback
         _interrupted(exc)
+    if max_drop:
+        print("ragexp: gate.max_drop needs two runs (python -m ragexp.compare); this run checks gate.min only",
+              file=sys.stderr)
+    failed = floor_failures(summary["metrics"], floors)
+    for line in failed:
+        print(line, file=sys.stderr)
+    if failed:
+        GATE_FAILED.extend(failed)
+        if not _in_multirun():
+            sys.exit(1)
     return summary.get("objective")
+
+
+#: the gate lines of the jobs run in this process; a multirun exits 1 at its end when any failed
+GATE_FAILED: list[str] = []
+
+
+def _in_multirun() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+
+    return HydraConfig.initialized() and str(HydraConfig.get().mode) == "RunMode.MULTIRUN"
 
 
 _SIGTERM: list[int] = []  # set once a SIGTERM arrived (the judge turns the interrupt into its own)
@@ -64,11 +86,16 @@ def _interrupted(exc: BaseException) -> None:
 
 
 def main() -> None:
+    from .gate import add_override_prefix
+
     _handle_sigterm()
+    sys.argv[1:] = add_override_prefix(sys.argv[1:])  # gate.min.<key>=v works without Hydra's ++
     try:
         _app()
     except KeyboardInterrupt as exc:  # raised outside a job (a launcher waiting for its workers)
         _interrupted(exc)
+    if GATE_FAILED:  # a multirun's jobs (basic launcher) that missed a floor
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -220,6 +220,7 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
                            "candidate": float(values_c[i, j])} for i in worst]
 
     return {
+        "not_compared": _dataset_level(baseline, candidate),
         "baseline": {"run_id": baseline.run_id, "name": baseline.name, "samples": len(b_index)},
         "candidate": {"run_id": candidate.run_id, "name": candidate.name, "samples": len(c_index)},
         "samples": {"matched": n, "only_in_baseline": len(b_index) - n, "only_in_candidate": len(c_index) - n,
@@ -232,6 +233,23 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
         "metrics": rows,
         "regressions": regressed,
     }
+
+
+_INTERVAL_SUFFIXES = ("/n", "/stderr", "/ci_low", "/ci_high")
+
+
+def _dataset_level(baseline: RunTable, candidate: RunTable) -> dict[str, dict[str, float]]:
+    """Dataset-level metrics both runs logged (one value per run, no per-sample values to pair)."""
+    from .metrics.base import load_all
+
+    registry = load_all()
+    out = {}
+    for key in baseline.metrics:
+        info = registry.get(key.split("/", 1)[0])
+        if info is not None and info.level == "dataset" and key in candidate.metrics \
+                and not key.endswith(_INTERVAL_SUFFIXES):
+            out[key] = {"baseline": baseline.metrics[key], "candidate": candidate.metrics[key]}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,33 +443,34 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
                   title_justify="left", caption_justify="left",
                   caption=(f"diff = candidate − baseline with its {level:g}% paired bootstrap CI "
                            f"({method['resamples']:,} resamples, seed {method['seed']}); p: sign-flip permutation, "
-                           f"exact McNemar for 0/1 metrics (test column), {method['adjustment']}; "
+                           f"† exact McNemar for 0/1 metrics, {method['adjustment']}; "
                            f"▲/▼ = significantly better/worse ({method['significant']}), direction-aware; "
                            f"better/tie/worse = samples; MDE = smallest difference these samples detect with "
                            f"80% power; over = samples ok in both runs"))
-    for name, justify in (("metric", "left"), ("baseline", "right"), ("candidate", "right"), ("diff", "right"),
-                          (f"{level:g}% CI", "right"), ("p (Holm)", "right"), ("test", "left"),
-                          ("better/tie/worse", "right"), ("MDE", "right"), ("over", "right"), ("", "left")):
-        table.add_column(name, justify=justify)
+    table.add_column("metric", no_wrap=True)
+    for name in ("baseline", "candidate", "diff", f"{level:g}% CI", "p (Holm)", "better/tie/worse", "MDE", "over"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
     notes = []
     for key, r in result["metrics"].items():
         arrow = "" if r.get("higher_is_better", True) else " ↓"
         label = f"{key}{arrow}" + ("" if r.get("direction_known", True) else " ?")
         if "p_value" not in r:
-            table.add_row(label, "", "", "", "", "", "", "", "", f"{r.get('n', 0)} / {s['matched']}",
+            table.add_row(label, "", "", "", "", "", "", "", f"{r.get('n', 0)} / {s['matched']}",
                           f"[dim]{r.get('note', '')}[/dim]")
             continue
         style = {"better": "green", "worse": "red"}.get(r["verdict"], "")
         mark = {"better": "▲ better", "worse": "▼ worse"}.get(r["verdict"], "")
         diff = f"{r['diff']:+.4f}"
+        p = _p(r["p_holm"]) + ("†" if r["test"] == "mcnemar" else " ")
         table.add_row(label, _f(r["mean_baseline"]), _f(r["mean_candidate"]),
                       f"[{style}]{diff}[/{style}]" if style else diff,
-                      f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]", _p(r["p_holm"]), r["test"],
+                      f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]", p,
                       f"{r['better']}/{r['ties']}/{r['worse']}", _f(r["mde"]), f"{r['n']} / {s['matched']}",
                       f"[{style}]{mark}[/{style}]" if style else "")
         if r["excluded_by"]:
             notes.append(f"{key}: left out " + ", ".join(f"{v} ({k})" for k, v in r["excluded_by"].items()))
-    console = Console(file=sys.stdout, width=max(120, Console().width))
+    console = Console(file=sys.stdout, width=max(140, Console().width))
     console.print(table)
     lines = [f"samples: {s['matched']} in both runs, {s['only_in_baseline']} only in the baseline, "
              f"{s['only_in_candidate']} only in the candidate (left out)"]
@@ -459,6 +478,10 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
         lines.append("↓ = lower is better")
     if any(not r.get("direction_known", True) for r in result["metrics"].values()):
         lines.append("? = not a registered metric: higher is taken as better")
+    whole = result.get("not_compared") or {}
+    if whole:
+        lines.append("not compared (one value per run, nothing to pair): " + ", ".join(
+            f"{k} {_f(v['baseline'])} → {_f(v['candidate'])}" for k, v in whole.items()))
     for line in lines + notes:
         console.print(f"[dim]{line}[/dim]", highlight=False, soft_wrap=True)
     key = focus_metric(result, focus)
