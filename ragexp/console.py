@@ -104,7 +104,8 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
                   caption=f"difference from the best: paired over sample ids, {level:g}% CI, p Holm-adjusted; "
                           f"'differs' when p < {1 - float(board.get('confidence', 0.95)):.2g}",
                   caption_justify="left")
-    table.add_column("run", overflow="fold")
+    widest = max((len(str(r.get("label") or r["run_name"])) for r in board["rows"]), default=3)
+    table.add_column("run", overflow="fold", min_width=min(widest, 40))
     for name in ("mean", f"{level:g}% CI", "n", "Δ vs best", "p (Holm)"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
@@ -113,10 +114,10 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
         if r.get("best"):
             verdict = "best"
         elif "differs" in r:
-            verdict = "[red]differs[/red]" if r["differs"] else "not distinguishable"
+            verdict = "[red]differs[/red]" if r["differs"] else "within noise"
         else:
             verdict = r.get("note", "")
         delta = f"{r['diff_vs_best']:+.4f}" if r.get("diff_vs_best") is not None else ""
         p = f"{r['p_holm']:.3g}" if r.get("p_holm") is not None else ""
-        table.add_row(str(r["run_name"]), _fmt(r.get("mean")), ci, _fmt(r.get("n")), delta, p, verdict)
+        table.add_row(str(r.get("label") or r["run_name"]), _fmt(r.get("mean")), ci, _fmt(r.get("n")), delta, p, verdict)
     Console(file=sys.stdout, width=max(100, Console().width)).print(table)

@@ -60,24 +60,24 @@ def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
     if best is not None:
         ax.axvline(best["mean"], color="tab:blue", linestyle="--", linewidth=0.9, alpha=0.6)
     ax.set_yticks(ys)
-    ax.set_yticklabels([_short_label(r["run_name"]) for r in rows], fontsize=9)
+    ax.set_yticklabels([_short_label(r.get("label") or r["run_name"]) for r in rows], fontsize=9)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     # annotations in a text column right of the axes
     for y, r in zip(ys, rows):
-        text = f"{r['mean']:.4g}"
+        text = _num(r["mean"])
         if r.get("ci_low") is not None:
-            text += f" [{r['ci_low']:.4g}, {r['ci_high']:.4g}]"
+            text += f" [{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
         text += f"  n={r.get('n')}"
         if r.get("best"):
             text += "  best"
         elif r.get("p_holm") is not None:
-            text += f"  p={r['p_holm']:.2g}" + (" differs" if r.get("differs") else "")
+            text += f"  p={r['p_holm']:.2g}" + (" differs" if r.get("differs") else " within noise")
         ax.annotate(text, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=8.5,
                     color="0.2")
     direction = "higher is better" if board.get("higher_is_better", True) else "lower is better"
     ax.set_xlabel(f"{board['metric']}: mean and {level:g}% CI ({direction})")
     ax.set_title(f"Sweep leaderboard on {board['metric']} — red: differs from the best "
-                 f"(paired, Holm-adjusted), grey: not distinguishable", fontsize=10, loc="left")
+                 f"(paired, Holm-adjusted), grey: within noise", fontsize=10, loc="left")
     ax.grid(axis="x", alpha=0.3)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
@@ -145,3 +145,7 @@ def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Pat
                  fontsize=9.5)
     fig.tight_layout()
     return save_png(fig, path)
+
+
+def _num(value: float) -> str:
+    return f"{value:.4f}" if abs(value) < 10 else f"{value:.4g}"

@@ -166,9 +166,19 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
         board = rank(entries, metric=metric, higher=higher_is_better(metric),
                      resamples=int(stats.get("resamples", 10_000)), confidence=float(stats.get("confidence", 0.95)),
                      seed=int(stats.get("seed", 0)))
+        _add_labels(board["rows"])
         retrying(client.log_dict, parent_run_id, board, LEADERBOARD_FILE)
         if any(r.get("mean") is not None for r in board["rows"]):
             png = forest_plot(board, tmp / PLOT_FILE)
             retrying(client.log_artifact, parent_run_id, str(png))
     print_leaderboard(board)
     return board
+
+
+def _add_labels(rows: list[dict[str, Any]]) -> None:
+    """A short ``label`` per row: the run name's overrides that not every child shares
+    (``dataset.system=weak,stats.primary=mrr`` → ``dataset.system=weak``)."""
+    parts = [str(r["run_name"]).split(",") for r in rows]
+    shared = set.intersection(*(set(p) for p in parts)) if len(parts) > 1 else set()
+    for r, p in zip(rows, parts):
+        r["label"] = ",".join(x for x in p if x not in shared) or str(r["run_name"])
