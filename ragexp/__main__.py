@@ -7,10 +7,20 @@ import signal
 import sys
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from .confdir import conf_dir
 from .errors import RagexpError, Terminated
+
+
+def _launch_id() -> str:
+    from .tracking.log import launch_id
+
+    return launch_id()
+
+
+# ${ragexp_launch_id:} in conf/config.yaml's output folders: unique per launch, the same in joblib's workers
+OmegaConf.register_new_resolver("ragexp_launch_id", _launch_id, replace=True)
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
@@ -86,6 +96,9 @@ def _interrupted(exc: BaseException) -> None:
 
 
 def main() -> None:
+    from .tracking.log import LAUNCH_ENV, new_launch_id
+
+    os.environ[LAUNCH_ENV] = new_launch_id()  # this launch's own, never one inherited from a parent ragexp
     from .gate import add_override_prefix
 
     _handle_sigterm()

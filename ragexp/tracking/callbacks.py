@@ -20,7 +20,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from .log import PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason
+from .log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason,
+                  launch_id)
 from .store import FAILURE_TAG, bounded_http, check_store, open_client, owner_tags, resolve_uri, retrying
 
 
@@ -40,7 +41,7 @@ class ParentRunCallback(Callback):
         sweep_dir = Path(str(config.hydra.sweep.dir))
         overrides = list(config.hydra.overrides.task)
         tags = {"ragexp.version": __version__, "ragexp.sweep": " ".join(overrides), "ragexp.role": "parent",
-                **owner_tags()}
+                LAUNCH_TAG: launch_id(), **owner_tags()}
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit
@@ -48,7 +49,8 @@ class ParentRunCallback(Callback):
         run = retrying(client.create_run, exp_id, run_name=name, tags=tags)
         self.run_id = run.info.run_id
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": self.run_id, "tracking_uri": self.uri}))
+        (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": self.run_id, "tracking_uri": self.uri,
+                                                         "launch_id": launch_id()}))
         os.environ[PARENT_ENV] = self.run_id
         os.environ[PARENT_URI_ENV] = self.uri
         atexit.register(self._close_if_open)

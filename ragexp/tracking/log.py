@@ -28,6 +28,25 @@ from .store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or
 PARENT_ENV = "RAGEXP_PARENT_RUN_ID"
 PARENT_URI_ENV = "RAGEXP_PARENT_TRACKING_URI"  # the store the sweep's parent run is in
 PARENT_FILE = "mlflow_parent_run.json"
+#: A short id unique to one launch of ``python -m ragexp`` (set by ``main``; joblib's workers inherit
+#: it): part of the sweep folder's name, and the key the parent lookup checks.
+LAUNCH_ENV = "RAGEXP_LAUNCH_ID"
+LAUNCH_TAG = "ragexp.launch_id"
+
+
+def new_launch_id() -> str:
+    """A fresh id for one launch: 6 hex digits, so two launches in the same second never share a folder."""
+    import uuid
+
+    return uuid.uuid4().hex[:6]
+
+
+def launch_id() -> str:
+    """This launch's id (made once and kept in the environment, so worker processes see the same)."""
+    value = os.environ.get(LAUNCH_ENV)
+    if not value:
+        value = os.environ[LAUNCH_ENV] = new_launch_id()
+    return value
 
 
 def git_commit(path: Path | None = None) -> str | None:
@@ -43,12 +62,24 @@ def git_commit(path: Path | None = None) -> str | None:
 
 
 def find_parent_run(sweep_dir: str | None) -> str | None:
-    """The parent run id a multirun's callback left (environment first, then the sweep folder)."""
+    """The parent run this launch's multirun callback opened.
+
+    The environment first: ``on_multirun_start`` sets it in the launching process before any job,
+    and joblib's workers inherit it. Then the sweep folder's file, but only when it was written by
+    this same launch (its launch id), never another sweep's parent that happens to share the folder.
+    """
+    parent = os.environ.get(PARENT_ENV)
+    if parent:
+        return parent
     if sweep_dir:
         f = Path(sweep_dir) / PARENT_FILE
-        if f.exists():
-            return json.loads(f.read_text())["run_id"]
-    return os.environ.get(PARENT_ENV) or None
+        try:
+            saved = json.loads(f.read_text())
+        except (OSError, ValueError):
+            return None
+        if saved.get("launch_id") and saved.get("launch_id") == os.environ.get(LAUNCH_ENV):
+            return saved.get("run_id")
+    return None
 
 
 def _finite(value: float | None) -> bool:
