@@ -181,8 +181,8 @@ def test_failed_samples_are_asked_again_next_run_but_answers_are_not(server, mak
     server.reset()
     scores, usage = make_judge(s).score(records, s)
     assert [sc.status for sc in scores["retrieval_precision"]] == ["ok", "api_error", "parse_error"]
-    assert usage["judge/cache_hits"] == 1 + 2  # the ok answer, and both unreadable replies (same request → same reply)
-    assert server.calls == 3  # only the 500s are tried again
+    assert usage["judge/cache_hits"] == 1  # the ok answer only: an unreadable reply is never cached
+    assert server.calls == 3 + 2  # the 500s are tried again (3 attempts), and the prose one is asked and re-asked
 
 
 def test_concurrency_really_overlaps_and_is_bounded(server, make_judge):

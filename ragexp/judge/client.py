@@ -23,7 +23,7 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import ConfigError, CredentialsError
 from .cache import JudgeCache, cache_key
@@ -40,6 +40,37 @@ class CallFailed(Exception):
     def __init__(self, status: str, message: str):
         super().__init__(message)
         self.status = status
+
+
+class JudgeUnreachable(ConfigError):
+    """Connections to the judge's server failed again and again: nothing is listening there."""
+
+
+#: Consecutive failed connections (refused, unknown host), over at least :data:`UNREACHABLE_SPAN` back-offs,
+#: after which the judge counts as unreachable and the run stops with one line.
+UNREACHABLE_AFTER = 8
+UNREACHABLE_SPAN = 2
+
+
+def connection_failed(exc: BaseException) -> bool:
+    """True when ``exc`` (or what caused it) is a failed connection: refused, host unknown, no route.
+
+    litellm reports a closed port as a 500 (``InternalServerError``) whose cause chain holds
+    ``httpx.ConnectError`` / aiohttp's ``ClientConnectorError`` / ``ConnectionRefusedError``.
+    """
+    import socket
+
+    if getattr(exc, "connection", False):  # a RemoteFailure: the worker process looked at the chain
+        return True
+    seen: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and not any(e is s for s in seen):
+        seen.append(e)
+        if isinstance(e, (ConnectionRefusedError, socket.gaierror)) or type(e).__name__ in (
+                "ConnectError", "ClientConnectorError", "ClientConnectorDNSError"):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 class BudgetStop(Exception):
@@ -281,6 +312,8 @@ class JudgeClient:
         self.sem = asyncio.Semaphore(settings.max_concurrency)
         self.rng = rng or random.Random()
         self.fatal: Exception | None = None  # a rejected key or unknown model: no further request is sent
+        self.refused = 0  # consecutive failed connections, across requests (reset by any reply)
+        self.refused_since = 0.0  # when that streak began (time.monotonic())
         self._litellm = _quiet_litellm()
 
     def key(self, messages: list[dict[str, str]], prompt: str) -> str:
@@ -305,12 +338,36 @@ class JudgeClient:
             delay = max(retry_after * (1 + self.rng.uniform(0, 0.1)), min(delay, retry_after + cap / 2))
         return delay
 
-    async def complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None) -> Completion:
-        """The reply to ``messages`` (``key``: their :meth:`key`, when the caller has it already)."""
+    def remember(self, key: str, reply: Completion) -> None:
+        """Cache ``reply`` under ``key`` (a reply that parsed: never an unreadable one)."""
+        if self.cache is not None:
+            self.cache.put(key, model=self.s.model, text=reply.text, finish_reason=reply.finish_reason,
+                           tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, cost_usd=reply.cost_usd)
+
+    def _unreachable(self, exc: BaseException) -> None:
+        """Count a failed connection; after a short run of them (no reply between) stop every request."""
+        now = time.monotonic()
+        if self.refused == 0:
+            self.refused_since = now
+        self.refused += 1
+        if self.refused >= UNREACHABLE_AFTER and now - self.refused_since >= UNREACHABLE_SPAN * self.s.backoff_s:
+            where = self.s.api_base or f"the {litellm_provider(self.s.model) or 'provider'} API"
+            self.fatal = self.fatal or JudgeUnreachable(
+                f"judge '{self.s.name}' cannot be reached at {where}: {self.refused} connections in a row failed "
+                f"over {now - self.refused_since:.1f} s ({_short(exc, 160)}); start the server or fix judge.api_base")
+
+    async def complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None,
+                       check: Callable[[str], Any] | None = None) -> Completion:
+        """The reply to ``messages`` (``key``: their :meth:`key`, when the caller has it already).
+
+        ``check(text)`` raises on a reply that cannot be used (it does not parse): such a reply is
+        returned but never cached, and a cached one is ignored (asked again). Without ``check``
+        nothing is cached: the caller does it with :meth:`remember` once the reply has parsed.
+        """
         key = key or self.key(messages, prompt)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and _usable(check, hit["text"]):
                 self.usage.cache_hits += 1
                 return Completion(hit["text"], hit["finish_reason"], hit["tokens_in"], hit["tokens_out"], 0.0, True)
         kwargs: dict[str, Any] = dict(
@@ -358,6 +415,12 @@ class JudgeClient:
                 except (CredentialsError, ConfigError) as fatal:
                     self.fatal = self.fatal or fatal
                     raise self.fatal from None
+                if connection_failed(exc):
+                    self._unreachable(exc)
+                    if self.fatal is not None:
+                        raise self.fatal from None
+                else:
+                    self.refused = 0
                 last = _short(exc)
                 wait_hint = _retry_after(exc)
                 if status == "rate_limited" and wait_hint is not None:
@@ -369,14 +432,25 @@ class JudgeClient:
                 log.debug("judge request failed (%s); retry %d in %.2f s", last, attempt + 1, delay)
                 await asyncio.sleep(delay)
                 continue
+            self.refused = 0
             cost = self.prices.cost(t_in, t_out)
             self.budget.settle(worst, cost)
             self.usage.answered += 1
             self.usage.tokens_in += t_in
             self.usage.tokens_out += t_out
             self.usage.cost_usd += cost
-            if self.cache is not None:
-                self.cache.put(key, model=self.s.model, text=text, finish_reason=finish, tokens_in=t_in,
-                               tokens_out=t_out, cost_usd=cost)
-            return Completion(text, finish, t_in, t_out, cost, False)
+            reply = Completion(text, finish, t_in, t_out, cost, False)
+            if check is not None and _usable(check, text):
+                self.remember(key, reply)
+            return reply
         raise CallFailed("api_error", last)  # pragma: no cover - the loop always returns or raises
+
+
+def _usable(check: Callable[[str], Any] | None, text: str) -> bool:
+    if check is None:
+        return True
+    try:
+        check(text)
+    except ValueError:  # ParseError
+        return False
+    return True

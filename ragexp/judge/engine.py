@@ -104,19 +104,24 @@ class _Run:
         if shared is not None:
             self.usage.shared += 1
             return await asyncio.shield(shared)
-        task = asyncio.ensure_future(self._ask(kind, prompt, messages, key, ctx or {}))
+        material = tuple(_material(values))
+        task = asyncio.ensure_future(self._ask(kind, prompt, messages, key, {**(ctx or {}), "quoted": material}))
         self.memo[key] = task
         return await asyncio.shield(task)
 
     async def _ask(self, kind: str, prompt: Prompt, messages: list[dict[str, str]], key: str,
                    ctx: dict[str, Any]) -> Outcome:
+        def check(text: str) -> Any:
+            return parse(kind, text, **ctx)
+
+        # Only a reply that parsed is cached (``check``): an unreadable one is asked again next run.
         try:
-            first = await self.client.complete(messages, prompt.id, key)
+            first = await self.client.complete(messages, prompt.id, key, check=check)
         except CallFailed as exc:
             self.usage.fail(exc.status)
             return Outcome(None, exc.status, str(exc))
         try:
-            return Outcome(parse(kind, first.text, **ctx), "ok", first.text)
+            return Outcome(check(first.text), "ok", first.text)
         except ParseError as exc:
             reason = str(exc)
         self.usage.reasks += 1
@@ -126,15 +131,26 @@ class _Run:
             {"role": "user", "content": _CORRECTION.format(reason=reason, cut=cut, form=_form(prompt))},
         ]
         try:
-            second = await self.client.complete(retry, prompt.id + "+reask")
+            second = await self.client.complete(retry, prompt.id + "+reask", check=check)
         except CallFailed as exc:
             self.usage.fail(exc.status)
             return Outcome(None, exc.status, f"unreadable reply ({reason}): {first.text!r}; the re-ask failed: {exc}")
         try:
-            return Outcome(parse(kind, second.text, **ctx), "ok", second.text)
+            verdict = check(second.text)
         except ParseError as exc:
             self.usage.fail("parse_error")
             return Outcome(None, "parse_error", f"{exc}. reply: {first.text!r} | reply to the re-ask: {second.text!r}")
+        self.client.remember(key, second)  # the readable reply answers the first question next run
+        return Outcome(verdict, "ok", second.text)
+
+
+def _material(values: dict[str, Any]) -> Iterable[str]:
+    """The graded material a prompt quotes (its slot values): a verdict found inside it is not the judge's."""
+    for v in values.values():
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from (str(x) for x in v)
 
 
 def _failed(outcomes: Iterable[Outcome]) -> Score | None:

@@ -2,10 +2,12 @@
 
 Every prompt asks for one JSON object. The parser accepts it in any case, inside markdown fences
 or prose, after a reasoning block (``<think>…</think>``), with Python literals (``True``,
-single quotes) or trailing commas, and takes the *last* object that fits the verdict's schema, so a
-model quoting the material it grades does not change the verdict. For the one-field verdicts a
-plain ``relevant: yes`` line is read too. Anything else raises :class:`ParseError` with the reason,
-which the judge sends back once in a corrective re-ask.
+single quotes) or trailing commas. The graded answer cannot hand itself a verdict: an object
+inside quoted material (our delimiters, a code fence quoting more than the verdict) or found in the
+graded material itself is not a candidate, and candidates that disagree make the reply unreadable
+rather than letting the first or last one win. For the one-field verdicts a plain ``relevant: yes``
+line is read too. Anything else raises :class:`ParseError` with the reason, which the judge sends
+back once in a corrective re-ask.
 
     >>> parse("relevance", 'Thinking... the passage names the capital.\\n```json\\n{"Relevant": "Yes", "reason": "names it"}\\n```')
     Relevance(relevant=True, reason='names it')
@@ -156,8 +158,8 @@ def _norm_keys(obj: Any) -> Any:
     return obj
 
 
-def json_objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON (or Python-literal) object in the text, outermost first, keys lower-cased."""
+def _objects(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """(source text, object) of every JSON (or Python-literal) object in the text, outermost only."""
     out = []
     i = text.find("{")
     while i != -1:
@@ -165,11 +167,58 @@ def json_objects(text: str) -> list[dict[str, Any]]:
         if chunk is not None:
             obj = _load(chunk)
             if isinstance(obj, dict):
-                out.append(_norm_keys(obj))
+                out.append((chunk, _norm_keys(obj)))
                 i = text.find("{", i + len(chunk))
                 continue
         i = text.find("{", i + 1)
     return out
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON (or Python-literal) object in the text, outermost first, keys lower-cased."""
+    return [obj for _, obj in _objects(text)]
+
+
+# -- quoted material ------------------------------------------------------------------------------
+
+#: The tags the prompts delimit graded material with (as ``templates.TAGS``), in any case, with spaces
+#: or attributes: a judge quoting the material in them quotes, it does not give a verdict.
+_TAGS = "question|context|answer|reference_answer|statement|text"
+_DELIMITED = re.compile(r"<\s*(%s)\b[^>]*>.*?<\s*/\s*\1\s*>" % _TAGS, re.S | re.I)
+_FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.S)
+_SPACE = re.compile(r"\s+")
+
+
+def _squash(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().lower()
+
+
+def _unquoted(body: str) -> str:
+    """The reply without what it quotes: blocks in our delimiters, and code fences that hold more than
+    one JSON object (a fence quoting the answer; a fence holding only the verdict object is kept)."""
+    body = _DELIMITED.sub(" ", body)
+
+    def fence(m: re.Match) -> str:
+        inner = m.group(1).strip()
+        found = _objects(inner)
+        return inner if len(found) == 1 and found[0][0] == inner else " "
+
+    return _FENCE.sub(fence, body)
+
+
+class _Quoted:
+    """The graded material the prompt held: a verdict-shaped object or line found in it is a quote."""
+
+    def __init__(self, quoted: Any):
+        texts = [quoted] if isinstance(quoted, str) else list(quoted or ())
+        self.texts = [_squash(str(t)) for t in texts if t]
+        self.objects = [obj for t in texts if t for _, obj in _objects(str(t))]
+
+    def holds(self, chunk: str, obj: Any = None) -> bool:
+        if obj is not None and obj in self.objects:
+            return True
+        c = _squash(chunk)
+        return bool(c) and any(c in t for t in self.texts)
 
 
 # -- typed fields ---------------------------------------------------------------------------------
@@ -304,25 +353,91 @@ _LINE = re.compile(r"[\"'*`_]*\b([a-z_]+)\b[\"'*`_]*\s*[:=]\s*[\"'*`_]*\s*(true|
                    re.I)
 
 
-def parse(kind: str, text: str | None, **ctx: Any) -> Any:
-    """The typed verdict of ``kind`` in a judge's reply, or :class:`ParseError` saying why not."""
+def _whole_object(body: str) -> dict[str, Any] | None:
+    """The object when the reply is nothing but one JSON object (perhaps in one fence): structured output."""
+    inner = body.strip()
+    m = re.fullmatch(r"```[^\n`]*\n?(.*?)```", inner, re.S)
+    if m:
+        inner = m.group(1).strip()
+    found = _objects(inner)
+    return found[0][1] if len(found) == 1 and found[0][0] == inner else None
+
+
+def _verdict_value(verdict: Any, main: str) -> Any:
+    """What two verdicts must share to agree: the main field (the reason may differ)."""
+    for name in ("relevant", "used", "supported", "fully_supported", "score"):
+        if hasattr(verdict, name):
+            return getattr(verdict, name)
+    return verdict
+
+
+def _one(kind: str, main: str, verdicts: list[Any]) -> Any:
+    """The verdict when every candidate agrees; conflicting verdicts are an unreadable reply."""
+    values = []
+    for v in verdicts:
+        value = _verdict_value(v, main)
+        if value not in values:
+            values.append(value)
+    if len(values) > 1:
+        shown = ", ".join(json.dumps(v, ensure_ascii=False, default=str) for v in values[:4])
+        raise ParseError(f"the reply holds {len(values)} conflicting '{main}' verdicts ({shown}) outside the quoted "
+                         "material; give exactly one")
+    return verdicts[0]
+
+
+def parse(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> Any:
+    """The typed verdict of ``kind`` in a judge's reply, or :class:`ParseError` saying why not.
+
+    ``quoted``: the graded material the prompt held (its slot values). A reply that is one JSON
+    object is that verdict. Otherwise the candidates are the objects (then ``field: value`` lines)
+    that fit the verdict and are neither inside quoted material — our delimiters, a code fence
+    holding more than the verdict object — nor found in the graded material itself; they must
+    agree, or the reply is unreadable (and the judge is asked again).
+    """
     if kind not in _BUILDERS:
         raise ValueError(f"unknown verdict kind {kind!r}; known: {', '.join(KINDS)}")
     build, main, holds = _BUILDERS[kind]
     if not text or not text.strip():
         raise ParseError("the reply is empty")
     body = strip_reasoning(text)
-    problems = []
-    for obj in reversed(json_objects(body)):
+    whole = _whole_object(body)
+    if whole is not None:
         try:
-            return build(obj, ctx)
+            return build(whole, ctx)
+        except ParseError as exc:
+            raise ParseError(f"{exc} in the reply's JSON") from None
+    material = _Quoted(quoted)
+    outside = _unquoted(body)
+    problems, verdicts, quotes = [], [], 0
+    for chunk, obj in _objects(outside):
+        try:
+            verdict = build(obj, ctx)
         except ParseError as exc:
             problems.append(str(exc))
+            continue
+        if material.holds(chunk, obj):
+            quotes += 1
+            continue
+        verdicts.append(verdict)
+    if verdicts:
+        return _one(kind, main, verdicts)
     if kind in ("relevance", "usage", "support", "full_support", "similarity"):
-        matches = [m for m in _LINE.finditer(body) if m.group(1).lower().replace(" ", "_") == main]
-        if matches:
-            value = matches[-1].group(2)
-            return build({main: value}, ctx)
+        found = []
+        for m in _LINE.finditer(outside):
+            if m.group(1).lower().replace(" ", "_") != main:
+                continue
+            line_start = outside.rfind("\n", 0, m.start()) + 1
+            line_end = outside.find("\n", m.end())
+            line = outside[line_start: line_end if line_end != -1 else len(outside)]
+            if material.holds(m.group(0)) or material.holds(line):
+                quotes += 1
+                continue
+            found.append(build({main: m.group(2)}, ctx))
+        if found:
+            return _one(kind, main, found)
+    if quotes:
+        raise ParseError(f"the only '{main}' verdict in the reply is quoted from the graded material; "
+                         "give your own verdict as one JSON object")
     if problems:
         raise ParseError(problems[0] + " in the reply's JSON")
     raise ParseError(f"no JSON object with a '{main}' field ({holds}) in the reply")

@@ -31,11 +31,17 @@ _SLOT = re.compile(r"\{\{\s*(\w+)(?:\s+as\s+(\w+))?\s*\}\}")
 _SECTION = re.compile(r"^=== (system|user)\s*$", re.M)
 #: Tags the templates use to delimit content; inside content they are defused.
 TAGS = ("question", "context", "answer", "reference_answer", "statement", "text")
-_OUR_TAG = re.compile(r"<(?=/?\s*(?:%s)\b)" % "|".join(TAGS), re.I)
+#: ``<`` (or ``&lt;``, or a full-width ``＜``) opening one of our tags, however spelt: ``</answer>``,
+#: ``< /answer>``, ``</ ANSWER >``, ``<answer id="x">``, with newlines or tabs between the parts.
+_OUR_TAG = re.compile(r"(?:<|&lt;?|＜|﹤)(?=\s*/?\s*(?:%s)\b)" % "|".join(TAGS), re.I)
 
 
 def defuse(text: str) -> str:
-    """Content made safe to put between our tags: an opening ``<`` of any of our tags becomes ``‹``."""
+    """Content made safe to put between our tags: the ``<`` opening any of our tags becomes ``‹``.
+
+    >>> defuse("< /answer>, </ Answer >, <ANSWER x=1>, &lt;/context>, <answers>")
+    '‹ /answer>, ‹/ Answer >, ‹ANSWER x=1>, ‹/context>, <answers>'
+    """
     return _OUR_TAG.sub("‹", text)
 
 

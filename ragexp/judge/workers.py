@@ -28,11 +28,13 @@ _HEADER = struct.Struct("!I")
 
 
 class RemoteFailure(Exception):
-    """A failed request, as classified in the worker: ``status``, ``retryable``, ``retry_after``."""
+    """A failed request, as classified in the worker: ``status``, ``retryable``, ``retry_after``, and
+    ``connection`` (the connection itself failed: nothing listening, unknown host)."""
 
-    def __init__(self, status: str, retryable: bool, retry_after: float | None, text: str):
+    def __init__(self, status: str, retryable: bool, retry_after: float | None, text: str, connection: bool = False):
         super().__init__(text)
         self.status, self.retryable, self.retry_after = status, retryable, retry_after
+        self.connection = connection
 
 
 def _frame(obj: Any) -> bytes:
@@ -142,7 +144,7 @@ async def pool(n: int) -> WorkerPool:
 
 async def _serve() -> None:
     from ..errors import ConfigError, CredentialsError
-    from .client import _quiet_litellm, _retry_after, _short, acompletion, classify
+    from .client import _quiet_litellm, _retry_after, _short, acompletion, classify, connection_failed
     from .loop import InlineSetupExecutor
 
     out = os.fdopen(os.dup(1), "wb")
@@ -165,7 +167,7 @@ async def _serve() -> None:
         except Exception as exc:  # noqa: BLE001 - every failure is classified and sent back
             try:
                 status, retryable = classify(exc)
-                send((rid, ("err", status, retryable, _retry_after(exc), _short(exc))))
+                send((rid, ("err", status, retryable, _retry_after(exc), _short(exc), connection_failed(exc))))
             except (CredentialsError, ConfigError) as fatal:
                 send((rid, ("fatal", type(fatal).__name__, str(fatal))))
 
