@@ -48,8 +48,13 @@ class Record:
     timings: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def present(self, name: str) -> bool:
+        """True when the field is there (not ``None``), even empty: an empty ``contexts`` or
+        ``answer`` is an output of the system under test and is scored as a miss."""
+        return getattr(self, name, None) is not None
+
     def has(self, name: str) -> bool:
-        """True when the field holds a value (an empty list or string counts as absent)."""
+        """True when the field holds something (not ``None``, and not an empty list, string or mapping)."""
         value = getattr(self, name, None)
         if value is None:
             return False
@@ -167,11 +172,11 @@ def check_records(records: list[Record], *, path: str) -> list[Record]:
 
 
 def present_fields(records: Iterable[Record]) -> list[str]:
-    """Canonical fields that at least one record holds."""
+    """Canonical fields that at least one record has (an empty list or answer counts: it is there)."""
     have = set()
     for r in records:
         for f in FIELDS:
-            if f not in have and r.has(f):
+            if f not in have and r.present(f):
                 have.add(f)
     return [f for f in FIELDS if f in have]
 

@@ -38,7 +38,8 @@ def test_exact_match_and_token_f1_follow_squad():
     assert answer_token_f1("the Beatles band", ["Beatles", "a band of four"]) == max(
         2 * (1 / 2 * 1) / (1 / 2 + 1), 2 * (1 / 2 * 1 / 3) / (1 / 2 + 1 / 3))
     assert squad_f1("the", "a") == 1.0 and squad_f1("the", "cat") == 0.0   # SQuAD v2's no-token rule
-    assert exact_match("x", []).status == "missing_field"
+    assert exact_match("x", []).status == "undefined"     # an empty ground truth
+    assert exact_match("", ["x"]) == 0.0                    # an empty answer is a wrong answer
 
 
 def _squad_answers(data_dir, n):

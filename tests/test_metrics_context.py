@@ -65,10 +65,10 @@ def test_cut_off_k_scores_the_first_k_passages():
         context_recall(contexts, gt, matcher=m, k=0)
 
 
-def test_nothing_to_compare_is_missing_not_zero():
+def test_nothing_retrieved_is_zero_and_no_ground_truth_undefined():
     m = build_matcher("exact_sentence")
-    assert context_precision(["  "], ["a."], matcher=m).status == "missing_field"
-    assert context_recall(["a."], ["   "], matcher=m).status == "missing_field"
+    assert context_precision(["  "], ["a."], matcher=m) == 0.0      # a blank passage retrieves nothing: a miss
+    assert context_recall(["a."], ["   "], matcher=m).status == "undefined"
 
 
 def test_matcher_and_k_variants_from_the_config(compose):

@@ -42,8 +42,9 @@ def test_repeated_ids_count_once():
     assert ndcg(["a", "a"], ["a"], k=2) == 1.0
 
 
-def test_no_relevant_item_is_missing_not_zero():
-    assert mrr(["a"], [], k=10).status == "missing_field"
+def test_no_relevant_item_is_undefined_not_zero():
+    assert mrr(["a"], [], k=10).status == "undefined"
+    assert mrr([], ["a"], k=10) == 0.0   # nothing retrieved: a miss
 
 
 def test_matcher_relevance_counts_each_ground_truth_context_once():

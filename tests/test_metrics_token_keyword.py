@@ -33,8 +33,10 @@ def test_autorag_vectors_against_ground_truth_passages():
         assert round(value, 6) == 0.383333
 
 
-def test_empty_string_is_missing_field():
-    assert token_f1(["passage", ""], ["truth"]).status == "missing_field"
+def test_empty_passage_is_a_miss_and_empty_truth_undefined():
+    # an empty passage is an output that shares nothing (0, counted); an empty ground truth has no value
+    assert token_f1(["truth", ""], ["truth"]) == (1 + 0) / 2
+    assert token_f1(["passage"], [""]).status == "undefined"
 
 
 LABELS = [True, True, True, False, False]

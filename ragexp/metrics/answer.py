@@ -7,6 +7,10 @@
   unless ``use_stemmer``), max over references — the same floats as
   ``RougeScorer([...]).score_multi(references, answer)``, computed by :mod:`ragexp.matchers.rouge`.
 
+An empty answer against non-empty references is a wrong answer: 0 on every metric here. Blank
+references are left out; when none remains (an empty ground truth) the value is undefined
+(status ``undefined``); an absent answer or reference list is ``missing_field``.
+
 AutoRAG's test vectors:
 
     >>> DOG = dict(answer="The dog bit the man.",
@@ -30,10 +34,10 @@ from ..text import squad_normalize, squad_tokens
 from .base import Score, register
 
 
-def _no_reference(reference_answers: list[str]) -> Score | None:
-    if not reference_answers:
-        return Score.missing("no reference answer")
-    return None
+def _references(reference_answers: list[str]) -> list[str] | Score:
+    """The non-blank references, or an ``undefined`` Score when there is none."""
+    refs = [r for r in reference_answers if r.strip()]
+    return refs if refs else Score.undefined("no reference answer (empty ground truth)")
 
 
 @register()
@@ -44,11 +48,11 @@ def exact_match(answer: str, reference_answers: list[str]) -> float | Score:
     >>> exact_match("The Eiffel tower!", ["eiffel Tower", "Tour Eiffel"])
     1.0
     """
-    missing = _no_reference(reference_answers)
-    if missing:
-        return missing
+    refs = _references(reference_answers)
+    if isinstance(refs, Score):
+        return refs
     norm = squad_normalize(answer)
-    return 1.0 if any(norm == squad_normalize(r) for r in reference_answers) else 0.0
+    return 1.0 if any(norm == squad_normalize(r) for r in refs) else 0.0
 
 
 def squad_f1(prediction: str, reference: str) -> float:
@@ -77,10 +81,10 @@ def answer_token_f1(answer: str, reference_answers: list[str]) -> float | Score:
     >>> answer_token_f1("in Paris, France", ["Paris", "Lyon"]) == 2 * (1/3 * 1) / (1/3 + 1)
     True
     """
-    missing = _no_reference(reference_answers)
-    if missing:
-        return missing
-    return max(squad_f1(answer, r) for r in reference_answers)
+    refs = _references(reference_answers)
+    if isinstance(refs, Score):
+        return refs
+    return max(squad_f1(answer, r) for r in refs)
 
 
 @lru_cache(maxsize=16)
@@ -105,20 +109,22 @@ def bleu(answer: str, reference_answers: list[str], *, lowercase: bool = False, 
     >>> round(bleu("Same text here.", ["Same text here."]), 9)
     100.0
     """
-    missing = _no_reference(reference_answers)
-    if missing:
-        return missing
+    refs = _references(reference_answers)
+    if isinstance(refs, Score):
+        return refs
+    if not answer.strip():
+        return 0.0  # an empty answer: no n-gram matches (sacrebleu says 0.0 too)
     scorer = _bleu(bool(lowercase), tokenize, smooth_method, smooth_value)
-    return float(scorer.sentence_score(answer, list(reference_answers)).score)
+    return float(scorer.sentence_score(answer, refs).score)
 
 
 def _best(answer: str, reference_answers: list[str], n: int | None, use_stemmer: bool) -> float | Score:
-    missing = _no_reference(reference_answers)
-    if missing:
-        return missing
+    refs = _references(reference_answers)
+    if isinstance(refs, Score):
+        return refs
     if n is None:
-        return max(rouge_l(r, answer, use_stemmer)[2] for r in reference_answers)
-    return max(rouge_n(r, answer, n, use_stemmer)[2] for r in reference_answers)
+        return max(rouge_l(r, answer, use_stemmer)[2] for r in refs)
+    return max(rouge_n(r, answer, n, use_stemmer)[2] for r in refs)
 
 
 @register()

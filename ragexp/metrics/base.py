@@ -22,7 +22,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-STATUSES = ("ok", "missing_field", "parse_error", "timeout", "rate_limited", "api_error")
+#: ``missing_field``: the record lacks (``None``) a field the metric reads; ``undefined``: the fields
+#: are there but the definition has no value for them (an empty ground truth, a reference without
+#: a keyword). An empty *output* of the system under test is neither: it scores as a miss.
+STATUSES = ("ok", "missing_field", "undefined", "parse_error", "timeout", "rate_limited", "api_error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +38,13 @@ class Score:
 
     @classmethod
     def missing(cls, what: str) -> "Score":
+        """The record lacks a field the metric reads (absent or null)."""
         return cls(None, "missing_field", what)
+
+    @classmethod
+    def undefined(cls, what: str) -> "Score":
+        """The fields are there, but the definition gives no value (an empty ground truth)."""
+        return cls(None, "undefined", what)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,13 @@ themselves for a chunk matcher, their sentences for a sentence matcher — and a
 
 ``k`` keeps only the first k retrieved passages (``k: [1, 3]`` logs ``context_recall/k1`` …);
 ``matcher`` picks the matcher (``null``: the run's ``matcher`` group; a list logs one variant
-each, ``context_recall/rouge_chunk`` …). A record without any retrieved component (precision)
-or ground-truth component (recall) has no value (status ``missing_field``).
+each, ``context_recall/rouge_chunk`` …).
+
+Nothing retrieved is a miss: a record whose retrieved list is empty (or holds only blank
+passages, so no component) scores 0 on precision, recall and F1 — precision's 0/0 is taken as
+0, as trec_eval's P@k for a query without results, so a retriever that returns nothing never
+looks more precise than one that tries. Only an empty ground truth (no ground-truth component)
+leaves all three undefined (status ``undefined``).
 
 The seed's example, with ``rouge_chunk`` (ROUGE-L recall > 0.7): the first passage holds the
 whole ground truth, the second does not.
@@ -49,13 +54,15 @@ def _matches(contexts: list[str], gt_contexts: list[str], k: int | None, matcher
 
 
 def _precision(m: Matches, k: int | None) -> float | Score:
+    if not m.n_truth_components:
+        return Score.undefined("no ground-truth component (empty ground truths)")
     value = m.precision(k)
-    return Score.missing("no retrieved component (empty passages)") if value is None else value
+    return 0.0 if value is None else value  # no retrieved component: nothing retrieved, a miss
 
 
 def _recall(m: Matches, k: int | None) -> float | Score:
     value = m.recall(k)
-    return Score.missing("no ground-truth component (empty ground truths)") if value is None else value
+    return Score.undefined("no ground-truth component (empty ground truths)") if value is None else value
 
 
 @register(variant_params=("matcher", "k"))
@@ -72,6 +79,8 @@ def context_precision(contexts: list[str], gt_contexts: list[str], *, matcher: A
     True
     >>> context_precision(["a", "b", "a", "c"], ["a", "x"], matcher=exact, k=1)
     1.0
+    >>> context_precision([], ["a", "x"], matcher=exact)        # nothing retrieved: a miss
+    0.0
     """
     m = _matches(contexts, gt_contexts, k, matcher)
     return m if isinstance(m, Score) else _precision(m, k)

@@ -36,7 +36,12 @@ def _overlap(reference: str, answer: str, stops: frozenset[str]) -> float | None
 def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str | list[str] | None = None) -> float | Score:
     """Share of the reference's keywords found in the answer; range [0, 1]. Max over references.
 
-    A reference without any keyword makes the value undefined (status ``missing_field``).
+    An empty answer scores 0 (a wrong answer). A reference without any keyword (empty, or only
+    one-character pieces such as the Chinese date 1月3日) is left out; when no reference has a
+    keyword the value is undefined (status ``undefined``).
+
+    >>> keyword_overlap("", ["Paris, France"]), keyword_overlap("1月3日", ["1月3日"]).status
+    (0.0, 'undefined')
 
     The reference below has 9 keywords (embedding 模型 用于 文本 转换 向量 支持 相似 搜索, jieba's
     segmentation), 6 of them in the answer:
@@ -47,7 +52,7 @@ def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str
     stops = stopword_set(stopwords)
     values = [v for ref in reference_answers if (v := _overlap(ref, answer, stops)) is not None]
     if not values:
-        return Score.missing("the reference answers hold no keywords")
+        return Score.undefined("the reference answers hold no keyword (of two characters or more)")
     return max(values)
 
 
@@ -60,11 +65,12 @@ def _judged(answer: str, refs: Sequence[str], threshold: float, inclusive: bool,
 
 def confusion(labels: Sequence[bool | None], answers: Sequence[str | None], references: Sequence[Sequence[str] | None],
               *, threshold: float = 0.7, inclusive: bool = False, stopwords=None) -> dict[str, int]:
-    """Counts of TP, FN, FP, TN (and ``skipped`` rows that lack a label, answer or reference)."""
+    """Counts of TP, FN, FP, TN, and ``skipped`` rows: no label, no answer (``None``), no reference,
+    or a reference without a keyword. An empty answer (``""``) is judged wrong, not skipped."""
     stops = stopword_set(stopwords)
     counts = {"tp": 0, "fn": 0, "fp": 0, "tn": 0, "skipped": 0}
     for label, answer, refs in zip(labels, answers, references):
-        judged = None if (label is None or not answer or not refs) else _judged(answer, refs, threshold, inclusive, stops)
+        judged = None if (label is None or answer is None or not refs) else _judged(answer, refs, threshold, inclusive, stops)
         if judged is None:
             counts["skipped"] += 1
         elif label and judged:
@@ -150,12 +156,12 @@ def avg_coverage(contexts: list[str], text: str | list[str], *, against: str = "
     stops = stopword_set(stopwords)
     if against == "reference":
         if not text:
-            return Score.missing("no reference answer")
+            return Score.undefined("no reference answer (empty ground truth)")
         text = text[0]
     ctx = frozenset().union(*(keywords(c, stops) for c in contexts))
     kw = keywords(text, stops)
     if not kw:
-        return Score.missing(f"the {against} holds no keywords")
+        return Score.undefined(f"the {against} holds no keyword (of two characters or more)")
     return len(ctx & kw) / len(kw)
 
 

@@ -28,8 +28,10 @@ Binary relevance, definitions as trec_eval (values agree with ranx on the same r
 - ``auto`` (default): ``ids`` when the dataset has both ``context_ids`` and
   ``gt_context_ids``, otherwise ``matcher``.
 
-A record without any relevant item has no value (status ``missing_field``): recall, AP and
-nDCG are undefined there.
+Nothing retrieved is a miss: an empty retrieved list scores 0 on every metric, as trec_eval
+scores a query without results (precision with ``k: null`` too: 0 retrieved, 0 relevant).
+A record without any relevant item (an empty ground truth) has no value (status
+``undefined``): recall, AP and nDCG are undefined there.
 
 A worked example: relevant ``{d1, d4}``, run ``d3 d1 d2 d4``.
 
@@ -126,7 +128,7 @@ def _ranked(retrieved, truths, k, relevance, matcher):
         matcher = build_matcher(matcher)
     flags, covered, n_relevant = _judged(tuple(retrieved), tuple(truths), relevance, matcher)
     if n_relevant == 0:
-        return Score.missing("no relevant item (empty ground truth)")
+        return Score.undefined("no relevant item (empty ground truth)")
     depth = len(flags) if k is None else min(k, len(flags))
     return flags[:depth], covered, n_relevant, depth
 
@@ -229,6 +231,8 @@ def precision_at_k(retrieved: list[str], relevant: list[str], *, k: int | None =
     True
     >>> precision_at_k(["a", "x"], ["a"], k=None) == 1 / 2
     True
+    >>> precision_at_k([], ["a"], k=None)     # nothing retrieved: a miss
+    0.0
     """
     r = _ranked(retrieved, relevant, k, relevance, matcher)
     if isinstance(r, Score):
@@ -236,7 +240,7 @@ def precision_at_k(retrieved: list[str], relevant: list[str], *, k: int | None =
     flags = r[0]
     divisor = len(retrieved) if k is None else k
     if divisor == 0:
-        return Score.missing("nothing retrieved")
+        return 0.0  # nothing retrieved: a miss (trec_eval's P of a query without results)
     return sum(flags) / divisor
 
 

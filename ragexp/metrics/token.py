@@ -7,6 +7,11 @@ and F1; the sample's value is the mean over passages. The ground truths are the 
 answers by default (``against: reference_answers``) or the ground-truth passages
 (``against: gt_contexts``, what AutoRAG's code compares with).
 
+Empty outputs are misses: with nothing retrieved (``contexts: []``) all three are 0, as trec_eval
+scores a query without results — a retriever that returns nothing must not look more precise
+than one that tries; an empty passage among others scores 0 and counts in the mean. Only an
+empty ground truth (no list item with a token) leaves the value undefined (status ``undefined``).
+
 The seed's example — reference "Do you want to buy some?" (6 tokens) and three passages with
 6/6, 4 of 5 and 4 of 6 tokens shared:
 
@@ -59,10 +64,12 @@ def _prf(passage: str, truth: str) -> tuple[float, float, float]:
 
 
 def _token_scores(passages: list[str], truths: list[str], which: int) -> Score | float:
-    if not passages or not truths:
-        return Score.missing("no passages" if not passages else "no ground truth")
-    if any(not t.strip() for t in truths) or any(not p.strip() for p in passages):
-        return Score.missing("an empty string among the passages or ground truths")
+    truths = [t for t in truths if _counts(t)[1]]  # a ground truth without a token is no ground truth
+    if not truths:
+        return Score.undefined("no ground truth with a token (empty ground truth)")
+    if not passages:
+        return 0.0  # nothing retrieved: a miss, as trec_eval scores a query without results
+    # an empty passage shares no token with anything: it scores 0 and counts in the mean
     per_passage = [max(_prf(p, g)[which] for g in truths) for p in passages]
     return sum(per_passage) / len(per_passage)
 
@@ -103,7 +110,9 @@ def token_f1(contexts: list[str], truths: list[str], *, against: str = "referenc
 
     >>> token_f1(["Enough for mixing water"], ["Enough for drinking water"], against="gt_contexts")
     0.75
-    >>> token_f1([""], ["x"]).status
-    'missing_field'
+    >>> token_f1([], ["x"]), token_f1(["x", ""], ["x"])    # nothing retrieved, an empty passage: misses
+    (0.0, 0.5)
+    >>> token_f1(["x"], [""]).status
+    'undefined'
     """
     return _token_scores(contexts, truths, 2)
