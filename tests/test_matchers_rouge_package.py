@@ -199,3 +199,20 @@ def test_build_matcher_refuses_an_unknown_implementation_and_a_stemmed_package()
         build_matcher({"name": "rouge_chunk", "implementation": "rouge"})
     with pytest.raises(ConfigError, match="'rouge_package' has no stemmer"):
         build_matcher({"name": "rouge_chunk", "implementation": "rouge_package", "use_stemmer": True})
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["matcher.implementation=rouge"],
+     "ragexp: error: matcher 'rouge_chunk': implementation must be one of rouge_score, rouge_package, got 'rouge'"),
+    (["matcher.implementation=rouge_package", "matcher.use_stemmer=true"],
+     "ragexp: error: matcher 'rouge_chunk': use_stemmer is rouge-score's option; implementation 'rouge_package' "
+     "has no stemmer (set use_stemmer=false)"),
+])
+def test_a_bad_implementation_is_one_line_on_the_command_line(data_dir, tmp_path, overrides, expected):
+    from cli import run_cli
+
+    proc = run_cli(f"data_dir={data_dir}", "matcher=rouge_chunk", *overrides, "progress=false", cwd=tmp_path,
+                   check=False, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == expected
+    assert "Traceback" not in proc.stderr
