@@ -138,11 +138,11 @@ def test_seeded_and_shared_draw_gives_the_same_interval_per_column():
     assert a != mean_interval(SKEWED, seed=4)
     other = [v * 0.5 for v in SKEWED]
     both = mean_intervals({"a": SKEWED, "b": other, "hits": HITS + [None] * 20}, seed=3)
-    # the same numbers up to floating-point summation order
+    # the same numbers up to the float32 rounding of the resampled sums
     for key, alone in (("a", a), ("b", mean_interval(other, seed=3))):
         got = both[key]
         assert (got.mean, got.stderr, got.ci_low, got.ci_high) == pytest.approx(
-            (alone.mean, alone.stderr, alone.ci_low, alone.ci_high), rel=1e-12)
+            (alone.mean, alone.stderr, alone.ci_low, alone.ci_high), rel=1e-6)
         assert (got.n, got.method) == (alone.n, alone.method)
     assert both["hits"].method == "wilson" and both["hits"].n == 40
 

@@ -97,9 +97,10 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
                    ) -> dict[str, Interval]:
     """:func:`mean_interval` for every column, the columns aligned on the same samples.
 
-    Columns whose defined values sit on the same samples share one resample draw (a matrix
-    product computes all their bootstrap means). Each column's result equals what
-    :func:`mean_interval` gives for it alone: the draw depends only on ``seed`` and the samples.
+    Every column shares one resample draw of the samples (or clusters); a matrix product gives
+    all the bootstrap means, each over the column's ``ok`` samples in the resample. A column's
+    result equals what :func:`mean_interval` gives for it alone: the draw depends only on
+    ``seed`` and the number of samples.
     """
     import numpy as np
 
@@ -116,7 +117,7 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
         _, labels = np.unique(np.array([str(c) for c in clusters], dtype=object), return_inverse=True)
 
     out: dict[str, Interval] = {}
-    groups: dict[bytes, list[str]] = {}
+    boot_keys: list[str] = []
     for key, a in arrays.items():
         ok = ~np.isnan(a)
         n = int(ok.sum())
@@ -132,16 +133,12 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
         if labels is None and np.all((vals == 0) | (vals == 1)):
             out[key] = _wilson(int(vals.sum()), n, confidence)
             continue
-        groups.setdefault(ok.tobytes(), []).append(key)
+        boot_keys.append(key)
 
-    for mask_bytes, keys in groups.items():
-        ok = np.frombuffer(mask_bytes, dtype=bool)
-        values = np.stack([arrays[k][ok] for k in keys], axis=1)  # n × m
-        if labels is None:
-            cluster_of = np.arange(values.shape[0])
-        else:
-            _, cluster_of = np.unique(labels[ok], return_inverse=True)
-        out.update(_bootstrap(keys, values, cluster_of, clustered=labels is not None, resamples=int(resamples),
+    if boot_keys:
+        values = np.stack([arrays[k] for k in boot_keys], axis=1)  # samples × metrics, NaN where not ok
+        unit_of = np.arange(n_all) if labels is None else labels
+        out.update(_bootstrap(boot_keys, values, unit_of, clustered=labels is not None, resamples=int(resamples),
                               confidence=confidence, seed=seed, method=method))
     return {k: out[k] for k in arrays}
 
@@ -168,66 +165,103 @@ def _wilson(k: int, n: int, confidence: float) -> Interval:
                     confidence)
 
 
+def _rng(seed: int):
+    """The resampling generator: SFC64 draws the indices about 1.5x faster than numpy's default PCG64."""
+    import numpy as np
+
+    return np.random.Generator(np.random.SFC64(seed))
+
+
 def _counts(rng, groups: int, size: int):
-    """``size`` resamples of ``groups`` units with replacement, as a size × groups count matrix."""
+    """``size`` resamples of ``groups`` units with replacement, as a size × groups count matrix.
+
+    float32: the counts are small integers (exact), and the matrix products that turn them into
+    resampled sums run twice as fast; their rounding (~1e-7 relative) is far below the
+    bootstrap's own Monte-Carlo error.
+    """
     import numpy as np
 
     idx = rng.integers(0, groups, size=(size, groups))
     idx += (np.arange(size) * groups)[:, None]
-    return np.bincount(idx.ravel(), minlength=size * groups).reshape(size, groups).astype(float)
+    return np.bincount(idx.ravel(), minlength=size * groups).reshape(size, groups).astype(np.float32)
 
 
-def _bootstrap(keys: list[str], values, cluster_of, *, clustered: bool, resamples: int, confidence: float, seed: int,
+def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: int, confidence: float, seed: int,
                method: str) -> dict[str, Interval]:
-    """Bootstrap means of every column of ``values`` (n × m), resampling the units in ``cluster_of``."""
+    """Bootstrap means of every column of ``values`` (samples × metrics, NaN where a sample is not ok).
+
+    The units resampled are the samples (or the clusters in ``unit_of``), one draw for every
+    column; a column's mean in a resample is over its ok samples in that resample.
+    """
     import numpy as np
 
-    n, m = values.shape
-    g = int(cluster_of.max()) + 1
-    sums = np.zeros((g, m))
-    np.add.at(sums, cluster_of, values)
-    sizes = np.bincount(cluster_of, minlength=g).astype(float)
-    means = values.sum(axis=0) / n  # fsum-exact means below for the reported value
-    exact = np.array([math.fsum(values[:, j]) / n for j in range(m)])
+    ok = ~np.isnan(values)
+    v = np.where(ok, values, 0.0)
+    n = ok.sum(axis=0)  # per column
+    g = int(unit_of.max()) + 1
+    sums = np.zeros((g, v.shape[1]))
+    np.add.at(sums, unit_of, v)
+    sizes = np.zeros((g, v.shape[1]))
+    np.add.at(sizes, unit_of, ok.astype(float))
+    exact = np.array([math.fsum(values[ok[:, j], j]) / n[j] for j in range(v.shape[1])])
+    means = v.sum(axis=0) / n
 
     # standard errors: s/sqrt(n), or the clustered one (Miller 2024) with the G/(G-1) correction
     if clustered:
-        resid = np.zeros((g, m))
-        np.add.at(resid, cluster_of, values - means)
-        stderr = np.sqrt(g / (g - 1) * (resid ** 2).sum(axis=0)) / n if g > 1 else np.full(m, np.nan)
+        g_col = (sizes > 0).sum(axis=0)
+        resid = sums - sizes * means
+        with np.errstate(invalid="ignore", divide="ignore"):
+            stderr = np.where(g_col > 1, np.sqrt(g_col / (g_col - 1) * (resid ** 2).sum(axis=0)) / n, np.nan)
     else:
-        stderr = values.std(axis=0, ddof=1) / math.sqrt(n)
+        g_col = None
+        stderr = np.sqrt(((v - means) ** 2 * ok).sum(axis=0) / (n - 1)) / np.sqrt(n)
 
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     chunk = max(1, _CHUNK_CELLS // g)
-    boot = np.empty((resamples, m))
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        c = _counts(rng, g, size)
-        boot[start:start + size] = (c @ sums) / (c @ sizes)[:, None]
+    boot = np.empty((resamples, v.shape[1]))
+    sums32, sizes32 = sums.astype(np.float32), sizes.astype(np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for start in range(0, resamples, chunk):
+            size = min(chunk, resamples - start)
+            c = _counts(rng, g, size)
+            boot[start:start + size] = (c @ sums32).astype(float) / (c @ sizes32)
 
     alpha = (1 - confidence) / 2
     if method == "percentile":
-        lo_q = np.full(m, alpha)
-        hi_q = np.full(m, 1 - alpha)
+        lo_q = np.full(v.shape[1], alpha)
+        hi_q = np.full(v.shape[1], 1 - alpha)
     else:
         lo_q, hi_q = _bca_levels(boot, means, sums, sizes, alpha)
-    lows = np.array([np.quantile(boot[:, j], lo_q[j]) if np.isfinite(lo_q[j]) else np.nan for j in range(m)])
-    highs = np.array([np.quantile(boot[:, j], hi_q[j]) if np.isfinite(hi_q[j]) else np.nan for j in range(m)])
+    lows, highs = _quantiles(boot, lo_q), _quantiles(boot, hi_q)
 
     label = f"cluster-{method}" if clustered else method
     out = {}
     for j, key in enumerate(keys):
         note = None
-        if clustered and g < 2:
+        units = int(g_col[j]) if clustered else None
+        no_interval = clustered and units < 2
+        if no_interval:
             note = "one cluster: no spread between clusters to measure, no interval"
-        elif clustered and g < FEW_CLUSTERS:
-            note = _few_clusters(g)
+        elif clustered and units < FEW_CLUSTERS:
+            note = _few_clusters(units)
         se = None if not np.isfinite(stderr[j]) else float(stderr[j])
-        no_interval = clustered and g < 2
         lo = None if not np.isfinite(lows[j]) or no_interval else float(lows[j])
         hi = None if not np.isfinite(highs[j]) or no_interval else float(highs[j])
-        out[key] = Interval(float(exact[j]), se, lo, hi, n, label, confidence, g if clustered else None, note)
+        out[key] = Interval(float(exact[j]), se, lo, hi, int(n[j]), label, confidence, units, note)
+    return out
+
+
+def _quantiles(boot, levels):
+    """Column j's quantile at ``levels[j]`` (numpy's default linear rule), resamples without a value left out."""
+    import numpy as np
+
+    out = np.full(boot.shape[1], np.nan)
+    for j in range(boot.shape[1]):
+        col = boot[:, j]
+        if np.isfinite(levels[j]):
+            finite = col[np.isfinite(col)]
+            if finite.size:
+                out[j] = np.quantile(finite, levels[j])
     return out
 
 
@@ -236,22 +270,24 @@ def _bca_levels(boot, theta, sums, sizes, alpha: float):
     import numpy as np
     from scipy.special import ndtr, ndtri
 
-    b = boot.shape[0]
+    valid = np.isfinite(boot)
+    b = valid.sum(axis=0)
     # bias correction: the share of resampled means below the estimate, ties counted half (as scipy does)
-    below = ((boot < theta).sum(axis=0) + (boot <= theta).sum(axis=0)) / (2 * b)
+    below = (((boot < theta) & valid).sum(axis=0) + ((boot <= theta) & valid).sum(axis=0)) / (2 * b)
     z0 = ndtri(below)
-    # jackknife: leave one unit (sample or cluster) out, in closed form for a mean
-    total, n = sums.sum(axis=0), sizes.sum()
+    # jackknife: leave one unit (sample or cluster) out, in closed form for a mean; units without
+    # an ok value of the column are not part of its jackknife
+    total, n = sums.sum(axis=0), sizes.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        jack = (total - sums) / (n - sizes)[:, None]  # g × m
-        d = jack.mean(axis=0) - jack
-        accel = (d ** 3).sum(axis=0) / (6 * ((d ** 2).sum(axis=0)) ** 1.5)
+        jack = np.where(sizes > 0, (total - sums) / (n - sizes), np.nan)  # units × metrics
+        d = np.nanmean(jack, axis=0) - jack
+        accel = np.nansum(d ** 3, axis=0) / (6 * np.nansum(d ** 2, axis=0) ** 1.5)
         accel = np.where(np.isfinite(accel), accel, 0.0)
         za, zb = ndtri(alpha), ndtri(1 - alpha)
         lo = ndtr(z0 + (z0 + za) / (1 - accel * (z0 + za)))
         hi = ndtr(z0 + (z0 + zb) / (1 - accel * (z0 + zb)))
     # a bootstrap distribution with no spread (every value equal) has no bias to correct
-    flat = boot.max(axis=0) == boot.min(axis=0)
+    flat = np.nanmax(boot, axis=0) == np.nanmin(boot, axis=0)
     lo = np.where(flat, alpha, lo)
     hi = np.where(flat, 1 - alpha, hi)
     return lo, hi
@@ -290,12 +326,12 @@ def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], *
     g = int(cluster_of.max()) + 1
     parts = np.zeros((g, 2))
     np.add.at(parts, cluster_of, np.stack([num, den], axis=1))
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     chunk = max(1, _CHUNK_CELLS // g)
     boot = np.empty(int(resamples))
     for start in range(0, int(resamples), chunk):
         size = min(chunk, int(resamples) - start)
-        s = _counts(rng, g, size) @ parts
+        s = (_counts(rng, g, size) @ parts.astype(np.float32)).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             boot[start:start + size] = s[:, 0] / s[:, 1]
     kept = boot[np.isfinite(boot)]
