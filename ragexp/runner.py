@@ -203,6 +203,12 @@ def stats_settings(cfg: DictConfig) -> dict[str, Any]:
     out = {"resamples": 10_000, "confidence": 0.95, "seed": 0, "method": "percentile", "cluster_by": None,
            "primary": None}
     out.update(node or {})
+    from .stats.intervals import check_settings
+
+    try:
+        check_settings(out["confidence"], out["method"], out["resamples"])
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"stats.{exc}") from None
     return out
 
 

@@ -264,3 +264,9 @@ def test_few_clusters_are_flagged():
     assert one.ci_low is None and one.stderr is None and "one cluster" in one.note
     many = mean_interval(SKEWED, clusters=[i // 2 for i in range(len(SKEWED))])
     assert many.n_clusters == 30 and many.note is None
+
+
+def test_bad_stats_settings_stop_the_run_in_one_line(tmp_path):
+    proc = run_cli("stats.method=student", "tracking.enabled=false", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "ragexp: error: stats.method must be one of percentile, bca, got 'student'"

@@ -62,7 +62,8 @@ class Interval:
         return {k: v for k, v in d.items() if v is not None or k in ("mean", "stderr", "ci_low", "ci_high")}
 
 
-def _check(confidence: float, method: str, resamples: int) -> None:
+def check_settings(confidence: float, method: str, resamples: int) -> None:
+    """Refuse settings no interval can be computed with (ValueError saying what was expected)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95), got {confidence!r}")
     if method not in METHODS:
@@ -104,7 +105,7 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
     """
     import numpy as np
 
-    _check(confidence, method, resamples)
+    check_settings(confidence, method, resamples)
     arrays = {k: _as_array(v) for k, v in columns.items()}
     lengths = {len(a) for a in arrays.values()}
     if len(lengths) > 1:
@@ -310,7 +311,7 @@ def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], *
     """
     import numpy as np
 
-    _check(confidence, "percentile", resamples)
+    check_settings(confidence, "percentile", resamples)
     num = np.asarray(numerators, dtype=float)
     den = np.asarray(denominators, dtype=float)
     n = int((den > 0).sum())
