@@ -82,6 +82,23 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def _seconds(value: Any) -> float | None:
+    """A finite, non-negative number of seconds as a float (a number written as text too, as CSV
+    cells are), or None when ``value`` is not one: NaN, ±Infinity, 1e400 and negatives are refused."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int too large for a float
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
 def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | None = None) -> Record:
     """Validate one raw dict and build a :class:`Record`.
 
@@ -140,19 +157,23 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
         out["label"] = label
     latency = raw.get("latency_s")
     if not _is_missing(latency):
-        if isinstance(latency, bool) or not isinstance(latency, (int, float)) or latency < 0:
-            raise DataError(f"expected a non-negative number of seconds, got {_got(latency)}",
+        seconds = _seconds(latency)
+        if seconds is None:
+            raise DataError(f"expected a finite, non-negative number of seconds, got {_got(latency)}",
                             path=path, row=row, field="latency_s")
-        out["latency_s"] = float(latency)
+        out["latency_s"] = seconds
     timings = raw.get("timings")
     if not _is_missing(timings):
-        if not isinstance(timings, dict) or not all(
-            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
-            for k, v in timings.items()
-        ):
-            raise DataError(f"expected a mapping of stage name to seconds, got {_got(timings)}",
-                            path=path, row=row, field="timings")
-        out["timings"] = {k: float(v) for k, v in timings.items()}
+        expected = "expected a mapping of stage name to a finite, non-negative number of seconds"
+        if not isinstance(timings, dict) or not all(isinstance(k, str) for k in timings):
+            raise DataError(f"{expected}, got {_got(timings)}", path=path, row=row, field="timings")
+        clean: dict[str, float] = {}
+        for stage, value in timings.items():
+            seconds = _seconds(value)
+            if seconds is None:
+                raise DataError(f"{expected}, but {stage!r} is {_got(value)}", path=path, row=row, field="timings")
+            clean[stage] = seconds
+        out["timings"] = clean
     known = set(FIELDS)
     extra = {k: v for k, v in raw.items() if k not in known}
     return Record(**out, extra=extra)

@@ -97,12 +97,42 @@ def test_unreadable_parquet(load, tmp_path):
     assert "magic bytes not found" in text
 
 
-def test_unreadable_csv(load, tmp_path):
+def test_unterminated_csv_quote(load, tmp_path):
     f = tmp_path / "run.csv"
-    f.write_text('question,answer\n"never closed,x\n', encoding="utf-8")
+    f.write_text('question,answer\nfine,8\n"never closed,x\nq3,y\n', encoding="utf-8")
     with pytest.raises(DataError) as e:
         load("mapped", f"dataset.path={f}", "dataset.columns={query: question}")
-    assert message(e) == f"{f}: unreadable CSV: Error tokenizing data. C error: EOF inside string starting at row 1"
+    assert message(e) == (f"{f}: malformed CSV: the quoted value opened on line 3 is never closed (expected a "
+                          "closing \" before the end of the file; a \" inside a quoted value is written \"\")")
+
+
+def test_unterminated_tsv_quote_in_the_last_column(load, tmp_path):
+    f = tmp_path / "run.tsv"
+    f.write_text('question\tanswer\nq1\t"open\nq2\tb\n', encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={f}", "dataset.columns={query: question}")
+    assert message(e) == (f"{f}: malformed TSV: the quoted value opened on line 2 is never closed (expected a "
+                          "closing \" before the end of the file; a \" inside a quoted value is written \"\")")
+
+
+@pytest.mark.parametrize("line, n", [("q2\tb\textra", 3), ("q2", 1)])
+def test_ragged_tsv(load, tmp_path, line, n):
+    f = tmp_path / "run.tsv"
+    f.write_text(f"question\tanswer\nq1\ta\n{line}\nq3\tc\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={f}", "dataset.columns={query: question}")
+    assert message(e) == (f"{f}: malformed TSV at line 3: {n} value{'s' if n > 1 else ''} where the header has 2 "
+                          "columns (expected one value per column; a tab inside a value needs quoting)")
+
+
+def test_ragged_csv_every_row_one_too_many(load, tmp_path):
+    """pandas would take the extra first value of every row as the index and shift the columns."""
+    f = tmp_path / "run.csv"
+    f.write_text("question,answer\n1,q1,a\n2,q2,b\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={f}", "dataset.columns={query: question}")
+    assert message(e) == (f"{f}: malformed CSV at line 2: 3 values where the header has 2 columns (expected one "
+                          "value per column; a comma inside a value needs quoting)")
 
 
 def test_empty_csv_file(load, tmp_path):
@@ -149,7 +179,25 @@ def test_negative_latency(load, tmp_path):
     f = jsonl(tmp_path / "r.jsonl", {"query": "q"}, {"query": "q2"}, {"query": "q3", "latency_s": -0.5})
     with pytest.raises(DataError) as e:
         load("records", f"dataset.path={f}")
-    assert message(e) == f"{f}, row 3, field 'latency_s': expected a non-negative number of seconds, got float -0.5"
+    assert message(e) == f"{f}, row 3, field 'latency_s': expected a finite, non-negative number of seconds, got float -0.5"
+
+
+@pytest.mark.parametrize("written, got", [("Infinity", "float inf"), ("1e400", "float inf"), ("-Infinity", "float -inf")])
+def test_infinite_latency(load, tmp_path, written, got):
+    f = jsonl(tmp_path / "r.jsonl", {"query": "q"}, '{"query": "q2", "latency_s": %s}' % written)
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}, row 2, field 'latency_s': expected a finite, non-negative number of seconds, got {got}"
+
+
+@pytest.mark.parametrize("written, got", [("NaN", "float nan"), ("Infinity", "float inf"), ("1e400", "float inf"),
+                                          ("-0.5", "float -0.5")])
+def test_non_finite_or_negative_timing(load, tmp_path, written, got):
+    f = jsonl(tmp_path / "r.jsonl", '{"query": "q", "timings": {"retrieve": 0.1, "generate": %s}}' % written)
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == (f"{f}, row 1, field 'timings': expected a mapping of stage name to a finite, non-negative "
+                          f"number of seconds, but 'generate' is {got}")
 
 
 def test_label_not_a_boolean(load, tmp_path):
@@ -163,7 +211,8 @@ def test_timings_not_a_mapping(load, tmp_path):
     f = jsonl(tmp_path / "r.jsonl", {"query": "q", "timings": [0.1, 0.2]})
     with pytest.raises(DataError) as e:
         load("records", f"dataset.path={f}")
-    assert message(e) == f"{f}, row 1, field 'timings': expected a mapping of stage name to seconds, got list [0.1, 0.2]"
+    assert message(e) == (f"{f}, row 1, field 'timings': expected a mapping of stage name to a finite, non-negative "
+                          "number of seconds, got list [0.1, 0.2]")
 
 
 def test_empty_dataset(load, tmp_path):
