@@ -9,7 +9,8 @@ such an error as one line (no traceback) and exits with status 2.
     ├── FieldsError        a metric needs a record field the dataset does not have
     ├── CredentialsError   a judge or generator model needs a key that is not set
     ├── TrackingError      the MLflow store is unusable (scheme, unreachable, read-only) or logging failed
-    └── BudgetExceeded     the judge's ``max_cost_usd`` would be exceeded
+    ├── BudgetExceeded     the judge's ``max_cost_usd`` would be exceeded
+    └── JudgeFailed        every judge metric failed on every sample
 
 :class:`Interrupted` is a ``KeyboardInterrupt`` (Ctrl-C) that says what the judge had received;
 ``python -m ragexp`` prints it as one line and exits with status 130. :class:`Terminated` is the
@@ -62,6 +63,10 @@ class TrackingError(RagexpError):
 
 class BudgetExceeded(RagexpError):
     """Going on would spend more than the configured ``max_cost_usd``."""
+
+
+class JudgeFailed(RagexpError):
+    """Every judge metric failed on every sample (timeouts, API errors, unreadable replies): nothing was measured."""
 
 
 class Terminated(KeyboardInterrupt):

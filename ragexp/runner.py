@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from . import __version__
 from .console import print_summary, progress
 from .datasets.base import Dataset
-from .errors import ConfigError, RagexpError
+from .errors import ConfigError, JudgeFailed, RagexpError
 from .evaluate import aggregate, build_metrics, check_fields, cluster_labels, score, stage_latencies, uncertainty
 from .metrics.base import Score
 from .records import FIELDS, digest, present_fields
@@ -193,6 +193,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     shown.update({k: v for k, v in extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
     print_summary(f"ragexp{_job_label()} · {dataset.name} · {len(records)} samples · {summary['seconds']} s", shown, counts,
                   len(records), footer, intervals=intervals, stats=stats_cfg)
+    if judge is not None:  # a judge that answered nothing usable: not a run to log, and not exit 0
+        from .judge import judge_failed
+
+        failed = judge_failed({s.key: scores[s.key] for s in judge_specs})
+        if failed:
+            raise JudgeFailed(f"{failed}. Each sample's reason is in {folder}/per_sample.json; nothing was logged")
     log_step(tracking, folder, summary)
     return summary
 

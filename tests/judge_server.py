@@ -5,7 +5,8 @@ at it (``model="openai/<name>"`` or ``"hosted_vllm/<name>"``, ``api_base=server.
 HTTP, the OpenAI response schema, usage, errors and timeouts.
 
 By default it answers like a careful judge would, deriving each verdict from the delimited
-material in the prompt with keyword overlap (:func:`sensible`). A test changes that per request
+material in the prompt with keyword overlap (:func:`sensible`); a request whose ``response_format``
+carries a JSON schema gets exactly one object with the schema's fields (``request.schema``). A test changes that per request
 with ``server.script = fn``: ``fn(request)`` returns a :class:`Reply` (a status, a text, a delay,
 headers, a broken body…) or ``None`` for the sensible answer. ``request.attempt`` counts how many
 times the same messages were sent before, so "fail the first try, then answer" is one line.
@@ -61,6 +62,14 @@ class Request:
     @property
     def task(self) -> str:
         return task_of(self.first_user)
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        """The JSON schema the request's ``response_format`` asks the reply to follow, if any."""
+        rf = self.body.get("response_format") or {}
+        if rf.get("type") != "json_schema":
+            return None
+        return (rf.get("json_schema") or {}).get("schema")
 
 
 @dataclass
@@ -140,6 +149,12 @@ def sensible(request: Request) -> dict[str, Any]:
             answers.append(term if term in text_kw else UNANSWERABLE)
         return {"answers": answers}
     return {"error": "unknown task"}
+
+
+def follow_schema(verdict: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """A verdict cut to what a JSON schema allows (its properties), as a server honouring it replies."""
+    props = schema.get("properties", {})
+    return {k: verdict.get(k, "" if props[k].get("type") == "string" else None) for k in props}
 
 
 def completion_body(text: str, model: str, prompt_tokens: int, completion_tokens: int, finish_reason: str) -> dict:
@@ -268,7 +283,12 @@ class JudgeServer:
                                  "code": reply.status}}
                 handler._send(reply.status, json.dumps(err).encode(), reply.headers)
                 return
-            text = reply.text if reply.text is not None else json.dumps(sensible(request), ensure_ascii=False)
+            if reply.text is not None:
+                text = reply.text
+            elif request.schema is not None:  # structured output asked: exactly one object, the schema's fields
+                text = json.dumps(follow_schema(sensible(request), request.schema), ensure_ascii=False)
+            else:
+                text = json.dumps(sensible(request), ensure_ascii=False)
             prompt_chars = sum(len(m.get("content") or "") for m in request.messages)
             out = completion_body(text, body.get("model", "judge"), max(1, prompt_chars // 4), max(1, len(text) // 4),
                                   reply.finish_reason)

@@ -67,18 +67,46 @@ def build_judge(cfg: Any, specs: Sequence[Any] = ()) -> "Judge":
     check_specs(judge_specs)
     cache = None
     if settings.cache:
+        import sqlite3
+
         from .cache import JudgeCache
 
-        try:
-            cache = JudgeCache(settings.resolved_cache_path())
-        except OSError as exc:
-            raise ConfigError(f"judge cache {settings.resolved_cache_path()} cannot be opened ({exc}); "
-                              "set judge.cache_path or judge.cache=false") from None
+        path = settings.resolved_cache_path()
+        try:  # before any work: a cache that cannot take a reply would fail after the first one is paid for
+            cache = JudgeCache(path)
+            cache.check_writable()
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(f"judge cache {path} cannot be written ({type(exc).__name__}: {exc}): make it and its "
+                              "folder writable, or set judge.cache_path=<a writable file> or judge.cache=false") from None
     judge = Judge(settings, cache)
     if settings.max_cost_usd is not None and not judge.prices.known:
         raise ConfigError(f"judge.max_cost_usd is set but litellm has no price for '{settings.model}': "
                           "set judge.cost_per_million_in and judge.cost_per_million_out")
     return judge
+
+
+#: Statuses of a judge score that failed (the judge did not give a usable verdict).
+FAILED = ("timeout", "rate_limited", "api_error", "parse_error")
+
+
+def judge_failed(scores: Mapping[str, Sequence[Any]]) -> str | None:
+    """One line when no judge score of any sample is ``ok`` and some failed: the run measured nothing.
+
+    ``scores``: metric key → that metric's scores (what :meth:`Judge.score` returns). None otherwise.
+    """
+    counts: dict[str, int] = {}
+    first = ""
+    for per in scores.values():
+        for sc in per:
+            if sc.status == "ok":
+                return None
+            if sc.status in FAILED:
+                counts[sc.status] = counts.get(sc.status, 0) + 1
+                first = first or str(sc.detail or "")[:200]
+    if not counts:
+        return None
+    told = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return f"every judge metric failed on every sample ({told}); the first: {first}"
 
 
 def score_one(name: str, judge: Any, fields: Mapping[str, Any], options: Mapping[str, Any]):
@@ -110,4 +138,4 @@ def __getattr__(name: str) -> Any:  # lazy: ``from ragexp.judge import Judge`` w
     raise AttributeError(name)
 
 
-__all__ = ["build_judge", "score_one", "Judge", "JudgeSettings"]
+__all__ = ["build_judge", "judge_failed", "score_one", "Judge", "JudgeSettings"]

@@ -72,6 +72,15 @@ class JudgeCache:
                     raise
                 time.sleep(0.05 * (i + 1))
 
+    def check_writable(self) -> None:
+        """Raise (``sqlite3.Error``) unless a reply could be stored now: a write, rolled back."""
+        with self._lock:
+            self._retry(lambda: self._conn.execute("BEGIN IMMEDIATE"))
+            try:
+                self._conn.execute("INSERT OR REPLACE INTO replies VALUES ('ragexp-write-probe', '', '', NULL, 0, 0, 0, 0)")
+            finally:
+                self._conn.execute("ROLLBACK")
+
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             row = self._retry(lambda: self._conn.execute(

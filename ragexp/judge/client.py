@@ -261,6 +261,17 @@ def _quiet_litellm() -> Any:
     return litellm
 
 
+def structured_output(settings: JudgeSettings) -> bool:
+    """Whether to send a JSON-schema ``response_format``: the setting, else what litellm knows of the model."""
+    if settings.structured_output is not None:
+        return bool(settings.structured_output)
+    litellm = _quiet_litellm()
+    try:
+        return bool(litellm.supports_response_schema(model=settings.model))
+    except Exception:  # noqa: BLE001 - a model litellm cannot place: plain text, read by the parser
+        return False
+
+
 @functools.cache
 def register_price(model: str, per_in: float, per_out: float) -> None:
     """Put a model that litellm's price map lacks into it, at the price the settings declare.
@@ -315,8 +326,11 @@ class JudgeClient:
         self.refused = 0  # consecutive failed connections, across requests (reset by any reply)
         self.refused_since = 0.0  # when that streak began (time.monotonic())
         self._litellm = _quiet_litellm()
+        self.structured = structured_output(settings)
 
     def key(self, messages: list[dict[str, str]], prompt: str) -> str:
+        if self.structured:  # a schema-constrained reply is another reply: cached apart
+            prompt += "+schema"
         return cache_key(model=self.s.model, api_base=self.s.api_base, messages=messages,
                          temperature=self.s.temperature, seed=self.s.seed, max_tokens=self.s.max_tokens, prompt=prompt)
 
@@ -340,9 +354,18 @@ class JudgeClient:
 
     def remember(self, key: str, reply: Completion) -> None:
         """Cache ``reply`` under ``key`` (a reply that parsed: never an unreadable one)."""
-        if self.cache is not None:
+        if self.cache is None:
+            return
+        import sqlite3
+
+        try:
             self.cache.put(key, model=self.s.model, text=reply.text, finish_reason=reply.finish_reason,
                            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, cost_usd=reply.cost_usd)
+        except sqlite3.Error as exc:  # it was writable at the start (build_judge checks): a full disk, a lost file…
+            self.fatal = self.fatal or ConfigError(
+                f"judge cache {self.cache.path} stopped taking replies ({type(exc).__name__}: {exc}); "
+                "set judge.cache_path=<a writable file> or judge.cache=false")
+            raise self.fatal from None
 
     def _unreachable(self, exc: BaseException) -> None:
         """Count a failed connection; after a short run of them (no reply between) stop every request."""
@@ -357,8 +380,11 @@ class JudgeClient:
                 f"over {now - self.refused_since:.1f} s ({_short(exc, 160)}); start the server or fix judge.api_base")
 
     async def complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None,
-                       check: Callable[[str], Any] | None = None) -> Completion:
+                       check: Callable[[str], Any] | None = None, schema: dict[str, Any] | None = None
+                       ) -> Completion:
         """The reply to ``messages`` (``key``: their :meth:`key`, when the caller has it already).
+
+        ``schema``: a ``response_format`` sent when the model takes one (:func:`structured_output`).
 
         ``check(text)`` raises on a reply that cannot be used (it does not parse): such a reply is
         returned but never cached, and a cached one is ignored (asked again). Without ``check``
@@ -376,6 +402,8 @@ class JudgeClient:
         )
         if self.s.seed is not None:
             kwargs["seed"] = self.s.seed
+        if schema is not None and self.structured:
+            kwargs["response_format"] = schema
         if self.s.api_base:
             kwargs["api_base"] = self.s.api_base
         api_key = self.s.api_key()

@@ -32,7 +32,7 @@ from ..records import Record
 from .cache import JudgeCache
 from .client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
 from .loop import quiet_gc, run_sync
-from .parse import ParseError, parse
+from .parse import ParseError, parse, response_format
 from .settings import JudgeSettings
 from .templates import Prompt, load_prompt
 
@@ -116,7 +116,7 @@ class _Run:
 
         # Only a reply that parsed is cached (``check``): an unreadable one is asked again next run.
         try:
-            first = await self.client.complete(messages, prompt.id, key, check=check)
+            first = await self.client.complete(messages, prompt.id, key, check=check, schema=response_format(kind))
         except CallFailed as exc:
             self.usage.fail(exc.status)
             return Outcome(None, exc.status, str(exc))
@@ -131,7 +131,7 @@ class _Run:
             {"role": "user", "content": _CORRECTION.format(reason=reason, cut=cut, form=_form(prompt))},
         ]
         try:
-            second = await self.client.complete(retry, prompt.id + "+reask", check=check)
+            second = await self.client.complete(retry, prompt.id + "+reask", check=check, schema=response_format(kind))
         except CallFailed as exc:
             self.usage.fail(exc.status)
             return Outcome(None, exc.status, f"unreadable reply ({reason}): {first.text!r}; the re-ask failed: {exc}")

@@ -349,6 +349,30 @@ _BUILDERS: dict[str, tuple[Callable[[dict[str, Any], dict[str, Any]], Any], str,
 }
 KINDS = tuple(_BUILDERS)
 
+
+def _obj(**props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+_STR = {"type": "string"}
+_BOOL = {"type": "boolean"}
+#: Each verdict's JSON schema, sent as the request's ``response_format`` where the provider supports it.
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "relevance": _obj(relevant=_BOOL, reason=_STR),
+    "usage": _obj(used=_BOOL, reason=_STR),
+    "support": _obj(supported=_BOOL, reason=_STR),
+    "full_support": _obj(fully_supported=_BOOL, reason=_STR),
+    "similarity": _obj(score={"type": "integer"}, reason=_STR),
+    "main_points": _obj(points={"type": "array", "items": _STR}),
+    "questions": _obj(questions={"type": "array", "items": _obj(key_info=_STR, question=_STR)}),
+    "answers": _obj(answers={"type": "array", "items": _STR}),
+}
+
+
+def response_format(kind: str) -> dict[str, Any]:
+    """The ``response_format`` asking for ``kind``'s verdict as schema-following JSON."""
+    return {"type": "json_schema", "json_schema": {"name": f"ragexp_{kind}", "schema": SCHEMAS[kind], "strict": True}}
+
 _LINE = re.compile(r"[\"'*`_]*\b([a-z_]+)\b[\"'*`_]*\s*[:=]\s*[\"'*`_]*\s*(true|false|yes|no|-?\d+(?:\.\d+)?)\b",
                    re.I)
 

@@ -66,6 +66,9 @@ class JudgeSettings:
     #: Prices per million tokens; None = litellm's price map for ``model``.
     cost_per_million_in: float | None = None
     cost_per_million_out: float | None = None
+    #: Ask for the verdict as JSON that follows the verdict's schema (``response_format`` json_schema):
+    #: None = when litellm says the model supports it; true = always (a vLLM server does); false = never.
+    structured_output: bool | None = None
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "JudgeSettings":
