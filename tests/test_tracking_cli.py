@@ -15,7 +15,7 @@ def test_default_command_leaves_a_complete_run_in_launch_dir_sqlite(tmp_path, da
     proc = run_cli(f"data_dir={data_dir}", cwd=tmp_path)
     db = tmp_path / "mlflow.db"
     assert db.exists(), "the default store is ./mlflow.db in the launch directory"
-    assert f"mlflow ui --backend-store-uri sqlite:///{db}" in proc.stdout
+    assert f"python -m ragexp.ui tracking.uri=sqlite:///{db}" in proc.stdout
     client, found = runs(f"sqlite:///{db}")
     assert len(found) == 1
     run = found[0]

@@ -38,4 +38,4 @@ def test_tracking_uri_precedence(monkeypatch, tmp_path):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
     assert resolve_uri(None) == "http://127.0.0.1:5999"
     assert resolve_uri("sqlite:///x.db") == "sqlite:///x.db"
-    assert ui_command("sqlite:///x.db") == "mlflow ui --backend-store-uri sqlite:///x.db"
+    assert ui_command("sqlite:///x.db") == "python -m ragexp.ui tracking.uri=sqlite:///x.db"

@@ -22,7 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from .log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason,
                   launch_id)
-from .store import FAILURE_TAG, bounded_http, check_store, open_client, owner_tags, resolve_uri, retrying
+from .store import (FAILURE_TAG, bounded_http, check_store, open_client, owner_tags, resolve_uri, retrying,
+                    ui_command)
 
 
 class ParentRunCallback(Callback):
@@ -92,7 +93,7 @@ class ParentRunCallback(Callback):
             retrying(client.set_terminated, self.run_id, "FINISHED")
         finally:
             os.environ.pop(PARENT_ENV, None)
-        where = self.uri if str(self.uri).startswith("http") else f"mlflow ui --backend-store-uri {self.uri}"
+        where = self.uri if str(self.uri).startswith("http") else ui_command(str(self.uri))
         print(f"[ragexp] sweep parent run {self.run_id} holds {len(rows)} child runs; compare them with: {where}")
 
 

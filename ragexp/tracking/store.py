@@ -40,10 +40,16 @@ def resolve_uri(configured: str | None = None) -> str:
 
 
 def ui_command(uri: str) -> str:
-    """The command that opens these runs in the MLflow UI."""
+    """The command that opens these runs in the MLflow UI, offline too (``mlflow ui`` hangs there).
+
+    >>> ui_command("sqlite:////data/runs/mlflow.db")
+    'python -m ragexp.ui tracking.uri=sqlite:////data/runs/mlflow.db'
+    """
+    import shlex
+
     if uri.startswith(("http://", "https://")):
         return f"open {uri} in a browser"
-    return f"mlflow ui --backend-store-uri {uri}"
+    return f"python -m ragexp.ui {shlex.quote(f'tracking.uri={uri}')}"
 
 
 _LOCKED = ("database is locked", "database table is locked", "unique constraint failed", "busy")
