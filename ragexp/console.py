@@ -75,7 +75,8 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
             over = f"{c.get('ok', 0)} / {n}"
         else:
             over = ""
-        row = [key, _fmt(value)]
+        count_like = iv is None and not c and isinstance(value, float) and value.is_integer()
+        row = [key, f"{int(value):,}" if count_like else _fmt(value)]  # judge/calls, pipeline/failures
         if intervals:
             row += [_ci(iv), _fmt(iv.stderr) if iv is not None and iv.stderr is not None else ""]
         table.add_row(*row, over, other)
