@@ -248,7 +248,55 @@ def test_mapped_csv_with_json_columns(load, data_dir):
     tonic = load("tonic_run")
     assert len(ds.records) == 55
     assert [r.contexts for r in ds.records] == [r.contexts for r in tonic.records]  # JSON text decoded
-    assert ds.records[0].id == "1" and ds.records[0].extra == {"answer_similarity": 5.0}
+    # an extra column is kept as written (text): the reader never guesses types
+    assert ds.records[0].id == "1" and ds.records[0].extra == {"answer_similarity": "5.0"}
+
+
+@pytest.mark.parametrize("fmt, sep", [("csv", ","), ("tsv", "\t")])
+def test_mapped_table_cells_are_text_as_written(load, tmp_path, fmt, sep):
+    """Numbers in text fields stay text ("8", "1889", "007"); "NA", "null", "None", "nan" are answers,
+    not missing values; only an empty cell is absent; numeric fields (latency_s, label) are parsed."""
+    rows = [["id", "question", "answer", "gold", "latency_s", "label", "note"],
+            ["007", "How many legs has a spider?", "8", "8", "0.25", "1", "x"],
+            ["2", "When was the Eiffel tower built?", "1889", "1889", "1e-3", "false", "3.50"],
+            ["3", "Which continent uses the code NA?", "NA", "NA", "", "", ""],
+            ["4", "What does JSON call nothing?", "null", "None", "2", "true", "nan"]]
+    f = tmp_path / f"run.{fmt}"
+    f.write_text("".join(sep.join(r) + "\n" for r in rows), encoding="utf-8")
+    ds = load("mapped", f"dataset.path={f}", "dataset.columns={query: question, reference_answers: gold}")
+    a, b, c, d = ds.records
+    assert [r.id for r in ds.records] == ["007", "2", "3", "4"]
+    assert (a.answer, a.reference_answers, a.latency_s, a.label, a.extra) == ("8", ["8"], 0.25, True, {"note": "x"})
+    assert (b.answer, b.reference_answers, b.latency_s, b.label, b.extra) == ("1889", ["1889"], 1e-3, False,
+                                                                              {"note": "3.50"})
+    assert (c.answer, c.reference_answers, c.latency_s, c.label, c.extra) == ("NA", ["NA"], None, None, {"note": None})
+    assert (d.answer, d.reference_answers, d.extra) == ("null", ["None"], {"note": "nan"})
+
+
+def test_mapped_csv_bad_latency_text_names_row_and_column(load, tmp_path):
+    from ragexp.errors import DataError
+
+    f = tmp_path / "run.csv"
+    f.write_text("question,secs\nq1,0.5\nq2,fast\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={f}", "dataset.columns={query: question, latency_s: secs}")
+    assert str(e.value) == (f"{f}, row 2, field 'latency_s' (column 'secs'): expected a finite, non-negative number "
+                            "of seconds, got str 'fast'")
+
+
+@pytest.mark.parametrize("option, name", [("records", "r.jsonl"), ("mapped", "r.jsonl"), ("mapped", "r.csv"),
+                                          ("mapped", "r.json")])
+def test_utf8_bom_is_accepted(load, tmp_path, option, name):
+    f = tmp_path / name
+    if name.endswith(".csv"):
+        text = "query,answer\nWhat is RAG?,retrieval\n"
+    elif name.endswith(".jsonl"):
+        text = json.dumps({"query": "What is RAG?", "answer": "retrieval"}) + "\n"
+    else:
+        text = json.dumps([{"query": "What is RAG?", "answer": "retrieval"}])
+    f.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))   # what Windows Notepad and Excel write
+    ds = load(option, f"dataset.path={f}")
+    assert [(r.query, r.answer) for r in ds.records] == [("What is RAG?", "retrieval")]
 
 
 def test_mapped_parquet(load, data_dir):

@@ -45,7 +45,7 @@ def existing(path: str | Path, what: str = "dataset file", *, directory: bool = 
 
 def read_json(path: Path) -> Any:
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a UTF-8 BOM (Notepad, Excel) is accepted
             return json.load(fh)
     except UnicodeDecodeError as exc:
         raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
@@ -54,9 +54,10 @@ def read_json(path: Path) -> Any:
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed object) for every non-blank line; a bad line names its number."""
+    """(line number, parsed object) for every non-blank line; a bad line names its number.
+    A UTF-8 byte-order mark at the start of the file is accepted, as in CSV."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
@@ -106,26 +107,75 @@ def table_format(path: Path, fmt: str | None = None) -> str:
     return found
 
 
-def read_frame(path: Path, fmt: str):
-    """A pandas DataFrame of a CSV/TSV/Parquet file; an unreadable file raises a one-line DataError."""
-    import pandas as pd
+def read_delimited(path: Path, fmt: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str | None]]]]:
+    """(header, ``(row, {column: cell})`` pairs) of a CSV or TSV file, every cell text as written.
 
+    No type is guessed: an answer ``8``, a reference ``1889`` and an id ``007`` stay the text they
+    are, and ``NA``, ``null``, ``None``, ``nan`` are values, not missing ones. Only an empty cell is
+    absent (``None``): CSV cannot tell an empty string from no value. Fields that are numbers
+    (``latency_s``) or booleans (``label``) are parsed from their text by :func:`ragexp.records.to_record`.
+    Quoting is RFC 4180's (``"a, b"``, ``""`` for a quote inside), in TSV too. A UTF-8 BOM is
+    accepted. A row with more or fewer values than the header, or a quote never closed, is a
+    malformed file, reported with its line. Rows are data rows (the header not counted).
+    """
+    import csv
+
+    kind = fmt.upper()
+    sep = "\t" if fmt == "tsv" else ","
     try:
-        if fmt == "parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
-    except pd.errors.EmptyDataError:
-        raise DataError(f"unreadable {fmt.upper()}: the file is empty (expected a header row)", path=str(path)) from None
-    except pd.errors.ParserError as exc:
-        detail = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"unreadable {fmt.upper()}: {detail}", path=str(path)) from None
+    import io
+
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True)
+    parsed: list[tuple[int, list[str]]] = []  # (first line of the row, values)
+    while True:
+        start = reader.line_num + 1
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            if "end of data" in str(exc) or "EOF" in str(exc):
+                raise DataError(f"malformed {kind}: the quoted value opened on line {start} is never closed "
+                                "(expected a closing \" before the end of the file; a \" inside a quoted value "
+                                "is written \"\")", path=str(path)) from None
+            raise DataError(f"malformed {kind} at line {reader.line_num}: {exc} (a \" inside a quoted value is "
+                            "written \"\")", path=str(path)) from None
+        if values:  # a blank line is no row
+            parsed.append((start, values))
+    if not parsed:
+        raise DataError(f"unreadable {kind}: the file is empty (expected a header row)", path=str(path))
+    (_, header), body = parsed[0], parsed[1:]
+    header = [h.strip() for h in header]
+    what = "a tab" if fmt == "tsv" else "a comma"
+    for line, values in body:
+        if len(values) != len(header):
+            n = len(values)
+            raise DataError(f"malformed {kind} at line {line}: {n} value{'s' if n != 1 else ''} where the header "
+                            f"has {len(header)} columns (expected one value per column; {what} inside a value "
+                            "needs quoting)", path=str(path))
+    rows = ((i, {h: (v if v != "" else None) for h, v in zip(header, values)})
+            for i, (_, values) in enumerate(body, start=1))
+    return header, rows
+
+
+def read_frame(path: Path, fmt: str):
+    """A pandas DataFrame of a Parquet file, or of a CSV/TSV file read as text
+    (:func:`read_delimited`); an unreadable file raises a one-line DataError."""
+    import pandas as pd
+
+    if fmt in ("csv", "tsv"):
+        header, rows = read_delimited(path, fmt)
+        return pd.DataFrame([item for _, item in rows], columns=header, dtype=object)
+    try:
+        return pd.read_parquet(path)
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         if isinstance(exc, (FileNotFoundError, IsADirectoryError)):
             raise
         detail = " ".join(str(exc).split())[:160]
-        raise DataError(f"unreadable {'Parquet' if fmt == 'parquet' else fmt.upper()}: {detail}", path=str(path)) from None
+        raise DataError(f"unreadable Parquet: {detail}", path=str(path)) from None
 
 
 def read_table(path: Path, fmt: str | None = None) -> tuple[list[str], Iterator[tuple[int, Any]]]:
@@ -146,6 +196,8 @@ def read_table(path: Path, fmt: str | None = None) -> tuple[list[str], Iterator[
             raise DataError(f"expected a JSON list of objects, got {type(data).__name__}", path=str(path))
         columns = list(data[0]) if data and isinstance(data[0], dict) else []
         return columns, iter(enumerate(data, start=1))
+    if fmt in ("csv", "tsv"):
+        return read_delimited(path, fmt)
     frame = read_frame(path, fmt)
     columns = [str(c) for c in frame.columns]
     rows = ((i, {str(k): plain(v) for k, v in item.items()}) for i, item in enumerate(frame.to_dict("records"), start=1))

@@ -77,6 +77,14 @@ def load_tonic_qa_pairs(path: str, *, essays: str | None = None, name: str = "to
                  limit=limit, label=label, corpus=corpus)
 
 
+def _number(cell: Any) -> Any:
+    """Tonic's stored score, read as the text of a CSV cell, as a float (the text itself if it is not a number)."""
+    try:
+        return float(cell) if isinstance(cell, str) else cell
+    except ValueError:
+        return cell
+
+
 RUN_COLUMNS = ("reference_question", "reference_answer", "llm_answer", "llm_context")
 
 
@@ -113,7 +121,7 @@ def load_tonic_run(path: str, *, qa_pairs: str | None = None, essays: str | None
                 "reference_answers": item.get("reference_answer"),
                 "answer": item.get("llm_answer"),
                 "contexts": contexts,
-                "answer_similarity": item.get("answer_similarity"),
+                "answer_similarity": _number(item.get("answer_similarity")),
             }
             match = gold.get(question.strip()) if isinstance(question, str) else None
             if match:
