@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from cli import run_cli
 
 
@@ -13,10 +14,11 @@ def _titles(stdout: str) -> list[str]:
     return re.findall(r"ragexp · .*? samples", text)
 
 
-def test_each_sweep_table_names_its_job_and_overrides(data_dir, tmp_path):
-    proc = run_cli("-m", f"data_dir={data_dir}", "metric=exact_match", "dataset.system=strong,weak", "progress=false",
-                   cwd=tmp_path)
-    titles = _titles(proc.stdout)
+@pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]], ids=["basic", "joblib"])
+def test_each_sweep_table_names_its_job_and_overrides(data_dir, tmp_path, launcher):
+    proc = run_cli("-m", *launcher, f"data_dir={data_dir}", "metric=exact_match", "dataset.system=strong,weak",
+                   "progress=false", cwd=tmp_path)
+    titles = sorted(_titles(proc.stdout))  # parallel jobs print in either order
     assert len(titles) == 2, proc.stdout
     assert re.fullmatch(r"ragexp · job 0: [^·]*\bdataset\.system=strong\b[^·]* · demo · 50 samples", titles[0]), titles
     assert re.fullmatch(r"ragexp · job 1: [^·]*\bdataset\.system=weak\b[^·]* · demo · 50 samples", titles[1]), titles
