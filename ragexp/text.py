@@ -3,7 +3,10 @@
 - :func:`squad_tokens` — SQuAD's answer normalisation: lowercase, drop ASCII punctuation,
   drop the articles a/an/the, split on white space (SPEC §2.1, §2.4).
 - :func:`keywords` — the keyword set of SPEC §2.5: lowercased word tokens of two or more
-  characters; runs of Chinese characters are segmented into words with jieba.
+  characters; runs of Chinese characters are segmented into words with jieba. A word is a run
+  of letters and digits; ``_`` inside a word belongs to it (``customer_id`` is one keyword, an
+  identifier in a technical answer is one term), ``_`` at a word's ends does not
+  (``_emphasis_`` → ``emphasis``); every other punctuation mark separates words.
 - :func:`answer_tokens` — SQuAD tokens for Latin text, jieba words for Chinese (RAGQuestEval).
 
 Tokenisation is cached per text, so a suite that reads the same text in several metrics
@@ -11,6 +14,8 @@ tokenises it once.
 
     >>> squad_tokens("The Cat, a dog!")
     ['cat', 'dog']
+    >>> sorted(keywords("Join on customer_id, not _id_"))
+    ['customer_id', 'id', 'join', 'not', 'on']
     >>> sorted(keywords("RAG是一种结合检索和生成的模型架构"))
     ['rag', '一种', '架构', '检索', '模型', '生成', '结合']
 """
@@ -25,7 +30,9 @@ _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_RUN = re.compile(f"[{_CJK}]+")
-_WORD_OR_HAN = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
+# a word: letters/digits, with `_` kept inside it (customer_id is one word, as \w+ reads it) but not at
+# its ends (_emphasis_, __init__ → emphasis, init)
+_WORD_OR_HAN = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+(?:_+[^\\W_{_CJK}]+)*")
 
 
 def squad_normalize(text: str) -> str:

@@ -67,3 +67,15 @@ def test_keyword_overlap_and_coverage():
     assert avg_coverage(["Paris is big.", "France too."], "Paris capital France") == 2 / 3
     # the seed's code: reference keywords {the, capital, is, paris} found in the contexts: is, paris
     assert avg_coverage(["Paris is big."], ["the capital is Paris"], against="reference") == 2 / 4
+
+
+def test_underscore_joins_a_word_never_splits_it():
+    """`_` is part of a word (an identifier such as customer_id is one keyword, as \\w+ reads it);
+    leading and trailing underscores (markdown _emphasis_, __init__) are not part of it."""
+    from ragexp.text import keywords
+
+    assert keywords("Join on customer_id") == {"join", "on", "customer_id"}
+    assert keywords("_emphasis_ and __init__") == {"emphasis", "and", "init"}
+    assert keyword_overlap("group by customer id", ["customer_id"]) == 0 / 1
+    assert keyword_overlap("the customer_id column", ["customer_id column"]) == 2 / 2
+    assert keyword_overlap("用 customer_id 关联", ["customer_id"]) == 1 / 1

@@ -1,7 +1,9 @@
 """Keyword correctness, the confusion metrics, coverage and latency (SPEC §2.5; seed ``004_…``).
 
 Keywords of a text are its distinct lowercased words of two or more characters, Chinese
-segmented with jieba (:func:`ragexp.text.keywords`). An answer is judged correct when
+segmented with jieba (:func:`ragexp.text.keywords`). A word is a run of letters and digits with
+``_`` kept inside it: ``customer_id`` is one keyword (not customer + id), ``_emphasis_`` is
+``emphasis``; any other punctuation separates words. An answer is judged correct when
 ``|kw(reference) ∩ kw(answer)| / |kw(reference)| > threshold`` (0.7 by default;
 ``inclusive: true`` makes it ≥). The judgement is set against the human ``label`` (is the
 reference correct?): [1,1] TP, [1,0] FN, [0,1] FP, [0,0] TN.
