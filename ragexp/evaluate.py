@@ -385,6 +385,7 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
     stages = sorted({stage for r in records for stage in (r.timings or {})})
     for stage in stages:
         columns[f"latency/{stage}"] = [(r.timings or {}).get(stage) for r in records]
+    opts.pop("_confusions", None)
     try:
         out.update(mean_intervals(columns, **opts))
     except ValueError as exc:
@@ -402,13 +403,16 @@ def _dataset_interval(spec: MetricSpec, records: list[Record], opts: dict[str, A
         return Interval(value, None, None, None, len(records), None, opts["confidence"],
                         note="a dataset-level metric without a resampling rule: no interval")
     conf_opts = {k: v for k, v in spec.call_options().items() if k in ("threshold", "inclusive", "stopwords")}
+    cache = opts.setdefault("_confusions", {})  # the four metrics share each record's judgement
+    cache_key = repr(sorted(conf_opts.items()))
+    if cache_key not in cache:
+        cache[cache_key] = []
+        for r in records:
+            c = keyword.confusion([r.label], [r.answer], [r.reference_answers], **conf_opts)
+            cache[cache_key].append((c["tp"], c["fn"], c["fp"], c["tn"]))
     num_of, den_of = _CONFUSION_RATIOS[name]
-    num, den = [], []
-    for r in records:
-        c = keyword.confusion([r.label], [r.answer], [r.reference_answers], **conf_opts)
-        parts = (c["tp"], c["fn"], c["fp"], c["tn"])
-        num.append(num_of(*parts))
-        den.append(den_of(*parts))
+    num = [num_of(*parts) for parts in cache[cache_key]]
+    den = [den_of(*parts) for parts in cache[cache_key]]
     try:
         return ratio_interval(num, den, clusters=opts["clusters"], resamples=opts["resamples"],
                               confidence=opts["confidence"], seed=opts["seed"])
