@@ -18,8 +18,9 @@ Which method:
   gives exactly ``s / sqrt(n)``), and a cluster bootstrap that resamples whole clusters.
 
 ``n = 0`` gives no mean and no interval; ``n = 1`` gives the mean and no interval (there is
-no spread to measure); ``note`` says so. Resampling draws counts per sample (or cluster) in
-chunks, so memory stays bounded for large runs; nothing loops over resamples in Python.
+no spread to measure); ``note`` says so. One resample draw serves every metric of a run
+(counts per sample or cluster, drawn in chunks so memory stays bounded; a metric's resampled
+mean is over its own ``ok`` samples in the resample); nothing loops over resamples in Python.
 
     >>> iv = mean_interval([1, 0, 1, 1])          # 0/1 values: Wilson
     >>> iv.method, iv.n, iv.mean
@@ -120,6 +121,7 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
     out: dict[str, Interval] = {}
     boot_keys: list[str] = []
     for key, a in arrays.items():
+        a[~np.isfinite(a)] = np.nan  # None, NaN or ±inf: not a value to average
         ok = ~np.isnan(a)
         n = int(ok.sum())
         if n == 0:
