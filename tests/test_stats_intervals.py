@@ -270,3 +270,13 @@ def test_bad_stats_settings_stop_the_run_in_one_line(tmp_path):
     proc = run_cli("stats.method=student", "tracking.enabled=false", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == "ragexp: error: stats.method must be one of percentile, bca, got 'student'"
+
+
+def test_clustered_stderr_matches_statsmodels_cluster_robust_mean():
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(3)
+    groups = np.repeat(np.arange(25), rng.integers(1, 6, size=25))
+    values = np.clip(rng.normal(0.5, 0.2, size=len(groups)) + 0.1 * (groups % 3), 0, 1)
+    fit = sm.OLS(values, np.ones((len(values), 1))).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    # statsmodels' CR1 correction for one regressor is G/(G-1) * (N-1)/(N-1): the same as ours
+    assert mean_interval(list(values), clusters=list(groups)).stderr == pytest.approx(float(fit.bse[0]), rel=1e-9)
