@@ -1,0 +1,332 @@
+"""Nothing computed is lost, nothing is left stuck (issue 14 items 1, 2, 4 and 12's tracking.uri cases).
+
+Real processes throughout: ``python -m ragexp`` as a user runs it, a real ``mlflow server`` killed
+mid-run, real SIGTERM / SIGKILL, and several ragexp processes started together on one fresh store.
+The judge server's script holds the first judge request until the test has done what it must do
+while the run is busy (kill the tracking server, send a signal), so the timing is not left to luck.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from cli import parent_and_children, run_cli, runs
+from judge_server import JudgeServer
+
+ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "MLFLOW_TRACKING_URI"}
+    return {**env, **ENV}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_mlflow_server(store: Path, port: int) -> subprocess.Popen:
+    store.mkdir(parents=True, exist_ok=True)
+    log = open(store / f"server-{port}.log", "w")
+    mlflow_bin = Path(sys.executable).with_name("mlflow")
+    proc = subprocess.Popen(
+        [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"sqlite:///{store / 'server.db'}", "--artifacts-destination", str(store / "artifacts")],
+        stdout=log, stderr=subprocess.STDOUT, cwd=store, env=_env(), start_new_session=True)  # its own group
+    deadline = time.time() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            pytest.fail(f"mlflow server did not start: {(store / f'server-{port}.log').read_text()[-3000:]}")
+        time.sleep(0.5)
+
+
+def _kill_server(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    """Signal the server and the workers it started (``mlflow server`` runs uvicorn as a child)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    _kill_server(proc, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        _kill_server(proc)
+        proc.wait()
+
+
+class Gate:
+    """A judge-server script that holds every request until :meth:`open` (and counts the arrivals)."""
+
+    def __init__(self) -> None:
+        self.arrived = threading.Event()
+        self.released = threading.Event()
+
+    def __call__(self, request):
+        self.arrived.set()
+        self.released.wait(timeout=120)
+        return None  # the sensible verdict
+
+    def open(self) -> None:
+        self.released.set()
+
+
+def _popen(args: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "ragexp", *args], cwd=cwd, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip()]
+
+
+def _judge_args(data_dir: Path, url: str) -> list[str]:
+    return [f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=answer_similarity", "judge=openai_compatible",
+            f"judge.api_base={url}", "judge.max_concurrency=2", "progress=false"]
+
+
+# --- item 12: a store MLflow cannot use is one line, before any work -------------------------------------------
+
+@pytest.mark.parametrize("uri, says", [
+    ("http://127.0.0.1:{closed}", "is not reachable"),
+    ("file:///nonexistent/dir", "the folder /nonexistent does not exist"),
+    ("notascheme://x", "unknown scheme 'notascheme'"),
+    ("sqlite:////nonexistent/dir/mlflow.db", "the folder /nonexistent/dir does not exist"),
+])
+def test_an_unusable_tracking_uri_is_one_line_before_any_work(tmp_path, data_dir, uri, says):
+    uri = uri.format(closed=_free_port())  # a port nothing listens on
+    proc = run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=keyword_overlap", "progress=false",
+                   f"tracking.uri={uri}", cwd=tmp_path, check=False, timeout=60)  # MLflow alone would retry for minutes
+    lines = _lines(proc.stderr)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("ragexp: error: ") and says in lines[0] and uri in lines[0]
+    assert not list(tmp_path.rglob("summary.json")), "the check comes before the work"
+
+
+def _read_only(path: Path) -> None:
+    """Read-only even for root (CI may run as root, for whom chmod does not stop a write)."""
+    path.chmod(0o444)
+    if os.geteuid() == 0:
+        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(path)]).returncode != 0:
+            pytest.skip("running as root without chattr: cannot make a file read-only")
+
+
+def test_a_read_only_sqlite_store_is_one_line_before_any_work(tmp_path, data_dir):
+    db = tmp_path / "mlflow.db"
+    run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=keyword_overlap", "progress=false", cwd=tmp_path)
+    results = {p.parent for p in tmp_path.rglob("summary.json")}
+    _read_only(db)
+    try:
+        proc = run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=keyword_overlap", "progress=false",
+                       cwd=tmp_path, check=False, timeout=60)
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(db)])
+        db.chmod(0o644)
+    lines = _lines(proc.stderr)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(lines) == 1 and "read-only" in lines[0] and str(db) in lines[0]
+    assert {p.parent for p in tmp_path.rglob("summary.json")} == results, "no work was done"
+    _, found = runs(f"sqlite:///{db}")
+    assert len(found) == 1
+
+
+# --- item 1: a tracking server that dies mid-run loses nothing -------------------------------------------------
+
+def _comparable(client, run, dst: Path) -> dict:
+    """What a user compares between two runs: params, metrics, tags, artifacts and their contents."""
+    dst.mkdir(parents=True)
+    local = Path(client.download_artifacts(run.info.run_id, "", str(dst)))
+    files = {}
+    for p in sorted(local.rglob("*")):
+        if p.is_file():
+            text = p.read_text()
+            if p.name == "summary.json":
+                data = json.loads(text)
+                data.pop("seconds"), data.pop("results_folder", None)
+                text = json.dumps(data, sort_keys=True)
+            if p.name == "per_sample.json":
+                text = json.dumps(json.loads(text), sort_keys=True)
+            files[str(p.relative_to(local))] = text
+    files.pop(".hydra/hydra.yaml")  # Hydra's own record of its output folder and of the time it ran
+    owner = ("ragexp.host", "ragexp.pid", "ragexp.pid_start", "mlflow.user", "mlflow.source.name",
+             "mlflow.source.git.commit")  # the commit is read when the results are saved; others commit meanwhile
+    return {
+        "name": run.info.run_name, "status": run.info.status, "params": run.data.params, "metrics": run.data.metrics,
+        "tags": {k: v for k, v in run.data.tags.items() if k not in owner and k != "mlflow.runName"},
+        "inputs": [(i.dataset.name, i.dataset.digest, i.dataset.schema, i.dataset.profile)
+                   for i in run.inputs.dataset_inputs],
+        "files": files,
+    }
+
+
+def test_a_tracking_server_killed_mid_run_loses_nothing_and_the_printed_command_logs_it_later(tmp_path, data_dir):
+    port = _free_port()
+    store = tmp_path / "server"
+    url = f"http://127.0.0.1:{port}"
+    server = _start_mlflow_server(store, port)
+    launch = tmp_path / "launch"
+    launch.mkdir()
+    gate = Gate()
+    judge_port = _free_port()  # both runs see the same judge.api_base, so their params are the same
+    try:
+        with JudgeServer(script=gate, port=judge_port) as judge:
+            args = [*_judge_args(data_dir, judge.url), f"tracking.uri={url}", "run_name=the-run"]
+            proc = _popen(args, launch)
+            assert gate.arrived.wait(timeout=300), "the run never reached the judge"
+            _kill_server(server)  # the tracking server dies while the judge works
+            server.wait()
+            gate.open()
+            out, err = proc.communicate(timeout=120)  # MLflow's own retries alone would take ~50 minutes
+    finally:
+        _stop(server)
+    lines = _lines(err)
+    assert proc.returncode == 2 and "Traceback" not in err, err[-3000:]
+    assert len(lines) == 1 and lines[0].startswith(f"ragexp: error: could not log to {url}")
+    assert "answer_similarity" in out, "the table is printed before logging"
+    folder = Path(lines[0].split("the results are in ")[1].split(";")[0])
+    command = lines[0].split("log them later with: ")[1]
+    assert command == f"python -m ragexp.tracking.upload {folder}"
+    assert folder.is_relative_to(launch / "outputs"), "the job's Hydra output folder"
+    saved = json.loads((folder / "summary.json").read_text())
+    assert saved["metrics"]["answer_similarity"] is not None
+
+    server = _start_mlflow_server(store, port)  # the server is back, on the same address
+    try:
+        later = subprocess.run(command.replace("python", sys.executable, 1).split(), cwd=launch, env=_env(),
+                               capture_output=True, text=True, timeout=120)
+        assert later.returncode == 0, later.stderr
+        assert f"logged as MLflow run" in later.stdout
+        again = subprocess.run([sys.executable, "-m", "ragexp.tracking.upload", str(folder)], cwd=launch, env=_env(),
+                               capture_output=True, text=True, timeout=120)
+        assert "already logged" in again.stdout  # a second upload does not log it twice
+        # the same run, logged normally from a fresh launch directory (its own judge cache)
+        normal = tmp_path / "normal"
+        normal.mkdir()
+        with JudgeServer(port=judge_port) as judge:
+            run_cli(*_judge_args(data_dir, judge.url), f"tracking.uri={url}", "run_name=the-run", cwd=normal, env=_env())
+        client, found = runs(url)
+        assert len(found) == 2
+        uploaded, direct = found
+        a, b = _comparable(client, uploaded, tmp_path / "a"), _comparable(client, direct, tmp_path / "b")
+    finally:
+        _stop(server)
+    assert a["status"] == "FINISHED"
+    assert a["metrics"]["answer_similarity"] == saved["metrics"]["answer_similarity"]
+    for key in a:
+        assert a[key] == b[key], key
+
+
+# --- item 2: parallel processes on one fresh SQLite store ------------------------------------------------------
+
+@pytest.mark.parametrize("n", [2, 8])
+def test_processes_started_together_on_a_fresh_store_all_log_and_leave_it_usable(tmp_path, data_dir, n):
+    db = tmp_path / "fresh" / "mlflow.db"
+    db.parent.mkdir()
+    args = [f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=keyword_overlap", "progress=false",
+            f"tracking.uri=sqlite:///{db}"]
+    procs = []
+    for i in range(n):
+        cwd = tmp_path / f"p{i}"
+        cwd.mkdir()
+        procs.append(_popen([*args, f"run_name=p{i}"], cwd))
+    results = [(p, *p.communicate(timeout=600)) for p in procs]
+    for p, out, err in results:
+        assert p.returncode == 0, err[-3000:]
+    _, found = runs(f"sqlite:///{db}")
+    assert sorted(r.info.run_name for r in found) == sorted(f"p{i}" for i in range(n))
+    assert all(r.info.status == "FINISHED" and "keyword_overlap" in r.data.metrics for r in found)
+    after = run_cli(*args, "run_name=after", cwd=tmp_path)  # the store still takes runs
+    assert "logged to" in after.stdout
+    _, found = runs(f"sqlite:///{db}")
+    assert len(found) == n + 1
+
+
+# --- item 4: SIGTERM, kill -9, and runs left RUNNING -----------------------------------------------------------
+
+def test_sigterm_mid_judge_is_one_line_exit_143_and_nothing_left_running(tmp_path, data_dir):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    gate = Gate()
+    with JudgeServer(script=gate) as judge:
+        proc = _popen([*_judge_args(data_dir, judge.url), f"tracking.uri={uri}"], tmp_path)
+        assert gate.arrived.wait(timeout=300)
+        proc.send_signal(signal.SIGTERM)
+        gate.open()
+        _, err = proc.communicate(timeout=120)
+    lines = _lines(err)
+    assert proc.returncode == 143 and "Traceback" not in err, err[-3000:]
+    assert lines[-1].startswith("ragexp: terminated (SIGTERM): judge 'openai_compatible' stopped after")
+    assert lines[-1].endswith("No MLflow run was logged: the run had not finished.")
+    client, found = runs(uri)
+    assert found == []
+
+
+def _multirun(data_dir: Path, judge_url: str, uri: str) -> list[str]:
+    # job 0 needs no judge and finishes; job 1 waits on the judge
+    return ["-m", f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=keyword_overlap,answer_similarity",
+            "judge=openai_compatible", f"judge.api_base={judge_url}", "progress=false", f"tracking.uri={uri}"]
+
+
+def test_sigterm_on_a_multirun_says_what_was_logged_and_closes_the_parent_failed(tmp_path, data_dir):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    gate = Gate()
+    with JudgeServer(script=gate) as judge:
+        proc = _popen(_multirun(data_dir, judge.url, uri), tmp_path)
+        assert gate.arrived.wait(timeout=300)
+        proc.send_signal(signal.SIGTERM)
+        gate.open()
+        _, err = proc.communicate(timeout=120)
+    lines = _lines(err)
+    assert proc.returncode == 143 and "Traceback" not in err, err[-3000:]
+    _, parents, children = parent_and_children(uri)
+    assert len(parents) == 1 and [c.info.status for c in children] == ["FINISHED"]
+    parent = parents[0]
+    assert lines[-1].startswith("ragexp: terminated (SIGTERM)")
+    assert f"1 of the sweep's runs finished and are logged under parent run {parent.info.run_id} in {uri}" in lines[-1]
+    assert parent.info.status == "FAILED" and "SIGTERM" in parent.data.tags["ragexp.failure_reason"]
+
+
+def test_a_multirun_killed_with_sigkill_is_closed_failed_by_the_next_start(tmp_path, data_dir):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    gate = Gate()
+    with JudgeServer(script=gate) as judge:
+        proc = _popen(_multirun(data_dir, judge.url, uri), tmp_path)
+        assert gate.arrived.wait(timeout=300)
+        proc.kill()  # kill -9: no handler runs, the parent stays RUNNING
+        proc.wait()
+        gate.open()
+    _, parents, _ = parent_and_children(uri)
+    assert [p.info.status for p in parents] == ["RUNNING"]
+    assert parents[0].data.tags["ragexp.pid"] == str(proc.pid)
+    nxt = run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=keyword_overlap", "progress=false",
+                  f"tracking.uri={uri}", cwd=tmp_path)
+    closed = [ln for ln in _lines(nxt.stderr) if "FAILED" in ln]
+    assert len(closed) == 1 and f"pid {proc.pid} on {socket.gethostname()}" in closed[0]
+    assert parents[0].info.run_id in closed[0]
+    client, found = runs(uri)
+    parent = client.get_run(parents[0].info.run_id)
+    assert parent.info.status == "FAILED" and f"pid {proc.pid}" in parent.data.tags["ragexp.failure_reason"]
+    assert not [r for r in found if r.info.status == "RUNNING"]
