@@ -330,3 +330,49 @@ def test_a_multirun_killed_with_sigkill_is_closed_failed_by_the_next_start(tmp_p
     parent = client.get_run(parents[0].info.run_id)
     assert parent.info.status == "FAILED" and f"pid {proc.pid}" in parent.data.tags["ragexp.failure_reason"]
     assert not [r for r in found if r.info.status == "RUNNING"]
+
+
+# --- the pieces, on a real store and real processes ------------------------------------------------------------
+
+def test_mlflow_http_bounds_hold_inside_the_block_only_and_never_override_the_users(monkeypatch):
+    from ragexp.tracking.store import HTTP_BOUNDS, bounded_http
+
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "300")  # the user's own choice
+    with bounded_http():
+        assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == HTTP_BOUNDS["MLFLOW_HTTP_REQUEST_MAX_RETRIES"]
+        assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "300"
+    assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in os.environ  # nothing leaks into the user's environment
+    assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "300"
+
+
+def test_only_runs_of_dead_processes_of_this_host_are_closed(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from ragexp.tracking.store import FAILURE_TAG, HOST_TAG, PID_START_TAG, PID_TAG, check_store, owner_tags
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, exp = check_store(uri, "ragexp")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        host = socket.gethostname()
+        live_tags = {HOST_TAG: host, PID_TAG: str(alive.pid)}
+        mine = owner_tags()
+        cases = {
+            "dead": {HOST_TAG: host, PID_TAG: str(dead.pid)},
+            "alive": live_tags,
+            "reused pid": {**live_tags, PID_START_TAG: "1"},  # that pid now belongs to another process
+            "this process": mine,
+            "other host": {HOST_TAG: host + "-elsewhere", PID_TAG: str(dead.pid)},
+        }
+        ids = {name: client.create_run(exp, run_name=name, tags=tags).info.run_id for name, tags in cases.items()}
+        check_store(uri, "ragexp")
+        status = {name: MlflowClient(uri).get_run(i) for name, i in ids.items()}
+    finally:
+        alive.kill()
+        alive.wait()
+    assert {n: r.info.status for n, r in status.items()} == {
+        "dead": "FAILED", "alive": "RUNNING", "reused pid": "FAILED", "this process": "RUNNING", "other host": "RUNNING"}
+    assert f"pid {dead.pid} on {socket.gethostname()}" in status["dead"].data.tags[FAILURE_TAG]
