@@ -280,3 +280,17 @@ def test_clustered_stderr_matches_statsmodels_cluster_robust_mean():
     fit = sm.OLS(values, np.ones((len(values), 1))).fit(cov_type="cluster", cov_kwds={"groups": groups})
     # statsmodels' CR1 correction for one regressor is G/(G-1) * (N-1)/(N-1): the same as ours
     assert mean_interval(list(values), clusters=list(groups)).stderr == pytest.approx(float(fit.bse[0]), rel=1e-9)
+
+
+def test_a_record_without_its_cluster_label_is_named():
+    from ragexp.errors import DataError
+    from ragexp.evaluate import cluster_labels
+    from ragexp.records import to_record
+
+    rows = [{"query": "q1", "group": "doc-a"}, {"query": "q2", "group": 7}, {"query": "q3"}]
+    records = [to_record(r, path="mine.jsonl", row=i) for i, r in enumerate(rows, start=1)]
+    assert cluster_labels(records[:2], "group", dataset="records", source="mine.jsonl") == ["doc-a", 7]
+    with pytest.raises(DataError) as e:
+        cluster_labels(records, "group", dataset="records", source="mine.jsonl")
+    assert str(e.value) == ("mine.jsonl, row 3, field 'group': expected a cluster label (stats.cluster_by='group') "
+                            "in record '3', got none")
