@@ -176,3 +176,37 @@ def test_bm25_that_finds_nothing_counts_every_question(compose):
     counts = summary["status_counts"]["recall_at_k"]
     assert counts == {"ok": 50}, counts
     assert summary["metrics"]["recall_at_k"] < 1.0
+
+
+#: metrics whose value is documented as undefined for an empty output, with the reason
+UNDEFINED_FOR_EMPTY_OUTPUT = {"avg_coverage": "the share of the answer's keywords found in the contexts: an empty "
+                                              "answer has nothing to ground"}
+OUTPUTS = ("contexts", "context_ids", "answer")
+
+
+def test_no_deterministic_metric_lets_an_empty_output_vanish():
+    """Over the whole registry: every sample-level, non-judge metric that reads an output of the
+    system under test scores a record whose outputs are empty as a miss (its lower bound, status
+    ok) — or, where documented above, as ``undefined`` — never ``missing_field``."""
+    from ragexp.metrics.base import load_all
+
+    record = to_record({"id": "x", "query": "What is the capital of France?", "contexts": [], "context_ids": [],
+                        "answer": "", "gt_contexts": ["Paris is the capital of France."], "gt_context_ids": ["d1"],
+                        "reference_answers": ["Paris"], "label": True, "latency_s": 0.5}, path="x.jsonl", row=1)
+    checked = []
+    for name, info in sorted(load_all().items()):
+        if info.level != "sample" or info.judge:
+            continue
+        specs, _ = build_metrics({name: {"_target_": f"{info.fn.__module__}.{info.fn.__name__}"}}, "exact_chunk")
+        kept, _ = check_fields(specs, [record], "x")
+        for spec in kept:
+            if not set(spec.fields) & set(OUTPUTS):
+                continue
+            (s,) = score([record], [spec])[spec.key]
+            if name in UNDEFINED_FOR_EMPTY_OUTPUT:
+                assert s.status == "undefined", (spec.key, s)
+            else:
+                assert (s.status, s.value) == ("ok", info.bounds[0]), (spec.key, s)
+            checked.append(name)
+    assert {"token_f1", "context_precision", "recall_at_k", "ndcg", "exact_match", "bleu", "rougeL",
+            "keyword_overlap", "avg_coverage"} <= set(checked)
