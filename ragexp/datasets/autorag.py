@@ -131,7 +131,8 @@ def load_autorag(path: str, *, corpus: str | None = None, result: str | None = N
             raw: dict[str, Any] = {
                 "id": item["qid"], "query": item["query"],
                 "reference_answers": plain(item["generation_gt"]),
-                "gt_context_ids": gt_ids or None, "gt_contexts": gt_texts or None,
+                # an empty retrieval_gt is an empty ground truth (metrics: undefined), not an absent one
+                "gt_context_ids": gt_ids, "gt_contexts": gt_texts,
                 "retrieval_gt": plain(item["retrieval_gt"]),
             }
             if result:
