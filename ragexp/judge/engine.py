@@ -31,7 +31,7 @@ from ..metrics.questeval import questeval_values
 from ..records import Record
 from .cache import JudgeCache
 from .client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
-from .loop import quiet_gc, run_sync
+from .loop import quiet_gc, run_sync, shutdown
 from .parse import ParseError, parse, response_format
 from .settings import JudgeSettings
 from .templates import Prompt, load_prompt
@@ -349,11 +349,15 @@ class Judge:
             with quiet_gc():
                 return run_sync(self.ascore(records, specs, progress))
         except KeyboardInterrupt:
+            shutdown()  # HTTP clients and worker processes closed now, not by the garbage collector at exit
             u = self._usage or Usage()
             kept = f"kept in {self.cache.path}: the same command asks only for the rest" if self.cache is not None \
                 else "not kept (judge.cache is off)"
             raise Interrupted(f"judge '{self.settings.name}' stopped after {u.answered} replies to {u.calls} requests "
                               f"sent ({u.cache_hits} cache hits); the replies are {kept}") from None
+        except BaseException:
+            shutdown()  # an error ends the run: close everything before the process exits with it
+            raise
 
     async def ascore(self, records: list[Record], specs: Sequence[Any], progress: bool = False
                      ) -> tuple[dict[str, list[Score]], dict[str, float]]:

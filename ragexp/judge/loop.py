@@ -29,6 +29,7 @@ import functools
 import gc
 import os
 import socket
+import sys
 import threading
 from typing import Any, Awaitable, Iterator
 
@@ -84,18 +85,90 @@ def new_loop() -> asyncio.AbstractEventLoop:
 
 _LOOP: asyncio.AbstractEventLoop | None = None
 _LOOP_PID: int | None = None
+_THREAD: threading.Thread | None = None
 _LOOP_LOCK = threading.Lock()
+_AT_EXIT: list[int] = []  # pids that registered :func:`shutdown` with atexit
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
-    """One long-lived loop in a daemon thread per process (re-made after a fork)."""
-    global _LOOP, _LOOP_PID
+    """One long-lived loop in a daemon thread per process (re-made after a fork or a :func:`shutdown`)."""
+    global _LOOP, _LOOP_PID, _THREAD
     with _LOOP_LOCK:
         if _LOOP is None or _LOOP_PID != os.getpid() or _LOOP.is_closed():
             loop = new_loop()
-            threading.Thread(target=loop.run_forever, name="ragexp-judge-loop", daemon=True).start()
+            _THREAD = threading.Thread(target=loop.run_forever, name="ragexp-judge-loop", daemon=True)
+            _THREAD.start()
             _LOOP, _LOOP_PID = loop, os.getpid()
+            if os.getpid() not in _AT_EXIT:  # closed before the interpreter tears down, on any exit
+                import atexit
+
+                atexit.register(shutdown)
+                _AT_EXIT.append(os.getpid())
         return _LOOP
+
+
+async def close_clients() -> None:
+    """On the loop that used them: end its tasks, close its worker processes and litellm's HTTP clients.
+
+    litellm keeps its clients (the OpenAI SDK's, httpx's, aiohttp's sessions) in a process-wide cache.
+    Left to the garbage collector at interpreter exit, an aiohttp session's ``__del__`` can block on
+    the import lock held by a thread the interpreter has already frozen, and the process never
+    exits. Here they are closed while everything still runs, and the cache is emptied so that
+    nothing is left for a ``__del__`` or a later loop.
+    """
+    me = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+    for t in tasks:
+        t.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=2.0)
+    from .workers import close_pools
+
+    await close_pools()
+    litellm = sys.modules.get("litellm")
+    if litellm is not None:
+        cache = getattr(litellm, "in_memory_llm_clients_cache", None)
+        for client in list(getattr(cache, "cache_dict", {}).values()):
+            closer = getattr(client, "close", None)  # the OpenAI SDK's AsyncOpenAI
+            if type(client).__name__.startswith("Async") and closer is not None and asyncio.iscoroutinefunction(closer):
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(closer(), 2.0)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(litellm.close_litellm_async_clients(), 5.0)  # httpx clients, aiohttp sessions
+        if cache is not None:
+            with contextlib.suppress(Exception):
+                cache.flush_cache()
+    await asyncio.sleep(0)  # let the closed transports run their connection_lost callbacks
+
+
+def shutdown(timeout: float = 10.0) -> None:
+    """Close the judge's HTTP clients and worker processes, stop its loop and join its thread.
+
+    Idempotent, bounded by ``timeout`` seconds, and called on every way out: after an error or an
+    interrupt in :meth:`~ragexp.judge.engine.Judge.score`, and at exit (atexit) after a success.
+    The next ``score`` in the same process starts a fresh loop.
+    """
+    global _LOOP, _THREAD
+    with _LOOP_LOCK:
+        loop, thread = _LOOP, _THREAD
+        if loop is None or _LOOP_PID != os.getpid():
+            return
+        _LOOP, _THREAD = None, None
+    if loop.is_closed():
+        return
+    if loop.is_running():
+        future = asyncio.run_coroutine_threadsafe(close_clients(), loop)
+        try:
+            future.result(timeout)
+        except (Exception, concurrent.futures.TimeoutError):  # noqa: BLE001 - closing is best effort, and bounded
+            future.cancel()
+        with contextlib.suppress(RuntimeError):
+            asyncio.run_coroutine_threadsafe(loop.shutdown_default_executor(), loop).result(timeout)
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(timeout)
+    if not loop.is_running():
+        loop.close()
 
 
 def run_sync(coro: Awaitable[Any]) -> Any:

@@ -16,6 +16,7 @@ closes, that is when the parent process ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import pickle
@@ -140,6 +141,29 @@ async def pool(n: int) -> WorkerPool:
     return p
 
 
+async def close_pools(timeout: float = 3.0) -> None:
+    """End the running loop's worker processes: close their stdin (they exit), kill any that lingers."""
+    p = _POOLS.pop(asyncio.get_running_loop(), None)
+    if p is None:
+        return
+    for w in p.workers:
+        if w.proc.stdin is not None and not w.proc.stdin.is_closing():
+            w.proc.stdin.close()
+    for w in p.workers:
+        try:
+            await asyncio.wait_for(w.proc.wait(), timeout)
+        except asyncio.TimeoutError:
+            w.proc.kill()
+            await w.proc.wait()
+        w.reader.cancel()
+        with contextlib.suppress(BaseException):
+            await w.reader
+        if w.proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                await w.proc.stdin.wait_closed()
+    p.workers.clear()
+
+
 # -- the child ---------------------------------------------------------------------------------------
 
 async def _serve() -> None:
@@ -147,6 +171,9 @@ async def _serve() -> None:
     from .client import _quiet_litellm, _retry_after, _short, acompletion, classify, connection_failed
     from .loop import InlineSetupExecutor
 
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent ends us (stdin closes)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a print inside litellm must not corrupt the protocol
     sys.stdout = sys.stderr
@@ -154,7 +181,7 @@ async def _serve() -> None:
     loop = asyncio.get_running_loop()
     loop.set_default_executor(InlineSetupExecutor(thread_name_prefix="ragexp-judge-io"))  # see .loop
     reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
 
     def send(obj: Any) -> None:
         out.write(_frame(obj))
@@ -186,6 +213,13 @@ async def _serve() -> None:
         t.add_done_callback(tasks.discard)
     for t in tasks:
         t.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=1.0)
+    from .loop import close_clients
+
+    await close_clients()  # this process's litellm clients, closed before the interpreter tears down
+    transport.close()
+    out.close()
 
 
 if __name__ == "__main__":
