@@ -273,6 +273,14 @@ def test_mapped_table_cells_are_text_as_written(load, tmp_path, fmt, sep):
     assert (d.answer, d.reference_answers, d.extra) == ("null", ["None"], {"note": "nan"})
 
 
+def test_mapped_csv_cell_larger_than_the_csv_modules_default_cap(load, tmp_path):
+    passage = "word " * 60_000   # 300 KB in one cell, over the csv module's 128 KB default
+    f = tmp_path / "run.csv"
+    f.write_text(f'question,retrieved\nq1,"{json.dumps([passage]).replace(chr(34), chr(34) * 2)}"\n', encoding="utf-8")
+    ds = load("mapped", f"dataset.path={f}", "dataset.columns={query: question, contexts: retrieved}")
+    assert ds.records[0].contexts == [passage]
+
+
 def test_mapped_csv_bad_latency_text_names_row_and_column(load, tmp_path):
     from ragexp.errors import DataError
 

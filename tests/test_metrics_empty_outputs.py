@@ -8,7 +8,6 @@ nothing in it (``[]``, blank strings, a reference without a keyword) is ``undefi
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest

@@ -119,6 +119,7 @@ def read_delimited(path: Path, fmt: str) -> tuple[list[str], Iterator[tuple[int,
     malformed file, reported with its line. Rows are data rows (the header not counted).
     """
     import csv
+    import io
 
     kind = fmt.upper()
     sep = "\t" if fmt == "tsv" else ","
@@ -126,8 +127,8 @@ def read_delimited(path: Path, fmt: str) -> tuple[list[str], Iterator[tuple[int,
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
-    import io
-
+    # a cell may hold a whole document or a JSON list of passages: lift the csv module's 128 KB cap
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True)
     parsed: list[tuple[int, list[str]]] = []  # (first line of the row, values)
     while True:
