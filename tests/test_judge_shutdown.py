@@ -83,3 +83,43 @@ def test_repeated_ctrl_c_of_a_judge_multirun_always_exits_cleanly(tmp_path, data
             assert [ln for ln in err.splitlines() if ln.strip()][-1].startswith("ragexp: interrupted")
             time.sleep(0.5)
             assert not [p for p in helpers if _alive(p)]  # no worker process outlives the run
+
+
+def _loop_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name == "ragexp-judge-loop" and t.is_alive()]
+
+
+def test_clients_are_closed_after_an_error_at_once_and_after_a_success_by_shutdown(tmp_path):
+    import litellm
+
+    from ragexp.evaluate import build_metrics
+    from ragexp.judge import build_judge
+    from ragexp.judge.client import JudgeUnreachable
+    from ragexp.judge.loop import shutdown
+    from ragexp.records import Record
+
+    from test_judge_robust import closed_port, judge_cfg
+
+    s = build_metrics({"retrieval_precision": {"_target_": "ragexp.metrics.judge.retrieval_precision"}})[0]
+    records = [Record(id=str(i), query=f"Capital of France {i}?", contexts=["Paris is the capital of France."])
+               for i in range(6)]
+    with JudgeServer() as server:
+        for model in ("hosted_vllm/judge", "openai/gpt-4o-mini"):
+            scores, _ = build_judge(judge_cfg(server.url, tmp_path, model=model, cache=False), s).score(records, s)
+            assert [sc.status for sc in scores["retrieval_precision"]] == ["ok"] * 6
+        clients = list(litellm.in_memory_llm_clients_cache.cache_dict.values())
+        assert clients and _loop_threads()  # kept between runs of one process...
+        shutdown()  # ...until exit (atexit runs this) or an error
+        assert not _loop_threads() and not litellm.in_memory_llm_clients_cache.cache_dict
+        for c in clients:
+            inner = getattr(c, "_client", None) or getattr(c, "client", None)
+            if hasattr(inner, "is_closed"):
+                assert inner.is_closed, c
+        again, _ = build_judge(judge_cfg(server.url, tmp_path, cache=False), s).score(records, s)  # a fresh loop
+        assert again == scores
+    judge = build_judge(judge_cfg(f"http://127.0.0.1:{closed_port()}/v1", tmp_path, cache=False, backoff_s=0.05), s)
+    with pytest.raises(JudgeUnreachable):
+        judge.score(records, s)
+    assert not _loop_threads() and not litellm.in_memory_llm_clients_cache.cache_dict  # closed on the way out
