@@ -84,7 +84,7 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
     console.print(table)
     notes: dict[str, list[str]] = {}
     for key, iv in intervals.items():
-        if key in metrics and getattr(iv, "note", None) and iv.n > 1:
+        if key in metrics and getattr(iv, "note", None) and iv.n >= 1:
             notes.setdefault(iv.note, []).append(key)
     for note, keys in notes.items():
         which = ", ".join(keys) if len(keys) <= 3 else f"{keys[0]} and {len(keys) - 1} more"
