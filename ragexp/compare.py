@@ -99,12 +99,21 @@ def _column(table: RunTable, name: str, rows: list[int]) -> list[Any]:
     return [table.rows[i][col] for i in rows]
 
 
-def _number(value: Any) -> float:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    return math.nan
+def _columns(table: RunTable, rows: list[int]) -> dict[str, tuple]:
+    """The table's columns (name → values), for these rows, in this order."""
+    picked = [table.rows[i] for i in rows]
+    if not picked:
+        return {c: () for c in table.columns}
+    return dict(zip(table.columns, zip(*picked)))
+
+
+def _numbers(values: tuple) -> Any:
+    """Metric values as floats; None (a sample that did not score) and anything not a number → NaN."""
+    import numpy as np
+
+    if set(map(type, values)) <= {float, int, bool, type(None)}:  # what JSON gives: NaN for None
+        return np.asarray(values, dtype=np.float64)
+    return np.array([float(v) if isinstance(v, (int, float)) else math.nan for v in values], dtype=np.float64)
 
 
 def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 10_000,
@@ -159,20 +168,20 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
     values_b = np.full((n, len(both)), np.nan)
     values_c = np.full((n, len(both)), np.nan)
     ok = np.zeros((n, len(both)), dtype=bool)
+    cols_b, cols_c = _columns(baseline, b_rows), _columns(candidate, c_rows)
     for j, key in enumerate(both):
-        values_b[:, j] = [_number(v) for v in _column(baseline, key, b_rows)]
-        values_c[:, j] = [_number(v) for v in _column(candidate, key, c_rows)]
-        sb = _column(baseline, f"{key}.status", b_rows)
-        sc = _column(candidate, f"{key}.status", c_rows)
-        ok_b = np.array([s == "ok" for s in sb]) & np.isfinite(values_b[:, j])
-        ok_c = np.array([s == "ok" for s in sc]) & np.isfinite(values_c[:, j])
+        values_b[:, j] = _numbers(cols_b[key])
+        values_c[:, j] = _numbers(cols_c[key])
+        sb = np.asarray(cols_b[f"{key}.status"], dtype=object)
+        sc = np.asarray(cols_c[f"{key}.status"], dtype=object)
+        ok_b = (sb == "ok") & np.isfinite(values_b[:, j])
+        ok_c = (sc == "ok") & np.isfinite(values_c[:, j])
         ok[:, j] = ok_b & ok_c
         excluded: dict[str, int] = {}
         for role, statuses, good in (("baseline", sb, ok_b), ("candidate", sc, ok_c)):
-            for s, g in zip(statuses, good):
-                if not g:
-                    label = f"{role} {s if s != 'ok' else 'no value'}"
-                    excluded[label] = excluded.get(label, 0) + 1
+            for i in np.flatnonzero(~good):
+                label = f"{role} {statuses[i] if statuses[i] != 'ok' else 'no value'}"
+                excluded[label] = excluded.get(label, 0) + 1
         rows[key].update(n=int(ok[:, j].sum()), excluded=int(n - ok[:, j].sum()), excluded_by=excluded)
 
     # metrics with the same usable samples share one set of resamples (one matrix product each)
