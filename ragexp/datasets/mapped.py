@@ -9,7 +9,8 @@ A column already named like a field (``query``, ``answer``, …) needs no entry;
 column is kept in ``extra``. A mapping key that is not a canonical field, or a column the file
 does not have, is an error before any row is read.
 
-CSV cells are text, so list and mapping fields (``contexts``, ``context_ids``, ``gt_contexts``,
+CSV and TSV cells are read as the text they hold (``8``, ``1889``, ``NA`` stay text; an empty
+cell is absent; see :func:`ragexp.datasets.base.read_delimited`), so list and mapping fields (``contexts``, ``context_ids``, ``gt_contexts``,
 ``gt_context_ids``, ``reference_answers``, ``timings``) are often JSON-encoded there.
 ``json_fields: auto`` (default) decodes such a cell when it starts with ``[`` or ``{``;
 a list of field names decodes exactly those (and a cell that is not valid JSON is an error);
