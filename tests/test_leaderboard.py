@@ -86,3 +86,12 @@ def test_which_metric_and_direction():
     assert choose_metric(None, None, summaries) == "token_precision"
     assert higher_is_better("ndcg/k10") and not higher_is_better("avg_latency")
     assert not higher_is_better("latency/generate")
+
+
+def test_a_key_in_a_run_name_never_reaches_the_board():
+    from ragexp.tracking.secrets import redact
+
+    leaked = _entry("dataset.system=weak,judge.api_key=sk-abcdefabcdef1234567890", C)
+    board = redact(rank([_entry("dataset.system=strong,judge.api_key=sk-abcdefabcdef1234567890", A), leaked],
+                        metric="m", resamples=500))
+    assert "sk-abcdef" not in json.dumps(board) and board["rows"][0]["run_name"].endswith("api_key=***")

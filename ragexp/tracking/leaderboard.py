@@ -148,6 +148,7 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
     """Build the leaderboard of ``children``, log it on the parent run, print it; return it."""
     from ..console import print_leaderboard
     from ..plots import forest_plot
+    from .secrets import redact
     from .store import retrying
 
     import os
@@ -167,6 +168,7 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
                      resamples=int(stats.get("resamples", 10_000)), confidence=float(stats.get("confidence", 0.95)),
                      seed=int(stats.get("seed", 0)))
         _add_labels(board["rows"])
+        board = redact(board)  # run names are overrides, which may carry a key
         retrying(client.log_dict, parent_run_id, board, LEADERBOARD_FILE)
         if any(r.get("mean") is not None for r in board["rows"]):
             png = forest_plot(board, tmp / PLOT_FILE)
