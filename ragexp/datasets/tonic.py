@@ -8,7 +8,9 @@ essay the quote comes from, while the ground-truth *text* is the quote itself. T
 
 ``dataset=tonic_run`` reads one system's run, a CSV with ``reference_question``,
 ``reference_answer``, ``llm_answer``, ``llm_context`` (a JSON list of passages, ``[]`` when
-the system did not return them) and ``answer_similarity`` (Tonic's own LLM-judged 0–5 score,
+the system did not return them: a run whose every ``llm_context`` is ``[]`` did not record its
+contexts, so they are read as absent — ``missing_field`` — not as a system that retrieved
+nothing, which would score every retrieval metric 0) and ``answer_similarity`` (Tonic's own LLM-judged 0–5 score,
 kept in ``extra['answer_similarity']``). With ``qa_pairs`` set, each question is matched by its
 text to ``qa_pairs.json`` to add its ``gt_contexts`` and ``gt_context_ids``.
 
@@ -105,6 +107,9 @@ def load_tonic_run(path: str, *, qa_pairs: str | None = None, essays: str | None
                 gold[item["question"].strip()] = _qa_raw(item)
     corpus = _essays(essays) if essays else None
 
+    # a vendor that does not expose its contexts writes [] in every row: not recorded, not "nothing retrieved"
+    recorded = not all(isinstance(c, str) and c.replace(" ", "") == "[]" for c in frame["llm_context"])
+
     def rows():
         for row, item in enumerate(frame.to_dict("records"), start=1):
             question = item.get("reference_question")
@@ -120,7 +125,7 @@ def load_tonic_run(path: str, *, qa_pairs: str | None = None, essays: str | None
                 "query": question,
                 "reference_answers": item.get("reference_answer"),
                 "answer": item.get("llm_answer"),
-                "contexts": contexts,
+                "contexts": contexts if recorded else None,
                 "answer_similarity": _number(item.get("answer_similarity")),
             }
             match = gold.get(question.strip()) if isinstance(question, str) else None
