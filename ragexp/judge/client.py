@@ -73,6 +73,16 @@ def connection_failed(exc: BaseException) -> bool:
     return False
 
 
+def _root(exc: BaseException) -> BaseException:
+    """The first cause of ``exc`` (``ConnectionRefusedError: …`` rather than litellm's wrapping of it)."""
+    seen = [exc]
+    while True:
+        nxt = seen[-1].__cause__ or seen[-1].__context__
+        if nxt is None or any(nxt is s for s in seen):
+            return seen[-1]
+        seen.append(nxt)
+
+
 class BudgetStop(Exception):
     """The next request could pass ``max_cost_usd``; no request is started after this."""
 
@@ -377,7 +387,8 @@ class JudgeClient:
             where = self.s.api_base or f"the {litellm_provider(self.s.model) or 'provider'} API"
             self.fatal = self.fatal or JudgeUnreachable(
                 f"judge '{self.s.name}' cannot be reached at {where}: {self.refused} connections in a row failed "
-                f"over {now - self.refused_since:.1f} s ({_short(exc, 160)}); start the server or fix judge.api_base")
+                f"over {now - self.refused_since:.1f} s ({_short(_root(exc), 160)}); start the server or fix "
+                "judge.api_base")
 
     async def complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None,
                        check: Callable[[str], Any] | None = None, schema: dict[str, Any] | None = None
