@@ -121,4 +121,7 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
         delta = f"{r['diff_vs_best']:+.4f}" if r.get("diff_vs_best") is not None else ""
         p = f"{r['p_holm']:.3g}" if r.get("p_holm") is not None else ""
         table.add_row(str(r.get("label") or r["run_name"]), _fmt(r.get("mean")), ci, _fmt(r.get("n")), delta, p, verdict)
-    Console(file=sys.stdout, width=max(120, Console().width)).print(table)
+    console = Console(file=sys.stdout, width=max(120, Console().width))
+    console.print(table)
+    if board.get("not_ranked"):
+        console.print(f"[yellow]warning: {board['not_ranked']}[/yellow]", highlight=False, soft_wrap=True)

@@ -95,3 +95,14 @@ def test_a_key_in_a_run_name_never_reaches_the_board():
     board = redact(rank([_entry("dataset.system=strong,judge.api_key=sk-abcdefabcdef1234567890", A), leaked],
                         metric="m", resamples=500))
     assert "sk-abcdef" not in json.dumps(board) and board["rows"][0]["run_name"].endswith("api_key=***")
+
+
+def test_jobs_with_results_but_no_mlflow_run_are_counted(tmp_path):
+    from ragexp.tracking.leaderboard import unlogged_jobs
+
+    for job in ("0", "1", "2"):
+        (tmp_path / job).mkdir()
+        (tmp_path / job / "summary.json").write_text("{}")
+    assert unlogged_jobs(tmp_path, children=[object(), object(), object()]) == []
+    assert len(unlogged_jobs(tmp_path, children=[object(), object()])) == 3
+    assert unlogged_jobs(tmp_path / "absent", children=[]) == []

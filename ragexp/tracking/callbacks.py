@@ -104,7 +104,7 @@ def _leaderboard(client: Any, run_id: str, children: list[Any], config: DictConf
     stats = OmegaConf.to_container(config.stats, resolve=True) if config.get("stats") else {}
     try:
         log_leaderboard(client, run_id, children, primary=stats.get("primary"), objective=config.get("objective"),
-                        stats=stats)
+                        stats=stats, sweep_dir=str(config.hydra.sweep.dir))
     except Exception as exc:  # noqa: BLE001 - the children are logged; say why the board is missing
         print(f"[ragexp] warning: no sweep leaderboard: {type(exc).__name__}: {exc}")
 

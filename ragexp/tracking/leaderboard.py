@@ -143,8 +143,18 @@ def _summary(client: Any, run_id: str, tmp: Path) -> dict[str, Any] | None:
         return None
 
 
+def unlogged_jobs(sweep_dir: str | Path | None, children: list[Any]) -> list[str]:
+    """Job folders of the sweep holding results (``summary.json``) beyond the runs MLflow has:
+    jobs whose logging failed (their results wait for ``python -m ragexp.tracking.upload``)."""
+    if not sweep_dir or not Path(sweep_dir).is_dir():
+        return []
+    folders = sorted(str(f.parent) for f in Path(sweep_dir).glob("*/summary.json"))
+    return folders if len(folders) > len(children) else []
+
+
 def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, primary: str | None,
-                    objective: str | None, stats: Mapping[str, Any]) -> dict[str, Any] | None:
+                    objective: str | None, stats: Mapping[str, Any], sweep_dir: str | None = None
+                    ) -> dict[str, Any] | None:
     """Build the leaderboard of ``children``, log it on the parent run, print it; return it."""
     from ..console import print_leaderboard
     from ..plots import forest_plot
@@ -168,6 +178,10 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
                      resamples=int(stats.get("resamples", 10_000)), confidence=float(stats.get("confidence", 0.95)),
                      seed=int(stats.get("seed", 0)))
         _add_labels(board["rows"])
+        on_disk = unlogged_jobs(sweep_dir, children)
+        if on_disk:
+            board["not_ranked"] = (f"{len(on_disk) - len(children)} job(s) of this sweep saved results but have no "
+                                   f"MLflow run; they are not on this board (results folders under {sweep_dir})")
         board = redact(board)  # run names are overrides, which may carry a key
         retrying(client.log_dict, parent_run_id, board, LEADERBOARD_FILE)
         if any(r.get("mean") is not None for r in board["rows"]):
