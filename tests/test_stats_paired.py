@@ -60,9 +60,10 @@ def test_bootstrap_ci_close_to_scipy_paired_percentile():
     theirs = stats.bootstrap((b, c), _mean_diff, paired=True, vectorized=True, n_resamples=20_000,
                              confidence_level=0.9, method="percentile", rng=6).confidence_interval
     se = np.std(c - b, ddof=1) / math.sqrt(400)
-    # the percentiles of two 20,000-resample bootstraps agree to a small fraction of the standard error
-    assert ours.ci_low == pytest.approx(theirs.low, abs=0.05 * se)
-    assert ours.ci_high == pytest.approx(theirs.high, abs=0.05 * se)
+    # an end of a 20,000-resample percentile interval varies by ~0.015 standard errors between
+    # seeds (sqrt(.05·.95/20000) / φ(1.645)); two independent ones agree within 0.1 se (~4.7 sd)
+    assert ours.ci_low == pytest.approx(theirs.low, abs=0.1 * se)
+    assert ours.ci_high == pytest.approx(theirs.high, abs=0.1 * se)
     assert ours.ci_low < ours.diff < ours.ci_high
 
 
