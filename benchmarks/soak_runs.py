@@ -67,8 +67,9 @@ def soak(n: int, data_dir: Path, rng: random.Random, work: Path, judge_url: str)
     uri = f"sqlite:///{store / 'mlflow.db'}"
     kinds = [("run", "sweep", "joblib")[i % 3] for i in range(n)]
     fates = ["live"] * n
-    for i in rng.sample(range(n), k=max(1, n // 2)):  # half the processes are killed, half of those with SIGKILL
-        fates[i] = "SIGKILL" if rng.random() < 0.5 else "SIGTERM"
+    first = rng.randrange(2)
+    for j, i in enumerate(rng.sample(range(n), k=max(1, n // 2))):  # half are killed, half of those with SIGKILL
+        fates[i] = ("SIGKILL", "SIGTERM")[(first + j) % 2]
     procs = []
     started = time.monotonic()
     for i, kind in enumerate(kinds):
