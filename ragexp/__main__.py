@@ -35,8 +35,10 @@ def _app(cfg: DictConfig) -> float | None:
     except RagexpError as exc:
         from .tracking.log import STOPPED
 
+        from .tracking.secrets import scrub
+
         STOPPED.append(exc)
-        print(f"ragexp: error: {exc}", file=sys.stderr)
+        print(f"ragexp: error: {scrub(str(exc))}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, no traceback
         _interrupted(exc)
@@ -91,14 +93,41 @@ def _interrupted(exc: BaseException) -> None:
     term = bool(_SIGTERM) or isinstance(exc, Terminated)
     said = f": {exc}" if str(exc) and not isinstance(exc, Terminated) else ""
     what = "terminated (SIGTERM)" if term else "interrupted"
-    print(f"ragexp: {what}{said}. {interrupt_report()}", file=sys.stderr)
+    from .tracking.secrets import scrub
+
+    print(scrub(f"ragexp: {what}{said}. {interrupt_report()}"), file=sys.stderr)
     sys.exit(143 if term else 130)
+
+
+def _warn_typed_secrets(argv: list[str]) -> None:
+    """Once, on stderr: overrides typed on the command line that hold a secret (shown redacted)."""
+    from .tracking.secrets import scrub
+
+    held = [scrub(a) for a in argv if "=" in a and not a.startswith("-") and scrub(a) != a]
+    if held:
+        print(f"ragexp: warning: {' '.join(held)}: this command line holds a secret. ragexp redacts it in "
+              "everything it writes and logs (MLflow, the results, Hydra's .hydra/*.yaml and multirun.yaml, "
+              "rewritten as each job starts, and its log lines), but your shell history keeps it: put it in "
+              "an environment variable instead (a judge reads its key from the one judge.api_key_env names)",
+              file=sys.stderr)
+
+
+def _scrub_output() -> None:
+    """This process's stdout and stderr scrubbed of secrets (Hydra quotes a bad override back in full)."""
+    from .tracking.secrets import ScrubbingStream
+
+    if not isinstance(sys.stdout, ScrubbingStream):
+        sys.stdout = ScrubbingStream(sys.stdout)
+    if not isinstance(sys.stderr, ScrubbingStream):
+        sys.stderr = ScrubbingStream(sys.stderr)
 
 
 def main() -> None:
     from .tracking.log import LAUNCH_ENV, new_launch_id
 
     os.environ[LAUNCH_ENV] = new_launch_id()  # this launch's own, never one inherited from a parent ragexp
+    _warn_typed_secrets(sys.argv[1:])
+    _scrub_output()
     from .gate import add_override_prefix
 
     _handle_sigterm()

@@ -257,7 +257,9 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any]) ->
     run_id, uri = log_run(folder)
     summary["run_id"] = run_id
     summary["tracking_uri"] = uri
-    print(f"MLflow run {run_id} logged to {uri}")
+    from .tracking.secrets import redact_url
+
+    print(f"MLflow run {run_id} logged to {redact_url(uri)}")
     print(f"Open it with:  {ui_command(uri)}")
 
 
@@ -284,7 +286,10 @@ def _job_label() -> str:
         if not HydraConfig.initialized() or str(HydraConfig.get().mode) != "RunMode.MULTIRUN":
             return ""
         hc = HydraConfig.get()
-        return f" · job {hc.job.num}" + (f": {' '.join(map(str, hc.overrides.task))}" if hc.overrides.task else "")
+        from .tracking.secrets import scrub
+
+        overrides = scrub(" ".join(map(str, hc.overrides.task)))
+        return f" · job {hc.job.num}" + (f": {overrides}" if overrides else "")
     except Exception:  # noqa: BLE001 - Hydra not running (plain function call)
         return ""
 

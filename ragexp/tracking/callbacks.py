@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason,
                   launch_id)
+from .secrets import redact, redact_yaml_file, scrub
 from .store import (FAILURE_TAG, bounded_http, check_store, open_client, owner_tags, resolve_uri, retrying,
                     ui_command)
 
@@ -41,12 +42,12 @@ class ParentRunCallback(Callback):
         client, exp_id = _checked_store(self.uri, tracking.get("experiment") or "ragexp")
         sweep_dir = Path(str(config.hydra.sweep.dir))
         overrides = list(config.hydra.overrides.task)
-        tags = {"ragexp.version": __version__, "ragexp.sweep": " ".join(overrides), "ragexp.role": "parent",
+        tags = {"ragexp.version": __version__, "ragexp.sweep": scrub(" ".join(overrides)), "ragexp.role": "parent",
                 LAUNCH_TAG: launch_id(), **owner_tags()}
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit
-        name = tracking.get("sweep_name") or f"sweep {sweep_dir.name}"
+        name = scrub(str(tracking.get("sweep_name") or f"sweep {sweep_dir.name}"))
         run = retrying(client.create_run, exp_id, run_name=name, tags=tags)
         self.run_id = run.info.run_id
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -87,14 +88,39 @@ class ParentRunCallback(Callback):
             rows = [{"run_id": c.info.run_id, "run_name": c.info.run_name, "status": c.info.status,
                      **{f"param.{k}": v for k, v in c.data.params.items() if k in _overridden(config)},
                      **c.data.metrics} for c in children]
-            retrying(client.log_dict, self.run_id, {"children": rows}, "sweep_results.json")
+            retrying(client.log_dict, self.run_id, redact({"children": rows}), "sweep_results.json")
             retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
             _leaderboard(client, self.run_id, children, config)
             retrying(client.set_terminated, self.run_id, "FINISHED")
         finally:
             os.environ.pop(PARENT_ENV, None)
-        where = self.uri if str(self.uri).startswith("http") else ui_command(str(self.uri))
+        where = scrub(self.uri) if str(self.uri).startswith("http") else ui_command(str(self.uri))
         print(f"[ragexp] sweep parent run {self.run_id} holds {len(rows)} child runs; compare them with: {where}")
+        _redact_sweep_files(config)  # multirun.yaml (and a sweeper's results) as they are now final
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Hydra has just written this job's ``.hydra/*.yaml`` (and the sweep's ``multirun.yaml``):
+        rewrite them with secrets redacted before the job does any work."""
+        _redact_hydra_files(config)
+
+
+def _redact_hydra_files(config: DictConfig) -> None:
+    """Hydra's copies of the config and overrides in the job's output folder, secrets redacted."""
+    try:
+        hydra = config.hydra
+        if hydra.output_subdir is not None:
+            for f in (Path(str(hydra.runtime.output_dir)) / str(hydra.output_subdir)).glob("*.yaml"):
+                redact_yaml_file(f)
+        if str(hydra.mode) == "RunMode.MULTIRUN":
+            _redact_sweep_files(config)
+    except Exception as exc:  # noqa: BLE001 - never stop a job over this; say it
+        print(f"ragexp: warning: could not redact Hydra's files: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _redact_sweep_files(config: DictConfig) -> None:
+    """The sweep folder's own YAML files (``multirun.yaml``, Optuna's ``optimization_results.yaml``)."""
+    for f in Path(str(config.hydra.sweep.dir)).glob("*.yaml"):
+        redact_yaml_file(f)
 
 
 def _leaderboard(client: Any, run_id: str, children: list[Any], config: DictConfig) -> None:
@@ -136,5 +162,5 @@ def _checked_store(uri: str, experiment: str) -> tuple[Any, str]:
     try:
         return check_store(uri, experiment)
     except TrackingError as exc:  # raised inside Hydra, which would print it with a traceback hint
-        print(f"ragexp: error: {exc}", file=sys.stderr)
+        print(f"ragexp: error: {scrub(str(exc))}", file=sys.stderr)
         sys.exit(2)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import __version__
-from .secrets import flatten, redact, scrub
+from .secrets import flatten, redact, scrub, scrub_frame
 from .store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
                     owner_tags, resolve_uri, retrying)
 
@@ -87,22 +87,13 @@ def _finite(value: float | None) -> bool:
 
 
 def _redacted_hydra_dir(src: Path, dst: Path) -> None:
-    """Copy Hydra's ``.hydra`` folder with secrets redacted (overrides may carry keys)."""
+    """Copy Hydra's ``.hydra`` folder with secrets redacted (overrides may carry keys, URLs credentials)."""
     import yaml
 
     dst.mkdir(parents=True, exist_ok=True)
     for f in src.glob("*.yaml"):
         data = yaml.safe_load(f.read_text())
         (dst / f.name).write_text(yaml.safe_dump(redact(data), sort_keys=False, allow_unicode=True))
-    for f in dst.glob("overrides.yaml"):
-        lines = yaml.safe_load(f.read_text()) or []
-        from .secrets import is_secret_key
-
-        cleaned = []
-        for line in lines:
-            key, sep, _ = str(line).partition("=")
-            cleaned.append(f"{key}=***" if sep and is_secret_key(key.split(".")[-1].lstrip("+~")) else scrub(str(line)))
-        f.write_text(yaml.safe_dump(cleaned, allow_unicode=True))
 
 
 #: The files a results folder holds: what the run computed (written before any logging), and
@@ -150,7 +141,7 @@ def save_results(
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2, ensure_ascii=False, default=str))
-    table = per_sample.to_json(orient="split", index=False, date_format="iso")
+    table = scrub_frame(per_sample).to_json(orient="split", index=False, date_format="iso")
     _write(folder / TABLE_FILE, table)
     _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False, allow_unicode=True))
     uri = resolve_uri(tracking.get("uri"))
@@ -172,7 +163,7 @@ def save_results(
     manifest = {
         "tracking_uri": uri,
         "experiment": tracking.get("experiment") or "ragexp",
-        "run_name": run_name,
+        "run_name": scrub(run_name) if run_name else run_name,
         "tags": tags,
         "params": flatten(config),
         "metrics": values,

@@ -1,17 +1,31 @@
-"""Flatten a config to MLflow params and keep secrets out of everything that is logged.
+"""Flatten a config to MLflow params and keep secrets out of everything ragexp writes or logs.
 
-A value is redacted when its key looks like a credential (``api_key``, ``token``, ``secret``,
-``password``, …) or when it contains the value of an environment variable whose name does
-(``OPENAI_API_KEY``…), wherever it appears.
+The one place that decides what a secret is. Redacted (replaced by ``***``):
+
+- a value whose key looks like a credential (``api_key``, ``token``, ``secret``, ``password``, …),
+  in a mapping or in an override (``judge.api_key=...``);
+- the value of an environment variable whose name says so (``OPENAI_API_KEY``,
+  ``MY_SERVICE_TOKEN``, ``DB_PASSWORD``, …), wherever it appears in a text;
+- the user and password of a URL (``http://user:pass@host`` → ``http://***@host``);
+- text shaped like a provider's key (``sk-…``, ``AIza…``, ``hf_…``).
+
+Used on run names, tags, params, ``config.yaml``, ``summary.json``, ``per_sample.json``, the
+sweep's tag and table, printed lines, Hydra's files in the output folder (rewritten as soon as a
+job starts, :func:`redact_yaml_file`) and Hydra's log lines (:class:`RedactingFilter`).
 
     >>> flatten({"judge": {"model": "gpt-4o", "api_key": "sk-123"}, "retriever": {"top_k": 5}})
     {'judge.model': 'gpt-4o', 'judge.api_key': '***', 'retriever.top_k': '5'}
+    >>> scrub("judge.api_base=http://me:pa55@127.0.0.1:8000/v1 +judge.api_key=abc retriever.top_k=5")
+    'judge.api_base=http://***@127.0.0.1:8000/v1 +judge.api_key=*** retriever.top_k=5'
+    >>> print(scrub(r"judge.api_base=http\\://me\\:pa55@host\\:8000/v1"))  # as Hydra quotes an override
+    judge.api_base=http\\://***@host\\:8000/v1
 """
 
 from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any, Mapping
 
 REDACTED = "***"
@@ -20,8 +34,23 @@ _SECRET_KEY = re.compile(
     r"authorization|auth)$",
     re.IGNORECASE,
 )
-_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+#: An environment variable whose name has one of these words (between underscores) holds a secret:
+#: OPENAI_API_KEY, MY_SERVICE_TOKEN, AWS_SECRET_ACCESS_KEY, PGPASSWORD; not TOKENIZERS_PARALLELISM,
+#: PWD or SSH_AUTH_SOCK (a folder and a socket path).
+_SECRET_ENV = re.compile(r"(^|_)(API_?KEY|APIKEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(_|$)|PASSWORD$",
+                         re.IGNORECASE)
 _SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|hf_[A-Za-z0-9]{20,})")
+#: ``scheme://user:password@`` (or ``scheme://token@``) in a URL; Hydra writes an override's ``:`` as ``\:``
+_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*\\?://)[^/@\s'\"]+@")
+#: ``<key>=<value>`` where the key (its last dotted part) names a credential, as in an override;
+#: the value ends at white space, a quote, a ``]`` or the ``,`` before the next ``key=`` (run names
+#: join a job's overrides with commas)
+_SECRET_PAIR = re.compile(
+    r"(?<![\w.\-])((?:[\w\-]+\.)*(?:[\w\-]*[_\-])?(?:api[_\-]?key|apikey|key|token|access[_\-]?token|secret|"
+    r"password|passwd|credentials?|authorization|auth))=(?!\*\*\*(?:[\s'\",\]]|$))"
+    r"(?:[^\s'\"\],]|,(?![\w.+~/\-]+=))+",  # the value: to the next override (a sweep's k1,k2 is one value)
+    re.IGNORECASE,
+)
 MAX_PARAM_LEN = 6000
 
 
@@ -47,12 +76,85 @@ def _env_secrets() -> list[str]:
     )
 
 
-def scrub(text: str) -> str:
-    """Replace every known secret value (from the environment, or shaped like a key) in ``text``."""
-    for value in _env_secrets():
+def scrub(text: str, env_secrets: list[str] | None = None) -> str:
+    """``text`` with every secret replaced: environment values, URL credentials, ``<secret key>=value``
+    pairs and key-shaped values. ``env_secrets`` saves re-reading the environment in a loop."""
+    for value in _env_secrets() if env_secrets is None else env_secrets:
         if value in text:
             text = text.replace(value, REDACTED)
+    if "://" in text:
+        text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
+    if "=" in text:
+        text = _SECRET_PAIR.sub(rf"\1={REDACTED}", text)
     return _SECRET_VALUE.sub(REDACTED, text)
+
+
+def redact_url(text: str) -> str:
+    """Only the credentials of URLs redacted (for a store's address printed in a command).
+
+    >>> redact_url("postgresql://ragexp:hunter2@db:5432/runs")
+    'postgresql://***@db:5432/runs'
+    """
+    return _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
+
+
+def holds_secret(text: str) -> bool:
+    """Whether :func:`scrub` would change ``text``."""
+    return scrub(text) != text
+
+
+def scrub_frame(frame: Any) -> Any:
+    """A pandas DataFrame with every text cell scrubbed (the per-sample table: details quote errors)."""
+    secrets = _env_secrets()
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object:
+            out[column] = [scrub(v, secrets) if isinstance(v, str) else v for v in out[column]]
+    return out
+
+
+class RedactingFilter:
+    """A ``logging`` filter that scrubs each record's message (Hydra's "Launching jobs" lines list
+    every job's overrides). Named in conf/hydra/{hydra,job}_logging/ragexp.yaml."""
+
+    def filter(self, record: Any) -> bool:
+        message = record.getMessage()
+        cleaned = scrub(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, ()
+        return True
+
+
+class ScrubbingStream:
+    """A text stream (``sys.stdout``/``sys.stderr``) that scrubs what is written through it: Hydra
+    prints some messages itself (an override it cannot apply, quoted back in full)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(scrub(text) if isinstance(text, str) else text)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, flush, fileno, encoding, ... of the real stream
+        return getattr(self._stream, name)
+
+
+def redact_yaml_file(path: Path) -> bool:
+    """Rewrite one of Hydra's YAML files with its secrets redacted; True when anything was."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    clean = redact(data)
+    if clean == data:
+        return False
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(yaml.safe_dump(clean, sort_keys=False, allow_unicode=True))
+    os.replace(tmp, path)
+    return True
 
 
 def redact(obj: Any) -> Any:

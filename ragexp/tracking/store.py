@@ -47,6 +47,9 @@ def ui_command(uri: str) -> str:
     """
     import shlex
 
+    from .secrets import redact_url
+
+    uri = redact_url(uri)  # a password in the store's URL is never printed
     if uri.startswith(("http://", "https://")):
         return f"open {uri} in a browser"
     return f"python -m ragexp.ui {shlex.quote(f'tracking.uri={uri}')}"
