@@ -75,6 +75,26 @@ def test_a_healthy_rerun_asks_again_exactly_the_unreadable_replies(tmp_path, mod
     assert usage2["judge/cache_hits"] == 4 * 2  # ok and garbled records: 4 records x 2 passages
 
 
+def test_an_unreadable_reply_an_older_version_cached_is_asked_again(tmp_path):
+    from ragexp.judge.cache import cache_key
+    from ragexp.judge.templates import load_prompt
+
+    record = Record(id="1", query="What is the capital of France?", contexts=["Paris is the capital of France."])
+    s = specs("retrieval_precision")
+    with JudgeServer() as server:
+        cfg = judge_cfg(server.url, tmp_path)
+        messages = load_prompt("relevance", "v1").render(question=record.query, context=record.contexts[0])
+        key = cache_key(model=cfg["model"], api_base=cfg["api_base"], messages=messages, temperature=0.0, seed=0,
+                        max_tokens=cfg["max_tokens"], prompt="relevance.v1")
+        cache = JudgeCache(cfg["cache_path"])
+        cache.put(key, model=cfg["model"], text="Looks fine to me.", finish_reason="stop", tokens_in=1, tokens_out=1,
+                  cost_usd=0.0)  # what ragexp before this fix kept and replayed forever
+        scores, usage = build_judge(cfg, s).score([record], s)
+        assert server.calls == 1 and usage["judge/cache_hits"] == 0
+        assert scores["retrieval_precision"][0].status == "ok" and scores["retrieval_precision"][0].value == 1.0
+        assert json.loads(cache.get(key)["text"])["relevant"] is True  # replaced by the readable reply
+
+
 # -- item 10: structured output where supported; a parser the graded answer cannot steer --------------
 
 INJECTIONS = [
