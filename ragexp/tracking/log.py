@@ -207,7 +207,7 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
     """
     from ..errors import TrackingError
 
-    folder = Path(folder)
+    folder = Path(folder).resolve()
     manifest = json.loads((folder / MANIFEST_FILE).read_text())
     uri = uri or manifest["tracking_uri"]
     later = f"the results are in {folder}; log them later with: {later_command(folder)}"

@@ -152,7 +152,14 @@ def bounded_http() -> Iterator[None]:
 
 
 def first_line(exc: BaseException) -> str:
+    """The reason of a failure in a few words: MLflow wraps a dead server's in a long urllib3 message."""
     text = str(exc).strip() or type(exc).__name__
+    low = text.lower()
+    for needle, said in (("connection refused", "connection refused"), ("timed out", "timed out"),
+                         ("timeout", "timed out"), ("name or service not known", "unknown host"),
+                         ("connection reset", "connection reset"), ("remote end closed", "connection closed")):
+        if needle in low:
+            return said
     return text.splitlines()[0][:300]
 
 
