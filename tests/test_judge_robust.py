@@ -176,11 +176,14 @@ def test_structured_output_is_asked_where_litellm_says_the_model_takes_it(tmp_pa
 
 # -- item 7: an unreachable judge stops at once; a judge that failed everything is not exit 0 ---------
 
-def test_a_closed_port_stops_the_run_naming_the_endpoint(tmp_path):
+@pytest.mark.parametrize("model, workers", [("hosted_vllm/judge", 1), ("openai/gpt-4o-mini", 1),
+                                            ("hosted_vllm/judge", 2)])
+def test_a_closed_port_stops_the_run_naming_the_endpoint(tmp_path, model, workers):
     port = closed_port()
     s = specs("retrieval_precision")
     records = [Record(id=str(i), query=f"Question {i}?", contexts=[f"Passage {i}.", "Another."]) for i in range(40)]
-    judge = build_judge(judge_cfg(f"http://127.0.0.1:{port}/v1", tmp_path, backoff_s=0.2, max_retries=4), s)
+    judge = build_judge(judge_cfg(f"http://127.0.0.1:{port}/v1", tmp_path, backoff_s=0.2, max_retries=4,
+                                  model=model, workers=workers), s)
     with pytest.raises(JudgeUnreachable, match=rf"cannot be reached at http://127.0.0.1:{port}/v1: \d+ connections"):
         judge.score(records, s)
     assert judge._usage.calls < 40  # a short run of attempts, not every request's every retry (80 x 5)
