@@ -45,7 +45,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from .confdir import conf_dir
-from .errors import ConfigError, DataError, RagexpError
+from .errors import ConfigError, DataError, RagexpError, TrackingError
 
 SUMMARY_FILE, TABLE_FILE = "summary.json", "per_sample.json"
 KIND_TAG, BASELINE_TAG, CANDIDATE_TAG = "ragexp.kind", "ragexp.baseline_run_id", "ragexp.candidate_run_id"
@@ -322,7 +322,7 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     """Find both runs, compare them, print the report, log the comparison run; return the comparison
     (with ``gate_failures``: the lines of the failed gate conditions, empty when it passes)."""
     from .gate import drop_failures, floor_failures, read_gate
-    from .tracking.store import bounded_http, open_client, resolve_uri
+    from .tracking.store import bounded_http, first_line, open_client, resolve_uri
 
     for role in ("baseline", "candidate"):
         if OmegaConf.is_missing(cfg, role) or cfg.get(role) in (None, ""):
@@ -336,11 +336,16 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # two small files: no bars
     stats = cfg.get("stats") or {}
     confidence = float(stats.get("confidence", 0.95))
-    with bounded_http():
-        client = open_client(uri)
-        b_run = find_run(client, cfg.baseline, "baseline")
-        c_run = find_run(client, cfg.candidate, "candidate")
-        baseline, candidate = load_run(client, b_run, "baseline"), load_run(client, c_run, "candidate")
+    try:
+        with bounded_http():
+            client = open_client(uri)
+            b_run = find_run(client, cfg.baseline, "baseline")
+            c_run = find_run(client, cfg.candidate, "candidate")
+            baseline, candidate = load_run(client, b_run, "baseline"), load_run(client, c_run, "candidate")
+    except RagexpError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; the user needs one line
+        raise TrackingError(f"tracking store {uri}: cannot read the runs: {first_line(exc)}") from None
     result = compare_tables(baseline, candidate, resamples=int(stats.get("resamples", 10_000)),
                             confidence=confidence, seed=int(stats.get("seed", 0)),
                             min_match_fraction=float(cfg.get("min_match_fraction", 0.9)),
@@ -354,9 +359,15 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     failures += floor_failures(candidate_values, floors, " in the candidate")
     result["gate"] = {"max_drop": allowances, "min": floors, "failures": failures}
     print_comparison(result, focus=(stats.get("primary") or None))
+    for line in failures:  # before logging: a store failure must not hide them
+        print(line, file=sys.stderr)
     if cfg.get("log", True):
-        with bounded_http():
-            result["comparison_run_id"] = log_comparison(client, result, candidate)
+        try:
+            with bounded_http():
+                result["comparison_run_id"] = log_comparison(client, result, candidate)
+        except Exception as exc:  # noqa: BLE001 - the comparison was printed; say what was not logged
+            raise TrackingError(f"the comparison above could not be logged to {uri}: {first_line(exc)} "
+                                f"(log=false skips logging)") from None
         print(f"Comparison logged as MLflow run {result['comparison_run_id']} in {uri}")
     return result
 
@@ -512,10 +523,7 @@ def _app(cfg: DictConfig) -> None:
     except RagexpError as exc:
         print(f"ragexp: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    failures = result["gate"]["failures"]
-    for line in failures:
-        print(line, file=sys.stderr)
-    if failures:
+    if result["gate"]["failures"]:  # printed, one line each, by compare_runs
         sys.exit(1)
 
 
