@@ -12,7 +12,6 @@ import logging
 from pathlib import Path
 
 from cli import parent_and_children, run_cli, runs
-from ragexp.tracking.secrets import RedactingFilter, scrub
 
 OPENAI_KEY = "sk-test-OPENAIKEYVALUE-0123456789"
 SERVICE_TOKEN = "tok-SERVICETOKENVALUE-42"
@@ -93,6 +92,8 @@ def test_basic_launcher_multirun_and_sweep_results(tmp_path, data_dir):
 
 
 def test_what_counts_as_a_secret(monkeypatch):
+    from ragexp.tracking.secrets import RedactingFilter, scrub
+
     monkeypatch.setenv("MY_SERVICE_TOKEN", SERVICE_TOKEN)
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "sometimes")  # a setting, not a token
     monkeypatch.setenv("PWD", "/home/someone")  # the current folder, not a password
@@ -103,3 +104,24 @@ def test_what_counts_as_a_secret(monkeypatch):
         "retriever.top_k=5 metric.hit_rate.k=3 max_tokens=10 key_field=id")
     record = logging.LogRecord("hydra", logging.INFO, __file__, 1, "#%d : %s", (0, f"x={SERVICE_TOKEN}"), None)
     assert RedactingFilter().filter(record) and record.getMessage() == "#0 : x=***"
+
+
+def test_per_sample_table_cells_are_scrubbed(tmp_path, data_dir):
+    """A system under test that echoes a token in its answer: per_sample.json keeps the row, not the token."""
+    import json
+
+    records = tmp_path / "records.jsonl"
+    records.write_text("\n".join(json.dumps(r) for r in [
+        {"id": "1", "query": "what is the token?", "answer": f"the token is {SERVICE_TOKEN}",
+         "reference_answers": ["no token"]},
+        {"id": "2", "query": "capital of France?", "answer": "Paris", "reference_answers": ["Paris"]},
+    ]) + "\n")
+    proc = run_cli(f"data_dir={data_dir}", "dataset=records", f"dataset.path={records}", "metric=exact_match",
+                   "progress=false", cwd=tmp_path, env=ENV)
+    records.unlink()  # the input itself holds the token; everything ragexp wrote must not
+    assert _leaks(tmp_path, proc.stdout, proc.stderr) == []
+    client, found = runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    path = client.download_artifacts(found[0].info.run_id, "per_sample.json", str(tmp_path / "dl"))
+    table = json.loads(Path(path).read_text())
+    answers = [row[table["columns"].index("answer")] for row in table["data"]]
+    assert answers == ["the token is ***", "Paris"]

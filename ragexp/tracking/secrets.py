@@ -105,11 +105,33 @@ def holds_secret(text: str) -> bool:
 
 def scrub_frame(frame: Any) -> Any:
     """A pandas DataFrame with every text cell scrubbed (the per-sample table: details quote errors)."""
+    from pandas.api.types import is_object_dtype, is_string_dtype
+
     secrets = _env_secrets()
+    # a cell that holds none of these cannot change: one regex search instead of a full scrub
+    maybe = re.compile("|".join([re.escape(v) for v in secrets] + ["://", "=", "sk-", "AIza", "hf_"]))
+    done: dict[str, str] = {}
+
+    def clean(v: Any) -> Any:
+        if not isinstance(v, str) or not maybe.search(v):
+            return v
+        if v not in done:
+            done[v] = scrub(v, secrets)
+        return done[v]
+
     out = frame.copy()
     for column in out.columns:
-        if out[column].dtype == object:
-            out[column] = [scrub(v, secrets) if isinstance(v, str) else v for v in out[column]]
+        values = out[column]
+        if is_string_dtype(values.dtype) and not is_object_dtype(values.dtype):  # pandas 3's str: vectorised
+            try:
+                hit = values.str.contains(maybe.pattern, regex=True, na=False)
+            except Exception:  # noqa: BLE001 - a pattern the string engine rejects: cell by cell
+                out[column] = [clean(v) for v in values.tolist()]
+                continue
+            if hit.any():
+                out.loc[hit, column] = [scrub(v, secrets) for v in values[hit]]
+        elif is_object_dtype(values.dtype):
+            out[column] = [clean(v) for v in values.tolist()]
     return out
 
 
