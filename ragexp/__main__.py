@@ -136,6 +136,10 @@ def main() -> None:
         _app()
     except KeyboardInterrupt as exc:  # raised outside a job (a launcher waiting for its workers)
         _interrupted(exc)
+    except SystemExit as exc:
+        if exc.code == 1 and not GATE_FAILED:  # Hydra's own errors (a bad override): exit 1 means the gate
+            raise SystemExit(2) from None
+        raise
     if GATE_FAILED:  # a multirun's jobs (basic launcher) that missed a floor
         sys.exit(1)
 

@@ -524,14 +524,23 @@ def _app(cfg: DictConfig) -> None:
         print(f"ragexp: error: {exc}", file=sys.stderr)
         sys.exit(2)
     if result["gate"]["failures"]:  # printed, one line each, by compare_runs
+        _GATE_FAILED.append(True)
         sys.exit(1)
+
+
+_GATE_FAILED: list[bool] = []
 
 
 def main() -> None:
     from .gate import add_override_prefix
 
     sys.argv[1:] = add_override_prefix(sys.argv[1:])
-    _app()
+    try:
+        _app()
+    except SystemExit as exc:
+        if exc.code == 1 and not _GATE_FAILED:  # Hydra's own errors (a bad override): exit 1 means the gate
+            raise SystemExit(2) from None
+        raise
 
 
 if __name__ == "__main__":

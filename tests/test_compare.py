@@ -321,6 +321,9 @@ def test_cli_names_that_do_not_identify_one_run(demo_sweep, tmp_path):
     assert all(r.info.run_id in proc.stderr for r in runs.values())
     proc = compare_cli("baseline=x", "candidate=y", cwd=tmp_path)  # no store here
     assert proc.returncode == 2 and "no MLflow store at" in proc.stderr
+    # exit status 1 means the gate failed, nothing else: Hydra's own errors (a bad override) exit 2
+    proc = compare_cli("baseline=x", "candidate=y", "gate.nosuch=1", cwd=where)
+    assert proc.returncode == 2 and "gate.nosuch" in proc.stderr
 
 
 def test_cli_plain_run_gate(tmp_path):
@@ -330,3 +333,5 @@ def test_cli_plain_run_gate(tmp_path):
     assert [ln for ln in proc.stderr.splitlines() if ln.startswith("gate:")] == [
         "gate: hit_rate/k1 = 0.3000 is under its floor 0.5"]
     assert "MLflow run" in proc.stdout  # the run is logged all the same
+    proc = run_cli("nosuch.key=1", cwd=tmp_path, check=False)
+    assert proc.returncode == 2
