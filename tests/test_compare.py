@@ -335,3 +335,23 @@ def test_cli_plain_run_gate(tmp_path):
     assert "MLflow run" in proc.stdout  # the run is logged all the same
     proc = run_cli("nosuch.key=1", cwd=tmp_path, check=False)
     assert proc.returncode == 2
+
+
+def test_comparison_plot_is_a_png_with_a_panel_per_scale(tmp_path):
+    from PIL import Image
+
+    from ragexp.plots import plot_paired_differences
+
+    rng = np.random.default_rng(2)
+    base = rng.uniform(0.2, 0.8, 80)
+    keys = ("answer_token_f1", "bleu", "avg_latency")
+    rows_b = [(f"s{i}", f"q{i}", {"answer_token_f1": v, "bleu": 100 * v, "avg_latency": v}) for i, v in enumerate(base)]
+    rows_c = [(f"s{i}", f"q{i}", {"answer_token_f1": v + 0.1, "bleu": 100 * v - 5, "avg_latency": v})
+              for i, v in enumerate(base)]
+    out = compare_tables(table("b", rows_b, keys), table("c", rows_c, keys))
+    path = plot_paired_differences(out, tmp_path / "comparison.png")
+    with Image.open(path) as img:
+        assert img.format == "PNG" and img.size[0] > 600 and img.size[1] > 200
+    empty = compare_tables(table("b", rows_b, ("bleu",)), table("c", rows_c, ("answer_token_f1",)),
+                           min_match_fraction=1.0)
+    assert plot_paired_differences(empty, tmp_path / "none.png") is None  # nothing compared: no picture
