@@ -71,3 +71,19 @@ def test_two_sweeps_in_the_same_second_keep_their_own_folders_and_children(tmp_p
         assert sorted(c.data.params["metric.hit_rate.k"] for c in mine) == sorted(wanted * 2)
         assert parent.info.status == "FINISHED"
         assert client.get_metric_history(parent.info.run_id, "sweep/children")[-1].value == 4
+
+
+def test_parent_lookup_takes_only_this_launchs_parent(tmp_path, monkeypatch):
+    import json
+
+    from ragexp.tracking.log import LAUNCH_ENV, PARENT_ENV, PARENT_FILE, find_parent_run
+
+    monkeypatch.delenv(PARENT_ENV, raising=False)
+    monkeypatch.setenv(LAUNCH_ENV, "aaaaaa")
+    (tmp_path / PARENT_FILE).write_text(json.dumps({"run_id": "theirs", "launch_id": "bbbbbb"}))
+    assert find_parent_run(str(tmp_path)) is None  # another launch's parent in a shared folder
+    (tmp_path / PARENT_FILE).write_text(json.dumps({"run_id": "mine", "launch_id": "aaaaaa"}))
+    assert find_parent_run(str(tmp_path)) == "mine"
+    monkeypatch.setenv(PARENT_ENV, "from-env")
+    assert find_parent_run(str(tmp_path)) == "from-env"  # what on_multirun_start set in this process tree
+    assert find_parent_run(None) is None  # a plain run never nests under an inherited parent

@@ -67,18 +67,19 @@ def find_parent_run(sweep_dir: str | None) -> str | None:
     The environment first: ``on_multirun_start`` sets it in the launching process before any job,
     and joblib's workers inherit it. Then the sweep folder's file, but only when it was written by
     this same launch (its launch id), never another sweep's parent that happens to share the folder.
+    A plain run (no sweep folder) has no parent, whatever the environment it inherited says.
     """
+    if not sweep_dir:
+        return None
     parent = os.environ.get(PARENT_ENV)
     if parent:
         return parent
-    if sweep_dir:
-        f = Path(sweep_dir) / PARENT_FILE
-        try:
-            saved = json.loads(f.read_text())
-        except (OSError, ValueError):
-            return None
-        if saved.get("launch_id") and saved.get("launch_id") == os.environ.get(LAUNCH_ENV):
-            return saved.get("run_id")
+    try:
+        saved = json.loads((Path(sweep_dir) / PARENT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if saved.get("launch_id") and saved.get("launch_id") == os.environ.get(LAUNCH_ENV):
+        return saved.get("run_id")
     return None
 
 
