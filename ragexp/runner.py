@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from pathlib import Path
@@ -265,7 +264,7 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any]) ->
 
 def results_folder() -> Path:
     """Where a run writes its results before logging: the job's Hydra output folder, or (without
-    Hydra, e.g. ``run(cfg)`` from a script) ``ragexp_results/<date>_<time>_<pid>/`` in the launch dir."""
+    Hydra, e.g. ``run(cfg)`` from a script) ``ragexp_results/<date>_<time>_<random>/`` in the launch dir."""
     try:
         from hydra.core.hydra_config import HydraConfig
 
@@ -275,7 +274,9 @@ def results_folder() -> Path:
         pass
     from .tracking.store import launch_dir
 
-    return launch_dir() / "ragexp_results" / f"{time.strftime('%Y-%m-%d_%H-%M-%S')}_{os.getpid()}"
+    import uuid
+
+    return launch_dir() / "ragexp_results" / f"{time.strftime('%Y-%m-%d_%H-%M-%S')}_{uuid.uuid4().hex[:8]}"
 
 
 def _job_label() -> str:
