@@ -322,6 +322,7 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     """Find both runs, compare them, print the report, log the comparison run; return the comparison
     (with ``gate_failures``: the lines of the failed gate conditions, empty when it passes)."""
     from .gate import drop_failures, floor_failures, read_gate
+    from .tracking.secrets import redact_url
     from .tracking.store import bounded_http, first_line, open_client, resolve_uri
 
     for role in ("baseline", "candidate"):
@@ -345,12 +346,12 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     except RagexpError:
         raise
     except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; the user needs one line
-        raise TrackingError(f"tracking store {uri}: cannot read the runs: {first_line(exc)}") from None
+        raise TrackingError(f"tracking store {redact_url(uri)}: cannot read the runs: {first_line(exc)}") from None
     result = compare_tables(baseline, candidate, resamples=int(stats.get("resamples", 10_000)),
                             confidence=confidence, seed=int(stats.get("seed", 0)),
                             min_match_fraction=float(cfg.get("min_match_fraction", 0.9)),
                             regressions=int(cfg.get("regressions", 10)))
-    result["tracking_uri"] = uri
+    result["tracking_uri"] = redact_url(uri)  # the store's address without credentials
     failures = drop_failures(result["metrics"], allowances, 1 - confidence)
     candidate_values = {k: v for k, v in candidate.metrics.items()}
     for key, row in result["metrics"].items():  # a metric the run did not log (no sample ok) is undefined
@@ -366,9 +367,9 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
             with bounded_http():
                 result["comparison_run_id"] = log_comparison(client, result, candidate)
         except Exception as exc:  # noqa: BLE001 - the comparison was printed; say what was not logged
-            raise TrackingError(f"the comparison above could not be logged to {uri}: {first_line(exc)} "
+            raise TrackingError(f"the comparison above could not be logged to {redact_url(uri)}: {first_line(exc)} "
                                 f"(log=false skips logging)") from None
-        print(f"Comparison logged as MLflow run {result['comparison_run_id']} in {uri}")
+        print(f"Comparison logged as MLflow run {result['comparison_run_id']} in {redact_url(uri)}")
     return result
 
 
@@ -533,7 +534,10 @@ _GATE_FAILED: list[bool] = []
 
 def main() -> None:
     from .gate import add_override_prefix
+    from .tracking.secrets import ScrubbingStream
 
+    # as python -m ragexp: nothing printed carries a secret (Hydra quotes a bad override back in full)
+    sys.stdout, sys.stderr = ScrubbingStream(sys.stdout), ScrubbingStream(sys.stderr)
     sys.argv[1:] = add_override_prefix(sys.argv[1:])
     try:
         _app()
