@@ -326,6 +326,14 @@ def test_cli_names_that_do_not_identify_one_run(demo_sweep, tmp_path):
     assert proc.returncode == 2 and "gate.nosuch" in proc.stderr
 
 
+def test_cli_unreachable_store_is_one_line_without_its_password(tmp_path):
+    proc = compare_cli("baseline=a", "candidate=b", "tracking.uri=http://alice:s3cr3t@127.0.0.1:9", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "ragexp: error: tracking store http://***@127.0.0.1:9: cannot read the runs: connection refused"]
+    assert "s3cr3t" not in proc.stdout + proc.stderr
+
+
 def test_cli_plain_run_gate(tmp_path):
     proc = run_cli("dataset.system=weak", "progress=false", "gate.min.answer_token_f1=0.1",
                    "gate.min.hit_rate.k1=0.5", cwd=tmp_path, check=False)
