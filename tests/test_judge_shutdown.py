@@ -45,14 +45,15 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _interrupt_once(tmp_path: Path, data_dir, server: JudgeServer, after_calls: int, model: str, workers: int):
+def _interrupt_once(tmp_path: Path, data_dir, server: JudgeServer, after_calls: int, model: str, workers: int,
+                    launcher: tuple[str, ...] = ()):
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1",
                PYTHONWARNINGS="always::ResourceWarning")  # an HTTP session left open says so at exit
     args = ["-m", f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=judge", "judge=openai_compatible",
             f"judge.api_base={server.url}", f"judge.model={model}", f"judge.workers={workers}",
             "judge.max_concurrency=2,3", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", "progress=false",
-            f"judge.cache_path={tmp_path / f'judge-{after_calls}.sqlite'}"]
+            f"judge.cache_path={tmp_path / f'judge-{after_calls}.sqlite'}", *launcher]
     server.reset()
     proc = subprocess.Popen([sys.executable, "-m", "ragexp", *args], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -83,6 +84,17 @@ def test_repeated_ctrl_c_of_a_judge_multirun_always_exits_cleanly(tmp_path, data
             assert [ln for ln in err.splitlines() if ln.strip()][-1].startswith("ragexp: interrupted")
             time.sleep(0.5)
             assert not [p for p in helpers if _alive(p)]  # no worker process outlives the run
+
+
+def test_repeated_ctrl_c_of_a_parallel_judge_multirun_exits(tmp_path, data_dir):
+    """Hydra's joblib launcher: the jobs run in worker processes, which get the Ctrl-C too."""
+    with JudgeServer(latency=0.15) as server:
+        for after_calls in (2, 8):
+            code, err, _ = _interrupt_once(tmp_path, data_dir, server, after_calls, "hosted_vllm/judge", 1,
+                                           ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2"))
+            assert code == 130, err[-3000:]
+            assert "Traceback" not in err, err[-3000:]
+            assert not UNCLOSED.search(err), err[-3000:]
 
 
 def _loop_threads() -> list:
