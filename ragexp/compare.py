@@ -123,12 +123,36 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
 
     Returns the comparison as plain data (``comparison.json``): ``samples`` (the pairing),
     ``metrics`` (one row per metric key, in the baseline's column order, then the candidate's
-    extra keys), ``regressions`` (per metric, the samples that got most worse) and ``method``.
+    extra keys), ``regressions`` (per metric, the samples that got most worse), ``not_compared``
+    (dataset-level metrics) and ``method``.
     """
-    import numpy as np
+    shared, b_rows, c_rows, queries = _pair(baseline, candidate, min_match_fraction)
+    rows, both = _metric_rows(baseline, candidate)
+    values_b, values_c, ok = _usable_values(baseline, candidate, b_rows, c_rows, both, rows)
+    _test(values_b, values_c, ok, both, rows, resamples=resamples, confidence=confidence, seed=seed)
+    compared = _verdicts(rows, 1 - confidence)
+    n = len(shared)
+    return {
+        "not_compared": _dataset_level(baseline, candidate),
+        "baseline": {"run_id": baseline.run_id, "name": baseline.name, "samples": len(baseline.rows)},
+        "candidate": {"run_id": candidate.run_id, "name": candidate.name, "samples": len(candidate.rows)},
+        "samples": {"matched": n, "only_in_baseline": len(baseline.rows) - n,
+                    "only_in_candidate": len(candidate.rows) - n,
+                    "questions_digest": baseline.questions_digest or candidate.questions_digest},
+        "method": {"diff": "candidate − baseline", "confidence": confidence, "resamples": resamples, "seed": seed,
+                   "ci": "paired bootstrap, percentile", "p_value": "two-sided: sign-flip permutation of the mean "
+                   "difference; exact McNemar (binomial on discordant pairs) for 0/1 metrics",
+                   "adjustment": f"Holm across the {len(compared)} metrics compared",
+                   "significant": f"Holm-adjusted p < {1 - confidence:g}", "mde": "80% power, two-sided"},
+        "metrics": rows,
+        "regressions": _regressions(values_b, values_c, ok, both, rows, shared, queries, regressions),
+    }
 
-    from .stats.paired import holm, paired_compare_columns
 
+def _pair(baseline: RunTable, candidate: RunTable, min_match_fraction: float
+          ) -> tuple[list[str], list[int], list[int], list[Any]]:
+    """The shared sample ids (baseline order), their rows in each table and their queries; refuses
+    runs of other questions or with too few shared ids."""
     if baseline.questions_digest and candidate.questions_digest \
             and baseline.questions_digest != candidate.questions_digest:
         raise DataError(
@@ -137,8 +161,7 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
             f"'{candidate.name}' (dataset {candidate.dataset or '?'}, questions digest {candidate.questions_digest})")
     b_index, c_index = _index(baseline, "baseline"), _index(candidate, "candidate")
     shared = [sid for sid in b_index if sid in c_index]
-    larger = max(len(b_index), len(c_index))
-    needed = max(2, math.ceil(min_match_fraction * larger))
+    needed = max(2, math.ceil(min_match_fraction * max(len(b_index), len(c_index))))
     if len(shared) < needed:
         raise DataError(
             f"only {len(shared)} sample ids are in both runs (baseline '{baseline.name}' has {len(b_index)}, "
@@ -152,19 +175,29 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
             if qb != qc:
                 raise DataError(f"sample id '{sid}' has another query in each run ({qb!r} vs {qc!r}): "
                                 f"the runs were evaluated on different questions")
+    return shared, b_rows, c_rows, queries
 
+
+def _metric_rows(baseline: RunTable, candidate: RunTable) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """One row per metric key of either run (its direction; where it is missing), and the shared keys."""
     b_keys, c_keys = metric_keys(baseline.columns), metric_keys(candidate.columns)
     both = [k for k in b_keys if k in set(c_keys)]
-    order = b_keys + [k for k in c_keys if k not in set(b_keys)]
     rows: dict[str, dict[str, Any]] = {}
-    for key in order:
+    for key in b_keys + [k for k in c_keys if k not in set(b_keys)]:
         hib, known = direction(key)
         rows[key] = {"key": key, "higher_is_better": hib, "direction_known": known}
         if key not in both:
             only = "baseline" if key in b_keys else "candidate"
             rows[key].update(only_in=only, note=f"computed in the {only} run only")
+    return rows, both
 
-    n = len(shared)
+
+def _usable_values(baseline: RunTable, candidate: RunTable, b_rows: list[int], c_rows: list[int],
+                   both: list[str], rows: dict[str, dict[str, Any]]) -> tuple[Any, Any, Any]:
+    """``(n, metrics)`` arrays of both runs' values and of "ok in both"; the others counted per row."""
+    import numpy as np
+
+    n = len(b_rows)
     values_b = np.full((n, len(both)), np.nan)
     values_c = np.full((n, len(both)), np.nan)
     ok = np.zeros((n, len(both)), dtype=bool)
@@ -183,8 +216,17 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
                 label = f"{role} {statuses[i] if statuses[i] != 'ok' else 'no value'}"
                 excluded[label] = excluded.get(label, 0) + 1
         rows[key].update(n=int(ok[:, j].sum()), excluded=int(n - ok[:, j].sum()), excluded_by=excluded)
+    return values_b, values_c, ok
 
-    # metrics with the same usable samples share one set of resamples (one matrix product each)
+
+def _test(values_b: Any, values_c: Any, ok: Any, both: list[str], rows: dict[str, dict[str, Any]], *,
+          resamples: int, confidence: float, seed: int) -> None:
+    """The paired statistics of every shared metric, into its row. Metrics with the same usable
+    samples share one set of resamples (one matrix product for all of them)."""
+    import numpy as np
+
+    from .stats.paired import paired_compare_columns
+
     groups: dict[bytes, list[int]] = {}
     for j in range(len(both)):
         groups.setdefault(np.packbits(ok[:, j]).tobytes(), []).append(j)
@@ -199,49 +241,40 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
         for j, r in zip(cols, results):
             row = rows[both[j]]
             row.update({k: v for k, v in asdict(r).items() if k != "n"})
-            hib = row["higher_is_better"]
-            row["better"], row["worse"] = (r.wins, r.losses) if hib else (r.losses, r.wins)
+            row["mde"] = None if math.isnan(r.mde) else r.mde
+            row["better"], row["worse"] = (r.wins, r.losses) if row["higher_is_better"] else (r.losses, r.wins)
 
-    compared = [k for k in order if "p_value" in rows[k]]
+
+def _verdicts(rows: dict[str, dict[str, Any]], alpha: float) -> list[str]:
+    """Holm across the metrics compared, and each one's verdict (direction-aware); their keys."""
+    from .stats.paired import holm
+
+    compared = [k for k, r in rows.items() if "p_value" in r]
     for key, p in zip(compared, holm([rows[k]["p_value"] for k in compared])):
-        rows[key]["p_holm"] = p
-    alpha = 1 - confidence
-    for key in compared:
         row = rows[key]
-        if row["p_holm"] < alpha and row["diff"] != 0:
+        row["p_holm"] = p
+        if p < alpha and row["diff"] != 0:
             row["verdict"] = "better" if (row["diff"] > 0) == row["higher_is_better"] else "worse"
         else:
             row["verdict"] = "no significant difference"
-        for name in ("mde",):
-            if isinstance(row[name], float) and math.isnan(row[name]):
-                row[name] = None
+    return compared
 
-    regressed: dict[str, list[dict[str, Any]]] = {}
-    ids = np.array(shared, dtype=object)
+
+def _regressions(values_b: Any, values_c: Any, ok: Any, both: list[str], rows: dict[str, dict[str, Any]],
+                 shared: list[str], queries: list[Any], limit: int) -> dict[str, list[dict[str, Any]]]:
+    """Per compared metric, up to ``limit`` samples that got most worse (direction-aware)."""
+    import numpy as np
+
+    out: dict[str, list[dict[str, Any]]] = {}
     for j, key in enumerate(both):
-        if key not in compared:
+        if "p_value" not in rows[key]:
             continue
         sign = 1.0 if rows[key]["higher_is_better"] else -1.0
         change = np.where(ok[:, j], sign * (values_c[:, j] - values_b[:, j]), np.nan)
-        worst = [i for i in np.argsort(np.nan_to_num(change, nan=np.inf), kind="stable")[:regressions]
-                 if change[i] < 0]
-        regressed[key] = [{"id": ids[i], "query": queries[i], "baseline": float(values_b[i, j]),
-                           "candidate": float(values_c[i, j])} for i in worst]
-
-    return {
-        "not_compared": _dataset_level(baseline, candidate),
-        "baseline": {"run_id": baseline.run_id, "name": baseline.name, "samples": len(b_index)},
-        "candidate": {"run_id": candidate.run_id, "name": candidate.name, "samples": len(c_index)},
-        "samples": {"matched": n, "only_in_baseline": len(b_index) - n, "only_in_candidate": len(c_index) - n,
-                    "questions_digest": baseline.questions_digest or candidate.questions_digest},
-        "method": {"diff": "candidate − baseline", "confidence": confidence, "resamples": resamples, "seed": seed,
-                   "ci": "paired bootstrap, percentile", "p_value": "two-sided: sign-flip permutation of the mean "
-                   "difference; exact McNemar (binomial on discordant pairs) for 0/1 metrics",
-                   "adjustment": f"Holm across the {len(compared)} metrics compared",
-                   "significant": f"Holm-adjusted p < {alpha:g}", "mde": "80% power, two-sided"},
-        "metrics": rows,
-        "regressions": regressed,
-    }
+        worst = [i for i in np.argsort(np.nan_to_num(change, nan=np.inf), kind="stable")[:limit] if change[i] < 0]
+        out[key] = [{"id": shared[i], "query": queries[i], "baseline": float(values_b[i, j]),
+                     "candidate": float(values_c[i, j])} for i in worst]
+    return out
 
 
 _INTERVAL_SUFFIXES = ("/n", "/stderr", "/ci_low", "/ci_high")
