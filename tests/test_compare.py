@@ -363,3 +363,10 @@ def test_comparison_plot_is_a_png_with_a_panel_per_scale(tmp_path):
     empty = compare_tables(table("b", rows_b, ("bleu",)), table("c", rows_c, ("answer_token_f1",)),
                            min_match_fraction=1.0)
     assert plot_paired_differences(empty, tmp_path / "none.png") is None  # nothing compared: no picture
+
+
+def test_cli_help(tmp_path):
+    proc = compare_cli("--help", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "python -m ragexp.compare baseline=" in proc.stdout and "Exit status: 0, or 1 when a gate" in proc.stdout
+    assert "min_match_fraction: 0.9" in proc.stdout  # the options with their defaults
