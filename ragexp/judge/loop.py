@@ -107,6 +107,16 @@ def background_loop() -> asyncio.AbstractEventLoop:
         return _LOOP
 
 
+#: Coroutine functions that end what a module keeps on the running loop (:func:`on_close`).
+_CLOSERS: list[Any] = []
+
+
+def on_close(closer: Any) -> None:
+    """Have :func:`close_clients` await ``closer()`` on the loop it closes (once per function)."""
+    if closer not in _CLOSERS:
+        _CLOSERS.append(closer)
+
+
 async def close_clients() -> None:
     """On the loop that used them: end its tasks, close its worker processes and litellm's HTTP clients.
 
@@ -122,9 +132,9 @@ async def close_clients() -> None:
         t.cancel()
     if tasks:
         await asyncio.wait(tasks, timeout=2.0)
-    from .workers import close_pools
-
-    await close_pools()
+    for closer in list(_CLOSERS):  # the worker pools (registered by .workers: nothing here imports upward)
+        with contextlib.suppress(Exception):
+            await closer()
     litellm = sys.modules.get("litellm")
     if litellm is not None:
         cache = getattr(litellm, "in_memory_llm_clients_cache", None)

@@ -25,17 +25,9 @@ import sys
 import weakref
 from typing import Any
 
+from .calls import RemoteFailure
+
 _HEADER = struct.Struct("!I")
-
-
-class RemoteFailure(Exception):
-    """A failed request, as classified in the worker: ``status``, ``retryable``, ``retry_after``, and
-    ``connection`` (the connection itself failed: nothing listening, unknown host)."""
-
-    def __init__(self, status: str, retryable: bool, retry_after: float | None, text: str, connection: bool = False):
-        super().__init__(text)
-        self.status, self.retryable, self.retry_after = status, retryable, retry_after
-        self.connection = connection
 
 
 def _frame(obj: Any) -> bytes:
@@ -135,6 +127,9 @@ async def pool(n: int) -> WorkerPool:
     loop = asyncio.get_running_loop()
     p = _POOLS.get(loop)
     if p is None or p.n != n:
+        from .loop import on_close
+
+        on_close(close_pools)  # the loop's shutdown ends the processes
         p = _POOLS[loop] = WorkerPool(n)
     if len(p.workers) < n or not all(w.alive for w in p.workers):
         await p.start()
@@ -168,7 +163,7 @@ async def close_pools(timeout: float = 3.0) -> None:
 
 async def _serve() -> None:
     from ..errors import ConfigError, CredentialsError
-    from .client import _quiet_litellm, _retry_after, _short, acompletion, classify, connection_failed
+    from .calls import _quiet_litellm, _retry_after, _short, acompletion, classify, connection_failed
     from .loop import InlineSetupExecutor
 
     import signal
