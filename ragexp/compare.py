@@ -532,6 +532,13 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
         lines.append("↓ = lower is better")
     if any(not r.get("direction_known", True) for r in result["metrics"].values()):
         lines.append("? = not a registered metric: higher is taken as better")
+    permuted = sum(1 for r in result["metrics"].values() if r.get("test") == "permutation")
+    compared = sum(1 for r in result["metrics"].values() if "p_value" in r)
+    floor = 2 / (method["resamples"] + 1)  # the smallest p-value a random-pattern permutation test gives
+    if permuted and compared * floor >= 1 - method["confidence"]:
+        lines.append(f"with {method['resamples']:,} resamples no permutation p-value is below {floor:.2g}, and "
+                     f"Holm over {compared} metrics cannot bring it under {1 - method['confidence']:g}: "
+                     f"raise stats.resamples (e.g. stats.resamples={round(20 * compared / (1 - method['confidence'])):,})")
     whole = result.get("not_compared") or {}
     if whole:
         lines.append("not compared (one value per run, nothing to pair): " + ", ".join(
