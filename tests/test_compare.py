@@ -370,3 +370,21 @@ def test_cli_help(tmp_path):
     assert proc.returncode == 0
     assert "python -m ragexp.compare baseline=" in proc.stdout and "Exit status: 0, or 1 when a gate" in proc.stdout
     assert "min_match_fraction: 0.9" in proc.stdout  # the options with their defaults
+
+
+def test_too_few_resamples_for_holm_are_called_out(capsys):
+    from ragexp.compare import print_comparison
+
+    rng = np.random.default_rng(5)
+    keys = tuple(f"token_f1/v{i}" for i in range(30))
+    rows_b = [(f"s{i}", f"q{i}", {k: float(rng.random()) for k in keys}) for i in range(40)]
+    rows_c = [(sid, q, {k: min(1.0, v + 0.3) for k, v in vals.items()}) for sid, q, vals in rows_b]
+    few = compare_tables(table("b", rows_b, keys), table("c", rows_c, keys), resamples=999)
+    print_comparison(few)
+    # 2 / 1000 · 30 metrics = 0.06 >= 0.05: nothing could be significant, and the output says why
+    assert all(r["verdict"] == "no significant difference" for r in few["metrics"].values())
+    assert "raise stats.resamples (e.g. stats.resamples=12,000)" in capsys.readouterr().out
+    enough = compare_tables(table("b", rows_b, keys), table("c", rows_c, keys), resamples=5000)
+    print_comparison(enough)
+    assert all(r["verdict"] == "better" for r in enough["metrics"].values())
+    assert "raise stats.resamples" not in capsys.readouterr().out
