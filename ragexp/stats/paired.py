@@ -24,8 +24,9 @@ run, in the same sample order (``ragexp.compare`` pairs them by sample id). With
       or flips its sign with probability 1/2. All ``2**n`` sign patterns are enumerated when
       ``2**n <= resamples``; otherwise ``resamples`` random patterns are drawn and one is
       added to each count (the observed pattern is one of the possible ones). The p-value is
-      ``min(1, 2·min(P(T <= obs), P(T >= obs)))`` — exactly what
-      ``scipy.stats.permutation_test(..., permutation_type="samples")`` does.
+      ``min(1, 2·min(P(T <= obs), P(T >= obs)))``, as
+      ``scipy.stats.permutation_test(..., permutation_type="samples")`` computes it: the same
+      value when both enumerate, the same up to resampling error otherwise.
 ``wins``, ``ties``, ``losses``
     Samples where the candidate's value is above, equal to, below the baseline's. Not
     direction-aware: for a lower-is-better metric (latency) ``losses`` are improvements.
