@@ -169,12 +169,20 @@ def save_results(
         "params": flatten(config),
         "metrics": values,
         "dataset": _dataset_entity(dataset_frame, dataset_name, dataset_digest),
-        "hydra_dir": str(hydra_dir) if hydra_dir is not None else None,
+        "hydra_dir": _relative(hydra_dir, folder) if hydra_dir is not None else None,
         "logged": None,
     }
     _write(folder / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False))
     SAVED.append(folder)
     return folder
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """``path`` relative to ``folder`` when inside it (the folder can move), else absolute."""
+    try:
+        return str(Path(path).resolve().relative_to(folder.resolve()))
+    except ValueError:
+        return str(Path(path).resolve())
 
 
 def _dataset_entity(frame: Any, name: str, digest: str) -> dict[str, Any] | None:
@@ -260,7 +268,7 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
     retrying(client.set_tag, run_id, "mlflow.loggedArtifacts", json.dumps([{"path": TABLE_FILE, "type": "table"}]))
     retrying(client.log_artifact, run_id, str(folder / CONFIG_FILE))
     retrying(client.log_artifact, run_id, str(folder / SUMMARY_FILE))
-    hydra_dir = Path(manifest["hydra_dir"]) if manifest.get("hydra_dir") else None
+    hydra_dir = folder / manifest["hydra_dir"] if manifest.get("hydra_dir") else None  # absolute stays absolute
     if hydra_dir is not None and hydra_dir.is_dir():
         with tempfile.TemporaryDirectory() as tmp:
             _redacted_hydra_dir(hydra_dir, Path(tmp) / ".hydra")
