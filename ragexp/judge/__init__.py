@@ -110,20 +110,16 @@ def judge_failed(scores: Mapping[str, Sequence[Any]]) -> str | None:
 
 
 def score_one(name: str, judge: Any, fields: Mapping[str, Any], options: Mapping[str, Any]):
-    """One record's value of one judge metric (what the registered metric functions call)."""
-    from ..evaluate import MetricSpec
-    from ..metrics.base import REGISTRY
-    from ..records import Record
-
+    """One record's value of one judge metric; ``judge``: a :class:`Judge`, a ``conf/judge`` name or config."""
     if judge is None:
         raise ConfigError(f"{name} asks an LLM judge: pass judge=build_judge('<name>') ({JUDGE_NAMES_HINT})")
-    info = REGISTRY[name]
-    spec = MetricSpec(key=name, info=info, options={**info.options, **options, "judge": None})
-    if not hasattr(judge, "score"):
-        judge = build_judge(judge, [spec])
-    record = Record(id="1", query=fields.get("query") or "-", **{k: v for k, v in fields.items() if k != "query"})
-    scores, _ = judge.score([record], [spec])
-    return scores[name][0]
+    if not hasattr(judge, "score_one"):
+        from ..metrics.base import REGISTRY
+        from .engine import _Spec
+
+        info = REGISTRY[name]
+        judge = build_judge(judge, [_Spec(key=name, info=info, options={**info.options, **options, "judge": None})])
+    return judge.score_one(name, dict(fields), dict(options))
 
 
 def __getattr__(name: str) -> Any:  # lazy: ``from ragexp.judge import Judge`` without import cost up front

@@ -75,6 +75,19 @@ def _form(prompt: Prompt) -> str:
     return lines[-1] if lines else "a JSON object"
 
 
+@dataclass
+class _Spec:
+    """A metric as :meth:`Judge.score` reads it (the runner passes ``evaluate.MetricSpec``, which has the same)."""
+
+    key: str
+    info: Any
+    options: dict[str, Any]
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.info.required_fields(self.options)
+
+
 class _Run:
     """The state of one ``score`` call: client, shared verdicts, usage."""
 
@@ -336,6 +349,17 @@ class Judge:
 
     def __repr__(self) -> str:
         return f"Judge({self.settings.name!r}, model={self.settings.model!r})"
+
+    def score_one(self, name: str, fields: dict[str, Any], options: dict[str, Any]) -> Score:
+        """One record's value of judge metric ``name`` (what the registered metric functions call)."""
+        from ..metrics.base import REGISTRY
+
+        info = REGISTRY[name]
+        spec = _Spec(key=name, info=info, options={**info.options, **options, "judge": None})
+        check_specs([spec])
+        record = Record(id="1", query=fields.get("query") or "-", **{k: v for k, v in fields.items() if k != "query"})
+        scores, _ = self.score([record], [spec])
+        return scores[name][0]
 
     def score(self, records: list[Record], specs: Sequence[Any], progress: bool = False
               ) -> tuple[dict[str, list[Score]], dict[str, float]]:

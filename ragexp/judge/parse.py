@@ -29,12 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-UNANSWERABLE = "UNANSWERABLE"
-#: Replies meaning "the text does not say" (normalised: lowercase, no surrounding brackets or dots).
-UNANSWERABLE_MARKERS = frozenset({
-    "unanswerable", "not answerable", "cannot be answered", "can't be answered", "no answer", "n/a",
-    "无法推断", "无法回答", "无法确定", "不可回答",
-})
+from ..metrics.questeval import UNANSWERABLE, UNANSWERABLE_MARKERS, is_unanswerable  # noqa: F401 - re-exported
+
 
 
 class ParseError(ValueError):
@@ -267,15 +263,6 @@ def _text_item(item: Any, keys: tuple[str, ...]) -> str | None:
             if isinstance(item.get(k), str) and item[k].strip():
                 return item[k].strip()
     return None
-
-
-def is_unanswerable(answer: Any) -> bool:
-    if answer is None:
-        return True
-    if not isinstance(answer, str):
-        return False
-    v = answer.strip().strip("<>[]()\"'`*.。 ").lower()
-    return v == "" or v in UNANSWERABLE_MARKERS
 
 
 # -- one builder per verdict ----------------------------------------------------------------------

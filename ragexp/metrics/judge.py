@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
+from ..errors import ConfigError
 from .base import Score, register
 
 #: The SPEC §2.6 metrics the overall score may average, and what each is divided by to lie in [0, 1].
@@ -119,10 +120,18 @@ def overall_value(values: Mapping[str, float]) -> float | None:
 
 # -- registered metrics: one record through a judge ----------------------------------------------
 
-def _one(name: str, judge: Any, fields: dict[str, Any], options: dict[str, Any]) -> Score:
-    from ..judge import score_one
+def through_judge(name: str, judge: Any, fields: dict[str, Any], options: dict[str, Any]) -> Score:
+    """One record's value of judge metric ``name``, asked of ``judge`` (a :class:`ragexp.judge.Judge`).
 
-    return score_one(name, judge, fields, options)
+    The judge object is passed in, never imported: metrics sit below the judge.
+    """
+    if judge is None or not hasattr(judge, "score_one"):
+        raise ConfigError(f"{name} asks an LLM judge: pass judge=build_judge('<name>') (from ragexp.judge), "
+                          f"got {judge!r}")
+    return judge.score_one(name, fields, options)
+
+
+_one = through_judge
 
 
 @register(judge=True, bounds=(0.0, 5.0))

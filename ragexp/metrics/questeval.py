@@ -28,9 +28,25 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from ..judge.parse import is_unanswerable
 from ..text import answer_tokens
 from .base import Score, register
+
+UNANSWERABLE = "UNANSWERABLE"
+#: Replies meaning "the text does not say" (normalised: lowercase, no surrounding brackets or dots).
+UNANSWERABLE_MARKERS = frozenset({
+    "unanswerable", "not answerable", "cannot be answered", "can't be answered", "no answer", "n/a",
+    "无法推断", "无法回答", "无法确定", "不可回答",
+})
+
+
+def is_unanswerable(answer: Any) -> bool:
+    """True for a judge's "the text does not say": None, empty, or one of :data:`UNANSWERABLE_MARKERS`."""
+    if answer is None:
+        return True
+    if not isinstance(answer, str):
+        return False
+    v = answer.strip().strip("<>[]()\"'`*.。 ").lower()
+    return v == "" or v in UNANSWERABLE_MARKERS
 
 
 def answer_f1(reference: str, generated: str) -> float:
@@ -69,9 +85,9 @@ def questeval_values(reference_answers: Sequence[str | None], generated_answers:
 
 
 def _one(name: str, judge: Any, fields: dict[str, Any], options: dict[str, Any]) -> Score:
-    from ..judge import score_one
+    from .judge import through_judge
 
-    return score_one(name, judge, fields, options)
+    return through_judge(name, judge, fields, options)
 
 
 @register(judge=True)
