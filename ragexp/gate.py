@@ -46,7 +46,7 @@ def flat_conditions(node: Any, where: str = "gate") -> dict[str, float]:
     """``{hit_rate: {k5: 0.5}}`` → ``{"hit_rate/k5": 0.5}``; every value must be a number."""
     if node is None:
         return {}
-    if hasattr(node, "items") is False:
+    if not hasattr(node, "items"):
         raise ConfigError(f"{where}: expected a map from metric key to number, got {node!r}")
     out: dict[str, float] = {}
     for key, value in node.items():
