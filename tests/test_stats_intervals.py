@@ -167,8 +167,10 @@ def test_ratio_interval_against_a_loop_over_the_same_resamples():
 def test_bad_settings_say_what_was_expected():
     with pytest.raises(ValueError, match="method must be one of percentile, bca"):
         mean_interval(SKEWED, method="student")
-    with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
+    with pytest.raises(ValueError, match="confidence must be a number between 0 and 1"):
         mean_interval(SKEWED, confidence=95)
+    with pytest.raises(ValueError, match="resamples must be a whole number of at least 100, got 'abc'"):
+        mean_interval(SKEWED, resamples="abc")
 
 
 # ---- a real run: summary.json, MLflow keys, the printed table -------------------------------------------------

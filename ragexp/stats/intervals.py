@@ -32,6 +32,7 @@ mean is over its own ``ok`` samples in the resample); nothing loops over resampl
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
@@ -65,12 +66,12 @@ class Interval:
 
 def check_settings(confidence: float, method: str, resamples: int) -> None:
     """Refuse settings no interval can be computed with (ValueError saying what was expected)."""
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95), got {confidence!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a number between 0 and 1 (e.g. 0.95), got {confidence!r}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if int(resamples) < 100:
-        raise ValueError(f"resamples must be at least 100, got {resamples!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, numbers.Integral) or resamples < 100:
+        raise ValueError(f"resamples must be a whole number of at least 100, got {resamples!r}")
 
 
 def _as_array(values: Sequence[Any]):
