@@ -9,7 +9,9 @@
   nothing that ``retrieval_precision`` and ``augmentation_accuracy`` did not), and across runs
   the SQLite cache answers them.
 - An unparseable reply gets one corrective re-ask; if that fails too, the sample's status is
-  ``parse_error`` and both raw replies go to the per-sample table.
+  ``parse_error`` and both raw replies go to the per-sample table. Only replies that parsed are
+  cached (a readable re-ask under the first question's key too), so the next run asks again for
+  exactly the unreadable ones.
 - The work runs on one private event loop in a background thread (:mod:`.loop`), so ``score``
   behaves the same from a script, a Hydra multirun job, or a notebook whose own loop is running.
 """
