@@ -322,12 +322,14 @@ def test_registered_metric_scores_one_record_given_a_judge(server, make_judge):
 
 
 def test_missing_fields_are_reported_per_sample(server, make_judge):
+    # SPEC §3: absent contexts are missing; present and empty (nothing retrieved) is a miss, scored 0
     s = specs("answer_consistency", "overall_score")
-    records = [CAPITAL_OF_FRANCE, Record(id="no-contexts", query="q", answer="Paris.", contexts=[])]
+    records = [CAPITAL_OF_FRANCE, Record(id="no-contexts", query="q", answer="Paris.", contexts=[]),
+               Record(id="absent-contexts", query="q", answer="Paris.")]
     scores, _ = make_judge(s).score(records, s)
-    assert [sc.status for sc in scores["answer_consistency"]] == ["ok", "missing_field"]
-    assert [sc.status for sc in scores["overall_score"]] == ["ok", "missing_field"]  # never silently easier
-    assert scores["overall_score"][0].value == 1 / 2
+    assert [sc.status for sc in scores["answer_consistency"]] == ["ok", "ok", "missing_field"]
+    assert [sc.status for sc in scores["overall_score"]] == ["ok", "ok", "missing_field"]  # never silently easier
+    assert [sc.value for sc in scores["overall_score"]] == [1 / 2, 0 / 1, None]
 
 
 def _writer(path: str, start: int, n: int) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
@@ -34,7 +35,8 @@ from ..records import Record
 from .cache import JudgeCache
 from .client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
 from .loop import quiet_gc, run_sync, shutdown
-from .parse import ParseError, parse, response_format
+from .parse import Answers, ParseError, Relevance, parse, response_format
+from .parse import Usage as Used
 from .settings import JudgeSettings
 from .templates import Prompt, load_prompt
 
@@ -184,21 +186,59 @@ def _reason(o: Outcome) -> str:
 
 
 # -- the plans ---------------------------------------------------------------------------------------
+#
+# Absent fields never reach a plan (``_metric`` gives them ``missing_field``). A present but empty
+# output of the system under test is a miss decided here without asking the judge what no verdict
+# could change: no passage retrieved is nothing relevant, nothing used and nothing supported (0);
+# an empty answer is 0 similar and answers no question. Only what the definition has no value
+# for is ``undefined``: no reference answer, an answer without a main point (an empty one has
+# none), no question answered by both texts.
 
 Plan = Callable[[_Run, Record, dict[str, Any]], Awaitable[Score]]
 
 
-async def _per_context(run: _Run, kind: str, r: Record, v: str) -> list[Outcome]:
-    if kind == "relevance":
-        asks = [run.ask("relevance", v, question=r.query, context=c) for c in r.contexts or []]
-    else:
-        asks = [run.ask("usage", v, answer=r.answer, context=c) for c in r.contexts or []]
-    return list(await asyncio.gather(*asks))
+def _blank(text: str | None) -> bool:
+    return text is None or not text.strip()
+
+
+def _passages(r: Record) -> list[str]:
+    """The retrieved passages that hold text (empty when nothing was retrieved)."""
+    return [c for c in r.contexts or [] if not _blank(c)]
+
+
+def _references(r: Record) -> list[str]:
+    """The reference answers, blank ones left out (as the deterministic metrics do)."""
+    return [x for x in r.reference_answers or [] if not _blank(x)]
+
+
+_NO_REFERENCE = "no reference answer (empty ground truth)"
+
+
+async def _decided(verdict: Any) -> Outcome:
+    """A verdict the material decides without a judge (an empty passage is relevant to nothing)."""
+    return Outcome(verdict, "ok", "decided without asking: " + getattr(verdict, "reason", ""))
+
+
+async def _relevance(run: _Run, r: Record, v: str) -> list[Outcome]:
+    return list(await asyncio.gather(*[
+        _decided(Relevance(False, "empty passage")) if _blank(c) else run.ask("relevance", v, question=r.query, context=c)
+        for c in r.contexts or []]))
+
+
+async def _usage(run: _Run, r: Record, v: str) -> list[Outcome]:
+    return list(await asyncio.gather(*[
+        _decided(Used(False, "empty passage")) if _blank(c) else run.ask("usage", v, answer=r.answer, context=c)
+        for c in r.contexts or []]))
 
 
 async def _answer_similarity(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+    refs = _references(r)
+    if not refs:
+        return Score.undefined(_NO_REFERENCE)
+    if _blank(r.answer):
+        return Score(0.0, detail="empty answer: a miss, 0 against every reference (not asked)")
     outs = await asyncio.gather(*[run.ask("similarity", o["prompt_version"], question=r.query, reference_answer=ref,
-                                          answer=r.answer) for ref in r.reference_answers or []])
+                                          answer=r.answer) for ref in refs])
     bad = _failed(outs)
     if bad:
         return bad
@@ -207,7 +247,9 @@ async def _answer_similarity(run: _Run, r: Record, o: dict[str, Any]) -> Score:
 
 
 async def _retrieval_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score:
-    outs = await _per_context(run, "relevance", r, o["prompt_version"])
+    if not _passages(r):
+        return Score(retrieval_precision_value([]), detail="nothing retrieved: no relevant passage (not asked)")
+    outs = await _relevance(run, r, o["prompt_version"])
     bad = _failed(outs)
     if bad:
         return bad
@@ -216,7 +258,12 @@ async def _retrieval_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score
 
 
 async def _augmentation_accuracy(run: _Run, r: Record, o: dict[str, Any]) -> Score:
-    outs = await _per_context(run, "usage", r, o["prompt_version"])
+    if not _passages(r):
+        return Score(augmentation_accuracy_value([]), detail="nothing retrieved: no passage used (not asked)")
+    if _blank(r.answer):
+        flags = [False] * len(r.contexts or [])
+        return Score(augmentation_accuracy_value(flags), detail="empty answer: it uses no passage (not asked)")
+    outs = await _usage(run, r, o["prompt_version"])
     bad = _failed(outs)
     if bad:
         return bad
@@ -225,8 +272,13 @@ async def _augmentation_accuracy(run: _Run, r: Record, o: dict[str, Any]) -> Sco
 
 
 async def _augmentation_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score:
-    rel, use = await asyncio.gather(_per_context(run, "relevance", r, o["prompt_version"]),
-                                    _per_context(run, "usage", r, o["prompt_version"]))
+    if not _passages(r):
+        return Score(augmentation_precision_value([], []), detail="nothing retrieved: no relevant passage (not asked)")
+    if _blank(r.answer):  # nothing used: 0 whatever is relevant
+        n = len(r.contexts or [])
+        return Score(augmentation_precision_value([True] * n, [False] * n),
+                     detail="empty answer: it uses no passage, relevant or not (not asked)")
+    rel, use = await asyncio.gather(_relevance(run, r, o["prompt_version"]), _usage(run, r, o["prompt_version"]))
     bad = _failed(rel + use)
     if bad:
         return bad
@@ -237,11 +289,18 @@ async def _augmentation_precision(run: _Run, r: Record, o: dict[str, Any]) -> Sc
 
 async def _answer_consistency(run: _Run, r: Record, o: dict[str, Any]) -> Score:
     v = o["prompt_version"]
+    if _blank(r.answer):
+        return Score.undefined("empty answer: no main point to check against the passages")
     points = await run.ask("main_points", v, answer=r.answer)
     if not points.ok:
         return Score(None, points.status, points.detail)
     if not points.verdict.points:
-        return Score.missing("the judge found no main point in the answer")
+        return Score.undefined("the judge found no main point in the answer")
+    if not _passages(r):  # the points depend on the answer alone; none can be derived from nothing
+        flags = [False] * len(points.verdict.points)
+        return Score(answer_consistency_value(flags),
+                     detail=_detail(points=list(points.verdict.points), supported=flags,
+                                    reasons=["nothing retrieved (not asked)"] * len(flags)))
     outs = await asyncio.gather(*[run.ask("support", v, statement=p, contexts=r.contexts)
                                   for p in points.verdict.points])
     bad = _failed(outs)
@@ -253,6 +312,11 @@ async def _answer_consistency(run: _Run, r: Record, o: dict[str, Any]) -> Score:
 
 
 async def _answer_consistency_binary(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+    if _blank(r.answer):
+        return Score.undefined("empty answer: nothing to attribute to the passages")
+    if not _passages(r):
+        return Score(answer_consistency_binary_value(False),
+                     detail="nothing retrieved: nothing to attribute the answer to (not asked)")
     out = await run.ask("full_support", o["prompt_version"], answer=r.answer, contexts=r.contexts)
     if not out.ok:
         return Score(None, out.status, out.detail)
@@ -261,16 +325,22 @@ async def _answer_consistency_binary(run: _Run, r: Record, o: dict[str, Any]) ->
 
 async def _questeval(run: _Run, r: Record, o: dict[str, Any], which: str) -> Score:
     v = o["prompt_version"]
-    reference = "\n\n".join(r.reference_answers or [])
+    refs = _references(r)
+    if not refs:
+        return Score.undefined(_NO_REFERENCE)
+    reference = "\n\n".join(refs)
     qs = await run.ask("questions", v, text=reference)
     if not qs.ok:
         return Score(None, qs.status, qs.detail)
     questions = [q.question for q in qs.verdict.questions]
     if not questions:
-        return Score.missing("the judge found no key information in the reference")
+        return Score.undefined("the judge found no key information in the reference")
     ctx = {"n_questions": len(questions)}
-    ref_ans, gen_ans = await asyncio.gather(run.ask("answers", v, ctx, text=reference, questions=questions),
-                                            run.ask("answers", v, ctx, text=r.answer, questions=questions))
+    # The questions and the reference's answers depend on the reference alone (shared, cached); an
+    # empty answer answers none of them, so its side is not asked.
+    generated = (_decided(Answers((None,) * len(questions))) if _blank(r.answer)
+                 else run.ask("answers", v, ctx, text=r.answer, questions=questions))
+    ref_ans, gen_ans = await asyncio.gather(run.ask("answers", v, ctx, text=reference, questions=questions), generated)
     bad = _failed([ref_ans, gen_ans])
     if bad:
         return bad
@@ -281,8 +351,9 @@ async def _questeval(run: _Run, r: Record, o: dict[str, Any], which: str) -> Sco
     value = recall if which == "recall" else precision
     if value is None:
         why = ("the reference answers none of its own questions" if recall is None
-               else "no question is answered by both the reference and the answer")
-        return Score(None, "missing_field", f"{why}: {detail}")
+               else "no question is answered by both the reference and the answer"
+               + (" (the answer is empty)" if _blank(r.answer) else ""))
+        return Score.undefined(f"{why}: {detail}")
     return Score(value, detail=detail)
 
 
@@ -452,10 +523,14 @@ class Judge:
         return out, usage
 
     async def _metric(self, run: _Run, spec: Any, record: Record) -> Score:
-        lacking = [f for f in spec.fields if not record.has(f)]
-        if lacking:
-            return Score.missing(f"empty {', '.join(lacking)}")
-        return await PLANS[spec.info.name](run, record, {**spec.info.options, **spec.options})
+        absent = [f for f in spec.fields if not record.present(f)]
+        if absent:
+            return Score.missing(f"absent {', '.join(absent)}")
+        score = await PLANS[spec.info.name](run, record, {**spec.info.options, **spec.options})
+        if score.status == "ok" and (score.value is None or not math.isfinite(score.value)):
+            # never an ok without a number (it would leave the mean without a word)
+            return Score.undefined(f"the definition gives no value here: {score.detail}")
+        return score
 
     def _cache_where(self) -> str:
         return str(self.cache.path) if self.cache is not None else "nowhere (judge.cache is off)"

@@ -12,6 +12,14 @@ functions score one record when given a judge, for use from Python::
 Verdicts are shared: ``augmentation_precision`` reuses the relevance verdicts of
 ``retrieval_precision`` and the usage verdicts of ``augmentation_accuracy`` — no new request.
 
+Empty outputs are misses (SPEC §3), scored without asking the judge: ``contexts: []`` (nothing
+retrieved) gives 0 for retrieval_precision, augmentation_accuracy, augmentation_precision,
+answer_consistency and answer_consistency_binary; ``answer: ""`` gives answer_similarity 0 and
+augmentation_accuracy / augmentation_precision 0 (it uses no passage). Undefined (status
+``undefined``, left out of the mean and counted): no reference answer, and an answer without a
+main point for the two consistency metrics — an empty answer has none. An absent field is
+``missing_field``.
+
 Worked cases (the seed's definitions):
 
     >>> answer_consistency_value([True, False])      # one of two main points derivable from the contexts
@@ -61,30 +69,37 @@ def answer_similarity_value(scores: Sequence[float]) -> float | None:
     return float(max(scores)) if scores else None
 
 
-def retrieval_precision_value(relevant: Sequence[bool]) -> float | None:
-    """Relevant contexts / contexts.
+def retrieval_precision_value(relevant: Sequence[bool]) -> float:
+    """Relevant contexts / contexts; 0 when nothing was retrieved (nothing relevant, a miss).
 
     >>> retrieval_precision_value([True, False, True, False]) == 2 / 4
     True
+    >>> retrieval_precision_value([])
+    0.0
     """
-    return share_true(relevant)
+    return share_true(relevant) if relevant else 0.0
 
 
-def augmentation_accuracy_value(used: Sequence[bool]) -> float | None:
-    """Contexts the answer uses / contexts.
+def augmentation_accuracy_value(used: Sequence[bool]) -> float:
+    """Contexts the answer uses / contexts; 0 when nothing was retrieved (nothing used).
 
     >>> augmentation_accuracy_value([True, False, False]) == 1 / 3
     True
+    >>> augmentation_accuracy_value([])
+    0.0
     """
-    return share_true(used)
+    return share_true(used) if used else 0.0
 
 
-def augmentation_precision_value(relevant: Sequence[bool], used: Sequence[bool]) -> float | None:
-    """Relevant-and-used contexts / relevant contexts; 0 when no context is relevant (SPEC §2.6)."""
+def augmentation_precision_value(relevant: Sequence[bool], used: Sequence[bool]) -> float:
+    """Relevant-and-used contexts / relevant contexts; 0 when no context is relevant (SPEC §2.6),
+    nothing retrieved included.
+
+    >>> augmentation_precision_value([], [])
+    0.0
+    """
     if len(relevant) != len(used):
         raise ValueError(f"one relevance and one usage verdict per context, got {len(relevant)} and {len(used)}")
-    if not relevant:
-        return None
     n_relevant = sum(1 for r in relevant if r)
     if n_relevant == 0:
         return 0.0
@@ -92,7 +107,14 @@ def augmentation_precision_value(relevant: Sequence[bool], used: Sequence[bool])
 
 
 def answer_consistency_value(supported: Sequence[bool]) -> float | None:
-    """Main points derivable from the contexts / main points; None when the answer has no point."""
+    """Main points derivable from the contexts / main points; None (undefined) when the answer has
+    no point. With nothing retrieved no point is derivable: all False, 0.
+
+    >>> answer_consistency_value([False, False])
+    0.0
+    >>> answer_consistency_value([]) is None
+    True
+    """
     return share_true(supported)
 
 
@@ -140,6 +162,7 @@ def answer_similarity(query: str, answer: str, reference_answers: list[str], *, 
     """0–5: how close in meaning the answer is to the reference answer (best over references).
 
     The judge grades on a described 0–5 scale (prompt ``similarity``); see :func:`answer_similarity_value`.
+    An empty answer is 0 (a miss, not asked); no reference answer leaves it undefined.
     """
     return _one("answer_similarity", judge, {"query": query, "answer": answer, "reference_answers": reference_answers},
                 {"prompt_version": prompt_version})
@@ -184,7 +207,9 @@ def augmentation_precision(query: str, answer: str, contexts: list[str], *, prom
 def answer_consistency(answer: str, contexts: list[str], *, prompt_version: str = "v1", judge: Any = None) -> Score:
     """The judge lists the answer's main points; share of them derivable from the contexts.
 
-    An answer without any main point (a refusal) is undefined (status ``missing_field``).
+    An answer without any main point (a refusal, an empty answer) is undefined (status
+    ``undefined``); with nothing retrieved (``contexts: []``) no point is derivable: 0, and only
+    the main points are asked.
 
     >>> answer_consistency_value([True, True, False]) == 2 / 3
     True
@@ -197,6 +222,8 @@ def answer_consistency(answer: str, contexts: list[str], *, prompt_version: str 
 def answer_consistency_binary(answer: str, contexts: list[str], *, prompt_version: str = "v1",
                               judge: Any = None) -> Score:
     """1 when everything in the answer can be attributed to the contexts, else 0.
+
+    Nothing retrieved: 0 (not asked); an empty answer: undefined (nothing to attribute).
 
     >>> answer_consistency_binary_value(True)
     1.0
@@ -211,7 +238,9 @@ def overall_score(*, metrics: list[str] | None = None, judge: Any = None) -> Sco
 
     ``metrics`` restricts it to some of them (None = every one the run computes). A sample's
     overall score is ``ok`` only when each of its parts is; otherwise it carries the first
-    failing part's status, so a parse error never makes the overall score silently easier.
+    part's status that is not ok (``undefined`` for an answer without a main point, a failure's
+    own status), so a parse error never makes the overall score silently easier. Parts that are 0
+    because nothing was retrieved or the answer is empty count as 0.
     """
     raise TypeError("overall_score is computed by the judge from the other judge metrics of a run; "
                     "use overall_value() on computed values")

@@ -12,6 +12,12 @@ dropped. Of the rest:
 Questions and the reference's answers depend on the reference text alone, so the judge cache
 makes a sweep generate them once per reference.
 
+An empty answer (``answer: ""``) is a miss: it answers none of the questions (that side is not
+asked), so recall is 0 and precision undefined — no question is answered by both — unless
+``zero_division`` gives it a value. Undefined (status ``undefined``, left out of the mean and
+counted): no reference answer, a reference the judge finds no key information in or that
+answers none of its own questions. An absent field is ``missing_field``.
+
 The seed's worked example: three questions, the answer answers two of them, with F1 0.5 and 1:
 
     >>> ref = ["Paris", "1889", "Gustave Eiffel"]
@@ -95,7 +101,8 @@ def questeval_recall(answer: str, reference_answers: list[str], *, prompt_versio
                      judge: Any = None) -> Score:
     """Share of the reference's answerable questions that the generated answer answers.
 
-    Several reference answers are joined (blank line between) into one reference text.
+    Several reference answers are joined (blank line between) into one reference text. An empty
+    answer answers none of its questions: 0.
 
     >>> questeval_values(["陕西西安市", "500万元", "173家"], ["西安市", "无法推断", "173家"])[0] == 2 / 3
     True
@@ -109,8 +116,8 @@ def questeval_precision(answer: str, reference_answers: list[str], *, prompt_ver
                         zero_division: float | None = None, judge: Any = None) -> Score:
     """Mean token F1 of the two answers over the questions both texts answer.
 
-    ``zero_division``: the value when no question is answered by both (None = undefined, status
-    ``missing_field``, left out of the mean; 0.0 = count it as 0).
+    ``zero_division``: the value when no question is answered by both — an empty answer's case
+    too (None = undefined, status ``undefined``, left out of the mean; 0.0 = count it as 0).
 
     >>> questeval_values(["173家"], ["无法推断"], zero_division=0.0)
     (0.0, 0.0)
