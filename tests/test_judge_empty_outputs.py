@@ -161,3 +161,11 @@ def test_overall_score_counts_the_zeros_and_an_undefined_part_makes_it_undefined
     assert no_point["answer_consistency"] == (None, "undefined")
     assert no_point["overall_score"] == (None, "undefined")
     assert scores["overall_score"][1].detail.startswith("answer_consistency: ")
+
+
+
+def test_overall_score_without_a_part_is_undefined_not_missing(server, score):
+    # metric=full on a dataset that feeds none of the parts keeps overall_score: every sample says why
+    scores = score([rec(answer=ANSWER, reference_answers=REFERENCES)], "overall_score", "questeval_recall")
+    assert scores["overall_score"][0].status == "undefined"
+    assert "no answer_similarity" in scores["overall_score"][0].detail

@@ -400,7 +400,7 @@ def overall_parts(specs: Sequence[Any]) -> dict[str, list[str]]:
 
 def overall_score_of(parts: Sequence[str], scores: dict[str, Score]) -> Score:
     if not parts:
-        return Score.missing("no answer_similarity / retrieval / augmentation / consistency metric in this run")
+        return Score.undefined("no answer_similarity / retrieval / augmentation / consistency metric in this run")
     for key in parts:
         s = scores[key]
         if s.status != "ok":
