@@ -98,7 +98,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     started = time.perf_counter()
     show = bool(cfg.get("progress", True))
     tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
-    check_store_step(tracking)  # before any work: a store MLflow cannot use fails here, in seconds
     dataset = load_dataset(cfg.dataset)
     records = dataset.records
 
@@ -123,6 +122,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         from .judge import build_judge
 
         judge = build_judge(cfg.get("judge"), judge_specs)  # checks credentials before any work
+
+    # the store last among the checks (a refused config leaves no mlflow.db behind), still before any work:
+    # a store MLflow cannot use fails here, in seconds
+    check_store_step(tracking)
 
     if pipeline is not None:
         records = pipeline.run(records, progress=progress(show, "pipeline", len(records)))

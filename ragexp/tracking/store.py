@@ -260,6 +260,23 @@ def creation_lock(uri: str) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def _quiet_schema_logs() -> Iterator[None]:
+    """MLflow announces creating and migrating a SQLite store on stderr (INFO); the user's one line
+    (or the table) is what ragexp prints, so those announcements are kept to warnings and above."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("mlflow.store.db.utils", "alembic.runtime.migration")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
 def open_client(uri: str) -> Any:
     """An ``MlflowClient`` on ``uri``, the store created or migrated under :func:`creation_lock`."""
     from mlflow.tracking import MlflowClient
@@ -267,7 +284,7 @@ def open_client(uri: str) -> Any:
     from ..errors import TrackingError
 
     try:
-        with creation_lock(uri):
+        with creation_lock(uri), _quiet_schema_logs():
             return retrying(MlflowClient, tracking_uri=uri)
     except TrackingError:
         raise
