@@ -23,8 +23,8 @@ from omegaconf import DictConfig, OmegaConf
 from .log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason,
                   launch_id)
 from .secrets import redact, redact_yaml_file, scrub
-from .store import (FAILURE_TAG, bounded_http, check_store, open_client, owner_tags, resolve_uri, retrying,
-                    ui_command)
+from .store import (FAILURE_TAG, bounded_http, check_store, first_line, open_client, owner_tags, resolve_uri,
+                    retrying, ui_command)
 
 
 class ParentRunCallback(Callback):
@@ -33,8 +33,6 @@ class ParentRunCallback(Callback):
         self.uri: str | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from mlflow.tracking import MlflowClient
-
         from .. import __version__
 
         tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
@@ -76,22 +74,27 @@ class ParentRunCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.run_id is None:
             return
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri=self.uri)
         try:
-            parent = client.get_run(self.run_id)
-            children = retrying(
-                client.search_runs, [parent.info.experiment_id],
-                filter_string=f"tags.mlflow.parentRunId = '{self.run_id}'", max_results=5000,
-            )
-            rows = [{"run_id": c.info.run_id, "run_name": c.info.run_name, "status": c.info.status,
-                     **{f"param.{k}": v for k, v in c.data.params.items() if k in _overridden(config)},
-                     **c.data.metrics} for c in children]
-            retrying(client.log_dict, self.run_id, redact({"children": rows}), "sweep_results.json")
-            retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
-            _leaderboard(client, self.run_id, children, config)
-            retrying(client.set_terminated, self.run_id, "FINISHED")
+            with bounded_http():  # a server gone at the sweep's end fails in seconds, not minutes
+                client = open_client(self.uri)
+                parent = client.get_run(self.run_id)
+                children = retrying(
+                    client.search_runs, [parent.info.experiment_id],
+                    filter_string=f"tags.mlflow.parentRunId = '{self.run_id}'", max_results=5000,
+                )
+                rows = [{"run_id": c.info.run_id, "run_name": c.info.run_name, "status": c.info.status,
+                         **{f"param.{k}": v for k, v in c.data.params.items() if k in _overridden(config)},
+                         **c.data.metrics} for c in children]
+                retrying(client.log_dict, self.run_id, redact({"children": rows}), "sweep_results.json")
+                retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
+                _leaderboard(client, self.run_id, children, config)
+                retrying(client.set_terminated, self.run_id, "FINISHED")
+        except Exception as exc:  # noqa: BLE001 - the children's results are on disk; say so in one line
+            print(f"ragexp: error: the sweep's parent run {self.run_id} could not be completed in "
+                  f"{scrub(str(self.uri))}: {scrub(first_line(exc))}. Each job's results are in its folder under "
+                  f"{config.hydra.sweep.dir}; log one later with: python -m ragexp.tracking.upload <folder>",
+                  file=sys.stderr)
+            return  # the parent is closed FAILED at exit (_close_if_open)
         finally:
             os.environ.pop(PARENT_ENV, None)
         where = scrub(self.uri) if str(self.uri).startswith("http") else ui_command(str(self.uri))
