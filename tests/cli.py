@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,3 +41,38 @@ def parent_and_children(uri: str):
     parents = [r for r in found if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in found if "mlflow.parentRunId" in r.data.tags]
     return client, parents, children
+
+
+def free_port() -> int:
+    """A port nothing listens on at this moment, on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_mlflow_server(store: Path, port: int, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """A real ``mlflow server`` on 127.0.0.1:port, its SQLite store and artifacts under ``store``, in a
+    process group of its own (it runs uvicorn as a child); returns once ``/health`` answers."""
+    import pytest
+
+    store.mkdir(parents=True, exist_ok=True)
+    log_path = store / f"server-{port}.log"
+    mlflow_bin = Path(sys.executable).with_name("mlflow")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+             "--backend-store-uri", f"sqlite:///{store / 'server.db'}", "--artifacts-destination",
+             str(store / "artifacts")],
+            stdout=log, stderr=subprocess.STDOUT, cwd=store, env=env, start_new_session=True)
+    deadline = time.time() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            pytest.fail(f"mlflow server did not start: {log_path.read_text()[-3000:]}")
+        time.sleep(0.5)

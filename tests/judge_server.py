@@ -84,6 +84,18 @@ class Reply:
     raw: bytes | None = None  # a body sent as is (a broken JSON document)
 
 
+#: the judge metrics that live outside ragexp.metrics.judge
+_MODULE = {"questeval_recall": "questeval", "questeval_precision": "questeval"}
+
+
+def judge_specs(*names: str, **options: dict):
+    """Built specs of the named judge metrics (``options[name]`` holds a metric's options), as tests score them."""
+    from ragexp.evaluate import build_metrics
+
+    cfg = {n: {"_target_": f"ragexp.metrics.{_MODULE.get(n, 'judge')}.{n}", **options.get(n, {})} for n in names}
+    return build_metrics(cfg)[0]
+
+
 def blocks(text: str) -> dict[str, list[str]]:
     """The delimited blocks of a prompt: tag name → contents, in order."""
     out: dict[str, list[str]] = {}

@@ -11,22 +11,17 @@ from __future__ import annotations
 
 import pytest
 
-from ragexp.evaluate import build_metrics
 from ragexp.judge import build_judge
 from ragexp.metrics.base import mean_ok
 from ragexp.records import Record
 
-from judge_server import JudgeServer, blocks
+from judge_server import JudgeServer, blocks, judge_specs
 
-MODULE = {"questeval_recall": "questeval", "questeval_precision": "questeval"}
 CONTEXTS = ["Paris is the capital of France.", "Bananas are yellow fruit."]
 REFERENCES = ["The capital of France is Paris."]
 ANSWER = "Paris is the capital of France."
 
 
-def specs(*names: str, **options: dict):
-    cfg = {n: {"_target_": f"ragexp.metrics.{MODULE.get(n, 'judge')}.{n}", **options.get(n, {})} for n in names}
-    return build_metrics(cfg)[0]
 
 
 @pytest.fixture
@@ -40,7 +35,7 @@ def score(server, tmp_path):
     """score(records, *metric names, **options) → {key: [Score]}, with no cache: every verdict is a request."""
 
     def _score(records, *names, **options):
-        s = specs(*names, **options)
+        s = judge_specs(*names, **options)
         judge = build_judge(dict(name="test", model="openai/gpt-4o-mini", api_base=server.url, api_key_env=None,
                                  cache=False, timeout_s=5.0, max_retries=1, backoff_s=0.01, max_backoff_s=0.05,
                                  max_concurrency=8, max_tokens=64), s)

@@ -13,7 +13,6 @@ import re
 import pytest
 
 from ragexp.errors import BudgetExceeded, ConfigError, CredentialsError
-from ragexp.evaluate import build_metrics
 from ragexp.judge import build_judge
 from ragexp.judge.cache import JudgeCache
 from ragexp.judge.client import Budget, JudgeClient, Usage
@@ -21,9 +20,8 @@ from ragexp.judge.templates import load_prompt
 from ragexp.metrics.judge import answer_consistency
 from ragexp.records import Record
 
-from judge_server import JudgeServer, Reply
+from judge_server import JudgeServer, Reply, judge_specs
 
-MODULE = {"questeval_recall": "questeval", "questeval_precision": "questeval"}
 
 CAPITAL_OF_FRANCE = Record(
     id="capital-of-france",
@@ -34,9 +32,6 @@ CAPITAL_OF_FRANCE = Record(
 )
 
 
-def specs(*names: str, **options: dict):
-    cfg = {n: {"_target_": f"ragexp.metrics.{MODULE.get(n, 'judge')}.{n}", **options.get(n, {})} for n in names}
-    return build_metrics(cfg)[0]
 
 
 @pytest.fixture
@@ -62,7 +57,7 @@ ALL = ("answer_similarity", "retrieval_precision", "augmentation_accuracy", "aug
 
 
 def test_worked_cases_on_capital_of_france(server, make_judge):
-    s = specs(*ALL)
+    s = judge_specs(*ALL)
     scores, usage = make_judge(s).score([CAPITAL_OF_FRANCE], s)
     v = {k: per[0].value for k, per in scores.items()}
     assert {per[0].status for per in scores.values()} == {"ok"}
@@ -80,7 +75,7 @@ def test_worked_cases_on_capital_of_france(server, make_judge):
 
 
 def test_second_identical_run_makes_zero_calls(server, make_judge):
-    s = specs(*ALL)
+    s = judge_specs(*ALL)
     _, first = make_judge(s).score([CAPITAL_OF_FRANCE], s)
     calls = server.calls
     again, second = make_judge(s).score([CAPITAL_OF_FRANCE], s)  # a new judge: the cache is on disk
@@ -91,14 +86,14 @@ def test_second_identical_run_makes_zero_calls(server, make_judge):
 
 
 def test_augmentation_precision_asks_nothing_new(server, make_judge):
-    s = specs("retrieval_precision", "augmentation_accuracy", "augmentation_precision")
+    s = judge_specs("retrieval_precision", "augmentation_accuracy", "augmentation_precision")
     _, usage = make_judge(s, cache=False).score([CAPITAL_OF_FRANCE], s)
     assert server.tasks() == {"relevance": 2, "usage": 2}  # one verdict per passage and question, shared
     assert usage["judge/shared_verdicts"] == 4
 
 
 def test_questeval_questions_generated_once_per_reference(server, make_judge):
-    s = specs("questeval_recall", "questeval_precision")
+    s = judge_specs("questeval_recall", "questeval_precision")
     ref = ["The Eiffel Tower in Paris was finished in 1889 by Gustave Eiffel."]
     records = [Record(id=str(i), query="About the Eiffel Tower?", answer=a, reference_answers=ref)
                for i, a in enumerate(["Gustave Eiffel finished the tower.", "It stands in Paris."])]
@@ -145,7 +140,7 @@ def test_fault_injection_no_sample_lost_every_failure_recorded(server, make_judg
     server.script = _fault_script
     records = [Record(id=tag, query=f"What is the capital of France? [fault:{tag}]",
                       contexts=["Paris is the capital of France."]) for tag in FAULTS]
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     # 1.5 s: a reply a loaded host is slow to read stays well inside it; the scripted timeouts wait 3 s
     scores, usage = make_judge(s, model=model, timeout_s=1.5, workers=workers).score(records, s)
     per = scores["retrieval_precision"]
@@ -176,7 +171,7 @@ def test_failed_samples_are_asked_again_next_run_but_answers_are_not(server, mak
     server.script = _fault_script
     records = [Record(id=t, query=f"Capital of France? [fault:{t}]", contexts=["Paris is the capital of France."])
                for t in ("ok", "500-always", "prose")]
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     make_judge(s).score(records, s)
     server.reset()
     scores, usage = make_judge(s).score(records, s)
@@ -189,7 +184,7 @@ def test_concurrency_really_overlaps_and_is_bounded(server, make_judge):
     server.latency = 0.2
     record = Record(id="many", query="What is the capital of France?",
                     contexts=[f"Paris is the capital of France, fact {i}." for i in range(24)])
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     scores, _ = make_judge(s, max_concurrency=6, cache=False).score([record], s)
     assert scores["retrieval_precision"][0].value == 1.0
     assert server.max_in_flight == 6
@@ -197,7 +192,7 @@ def test_concurrency_really_overlaps_and_is_bounded(server, make_judge):
 
 def test_requests_per_minute_spaces_request_starts(server, make_judge):
     record = Record(id="rpm", query="Capital of France?", contexts=[f"Paris, fact {i}." for i in range(6)])
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     make_judge(s, cache=False).score([CAPITAL_OF_FRANCE], s)  # litellm's slow first call, off the clock
     server.reset()
     make_judge(s, requests_per_minute=300, cache=False).score([record], s)  # one start every 0.2 s
@@ -211,7 +206,7 @@ def test_budget_guard_stops_and_keeps_what_was_paid_for(server, make_judge, tmp_
     records = [Record(id=str(i), query=f"What is the capital of France, case {i}?",
                       contexts=["Paris is the capital of France.", "Lyon is in France.", "Bananas."])
                for i in range(10)]
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     prices = dict(cost_per_million_in=1000.0, cost_per_million_out=1000.0)  # $0.001 a token
     # a budget for 4.5 worst-case requests: sample 1 gets one request in before the stop, its others none
     probe = make_judge(s, max_cost_usd=1.0, **prices)
@@ -235,7 +230,7 @@ def test_budget_guard_stops_and_keeps_what_was_paid_for(server, make_judge, tmp_
 
 def test_budget_needs_a_price(server, make_judge):
     with pytest.raises(ConfigError, match="no price for 'openai/my-local-model'"):
-        make_judge(specs("retrieval_precision"), model="openai/my-local-model", max_cost_usd=1.0)
+        make_judge(judge_specs("retrieval_precision"), model="openai/my-local-model", max_cost_usd=1.0)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -243,7 +238,7 @@ def test_a_self_hosted_models_declared_price_reaches_litellm_and_the_cost(server
     import litellm
 
     model = f"hosted_vllm/priced-judge-{workers}"  # a name of its own: litellm's price map is process-wide
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     judge = make_judge(s, model=model, workers=workers, cost_per_million_in=2.0, cost_per_million_out=8.0)
     assert judge.prices.teach == (model, 2.0 / 1e6, 8.0 / 1e6)  # not in litellm's map, so it is taught the price
     scores, usage = judge.score([CAPITAL_OF_FRANCE], s)
@@ -258,7 +253,7 @@ def test_a_mapped_models_price_is_never_rewritten_and_an_unpriced_one_stays_unkn
     import litellm
 
     mapped = litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=1_000_000)
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     judge = make_judge(s, cost_per_million_in=123.0, cost_per_million_out=456.0)  # openai/gpt-4o-mini, overridden
     assert judge.prices.teach is None and judge.prices.per_in == 123.0 / 1e6
     judge.score([CAPITAL_OF_FRANCE], s)
@@ -272,27 +267,27 @@ def test_a_mapped_models_price_is_never_rewritten_and_an_unpriced_one_stays_unkn
 def test_missing_credentials_stop_before_any_work(monkeypatch, name, variable):
     monkeypatch.delenv(variable, raising=False)
     with pytest.raises(CredentialsError, match=f"set the environment variable {variable}"):
-        build_judge(name, specs("answer_similarity"))
+        build_judge(name, judge_specs("answer_similarity"))
 
 
 def test_local_judges_need_no_key(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
-    judge = build_judge("ollama", specs("answer_similarity"))
+    judge = build_judge("ollama", judge_specs("answer_similarity"))
     assert judge.settings.api_key_env is None
     with pytest.raises(ConfigError, match="judge.api_base="):
-        build_judge("openai_compatible", specs("answer_similarity"))
+        build_judge("openai_compatible", judge_specs("answer_similarity"))
 
 
 def test_judge_metrics_without_a_judge_say_how_to_pick_one():
     with pytest.raises(ConfigError, match=r"answer_similarity ask an LLM judge.*judge=<name>"):
-        build_judge(None, specs("answer_similarity"))
+        build_judge(None, judge_specs("answer_similarity"))
 
 
 @pytest.mark.parametrize("model, workers", ROUTES)
 def test_rejected_key_stops_the_run(server, make_judge, model, workers):
     server.script = lambda r: Reply(status=401, text="invalid api key")
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     records = [Record(id=str(i), query=f"Capital of France, case {i}?", contexts=["Paris is the capital."])
                for i in range(200)]
     with pytest.raises(CredentialsError, match="rejected its credentials"):
@@ -301,7 +296,7 @@ def test_rejected_key_stops_the_run(server, make_judge, model, workers):
 
 
 def test_inside_a_running_event_loop_like_a_notebook(server, make_judge):
-    s = specs("answer_consistency")
+    s = judge_specs("answer_consistency")
     judge = make_judge(s)
 
     async def cell():
@@ -314,7 +309,7 @@ def test_inside_a_running_event_loop_like_a_notebook(server, make_judge):
 
 
 def test_registered_metric_scores_one_record_given_a_judge(server, make_judge):
-    judge = make_judge(specs("answer_consistency"))
+    judge = make_judge(judge_specs("answer_consistency"))
     score = answer_consistency(CAPITAL_OF_FRANCE.answer, CAPITAL_OF_FRANCE.contexts, judge=judge)
     assert (score.value, score.status) == (1 / 2, "ok")
     with pytest.raises(ConfigError, match="asks an LLM judge"):
@@ -323,7 +318,7 @@ def test_registered_metric_scores_one_record_given_a_judge(server, make_judge):
 
 def test_missing_fields_are_reported_per_sample(server, make_judge):
     # SPEC §3: absent contexts are missing; present and empty (nothing retrieved) is a miss, scored 0
-    s = specs("answer_consistency", "overall_score")
+    s = judge_specs("answer_consistency", "overall_score")
     records = [CAPITAL_OF_FRANCE, Record(id="no-contexts", query="q", answer="Paris.", contexts=[]),
                Record(id="absent-contexts", query="q", answer="Paris.")]
     scores, _ = make_judge(s).score(records, s)

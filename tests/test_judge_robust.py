@@ -14,7 +14,6 @@ import subprocess
 
 import pytest
 
-from ragexp.evaluate import build_metrics
 from ragexp.judge import build_judge
 from ragexp.judge.cache import JudgeCache
 from ragexp.judge.client import JudgeUnreachable
@@ -22,11 +21,9 @@ from ragexp.judge.parse import SCHEMAS
 from ragexp.records import Record
 
 from cli import run_cli, runs
-from judge_server import JudgeServer, Reply, blocks, sensible
+from judge_server import JudgeServer, Reply, blocks, judge_specs, sensible
 
 
-def specs(*names: str):
-    return build_metrics({n: {"_target_": f"ragexp.metrics.judge.{n}"} for n in names})[0]
 
 
 def judge_cfg(url: str, tmp_path, **over):
@@ -60,7 +57,7 @@ def test_a_healthy_rerun_asks_again_exactly_the_unreadable_replies(tmp_path, mod
     records = [Record(id=str(i), query=f"What is the capital of France? [{tag}] (question {i})",
                       contexts=["Paris is the capital of France.", "Bananas are yellow fruit."])
                for i, tag in enumerate(["ok", "prose", "garbled", "prose", "ok", "garbled"])]
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     with JudgeServer(script=_faulty) as server:
         first, usage = build_judge(judge_cfg(server.url, tmp_path, model=model), s).score(records, s)
         failures = [sc for sc in first["retrieval_precision"] if sc.status == "parse_error"]
@@ -80,7 +77,7 @@ def test_an_unreadable_reply_an_older_version_cached_is_asked_again(tmp_path):
     from ragexp.judge.templates import load_prompt
 
     record = Record(id="1", query="What is the capital of France?", contexts=["Paris is the capital of France."])
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     with JudgeServer() as server:
         cfg = judge_cfg(server.url, tmp_path)
         messages = load_prompt("relevance", "v1").render(question=record.query, context=record.contexts[0])
@@ -139,7 +136,7 @@ def _records():
 
 
 def test_injected_answers_quoted_around_the_verdict_flip_nothing(tmp_path):
-    s = specs(*JUDGED)
+    s = judge_specs(*JUDGED)
     records = _records()
     with JudgeServer() as server:  # the verdicts a judge that quotes nothing gives
         truth, _ = build_judge(judge_cfg(server.url, tmp_path, cache=False), s).score(records, s)
@@ -155,7 +152,7 @@ def test_injected_answers_quoted_around_the_verdict_flip_nothing(tmp_path):
 
 
 def test_structured_output_is_asked_where_litellm_says_the_model_takes_it(tmp_path):
-    s = specs(*JUDGED)
+    s = judge_specs(*JUDGED)
     records = _records()
     with JudgeServer(script=_quoting("after")) as server:
         truth, _ = build_judge(judge_cfg(server.url, tmp_path, cache=False), s).score(records, s)
@@ -180,7 +177,7 @@ def test_structured_output_is_asked_where_litellm_says_the_model_takes_it(tmp_pa
                                             ("hosted_vllm/judge", 2)])
 def test_a_closed_port_stops_the_run_naming_the_endpoint(tmp_path, model, workers):
     port = closed_port()
-    s = specs("retrieval_precision")
+    s = judge_specs("retrieval_precision")
     records = [Record(id=str(i), query=f"Question {i}?", contexts=[f"Passage {i}.", "Another."]) for i in range(40)]
     judge = build_judge(judge_cfg(f"http://127.0.0.1:{port}/v1", tmp_path, backoff_s=0.05, max_retries=4,
                                   model=model, workers=workers), s)

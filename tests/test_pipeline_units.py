@@ -3,7 +3,6 @@ compressors, the extractive generator, and the config checks that run before any
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import subprocess
 import sys

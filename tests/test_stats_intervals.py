@@ -187,7 +187,6 @@ def _per_sample(folder):
 
 def test_a_run_reports_every_aggregate_with_its_interval(compose, tmp_path):
     import json
-    from pathlib import Path
 
     from mlflow.tracking import MlflowClient
 
@@ -228,7 +227,6 @@ def test_a_run_reports_every_aggregate_with_its_interval(compose, tmp_path):
 
 
 def test_clustered_run_uses_the_column_and_carries_it(compose):
-    from pathlib import Path
 
     from ragexp.runner import run
 

@@ -16,13 +16,11 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from cli import parent_and_children, run_cli, runs
+from cli import free_port, parent_and_children, run_cli, runs, start_mlflow_server
 from judge_server import JudgeServer
 
 ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
@@ -31,34 +29,6 @@ ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "PYTHONUNB
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "MLFLOW_TRACKING_URI"}
     return {**env, **ENV}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_mlflow_server(store: Path, port: int) -> subprocess.Popen:
-    store.mkdir(parents=True, exist_ok=True)
-    log = open(store / f"server-{port}.log", "w")
-    mlflow_bin = Path(sys.executable).with_name("mlflow")
-    proc = subprocess.Popen(
-        [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"sqlite:///{store / 'server.db'}", "--artifacts-destination", str(store / "artifacts")],
-        stdout=log, stderr=subprocess.STDOUT, cwd=store, env=_env(), start_new_session=True)  # its own group
-    deadline = time.time() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail(f"mlflow server did not start: {(store / f'server-{port}.log').read_text()[-3000:]}")
-        time.sleep(0.5)
 
 
 def _kill_server(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
@@ -117,7 +87,7 @@ def _judge_args(data_dir: Path, url: str) -> list[str]:
     ("sqlite:////nonexistent/dir/mlflow.db", "the folder /nonexistent/dir does not exist"),
 ])
 def test_an_unusable_tracking_uri_is_one_line_before_any_work(tmp_path, data_dir, uri, says):
-    uri = uri.format(closed=_free_port())  # a port nothing listens on
+    uri = uri.format(closed=free_port())  # a port nothing listens on
     proc = run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=keyword_overlap", "progress=false",
                    f"tracking.uri={uri}", cwd=tmp_path, check=False, timeout=60)  # MLflow alone would retry for minutes
     lines = _lines(proc.stderr)
@@ -184,14 +154,14 @@ def _comparable(client, run, dst: Path) -> dict:
 
 
 def test_a_tracking_server_killed_mid_run_loses_nothing_and_the_printed_command_logs_it_later(tmp_path, data_dir):
-    port = _free_port()
+    port = free_port()
     store = tmp_path / "server"
     url = f"http://127.0.0.1:{port}"
-    server = _start_mlflow_server(store, port)
+    server = start_mlflow_server(store, port, env=_env())
     launch = tmp_path / "launch"
     launch.mkdir()
     gate = Gate()
-    judge_port = _free_port()  # both runs see the same judge.api_base, so their params are the same
+    judge_port = free_port()  # both runs see the same judge.api_base, so their params are the same
     try:
         with JudgeServer(script=gate, port=judge_port) as judge:
             args = [*_judge_args(data_dir, judge.url), f"tracking.uri={url}", "run_name=the-run"]
@@ -214,12 +184,12 @@ def test_a_tracking_server_killed_mid_run_loses_nothing_and_the_printed_command_
     saved = json.loads((folder / "summary.json").read_text())
     assert saved["metrics"]["answer_similarity"] is not None
 
-    server = _start_mlflow_server(store, port)  # the server is back, on the same address
+    server = start_mlflow_server(store, port, env=_env())  # the server is back, on the same address
     try:
         later = subprocess.run(command.replace("python", sys.executable, 1).split(), cwd=launch, env=_env(),
                                capture_output=True, text=True, timeout=120)
         assert later.returncode == 0, later.stderr
-        assert f"logged as MLflow run" in later.stdout
+        assert "logged as MLflow run" in later.stdout
         again = subprocess.run([sys.executable, "-m", "ragexp.tracking.upload", str(folder)], cwd=launch, env=_env(),
                                capture_output=True, text=True, timeout=120)
         assert "already logged" in again.stdout  # a second upload does not log it twice

@@ -2,56 +2,27 @@
 
 from __future__ import annotations
 
-import socket
+import os
+import signal
 import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-from cli import parent_and_children, run_cli
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from cli import free_port, parent_and_children, run_cli, start_mlflow_server
 
 
 @pytest.fixture
 def mlflow_server(tmp_path):
-    port = _free_port()
-    store = tmp_path / "server"
-    store.mkdir()
-    log = open(store / "server.log", "w")
-    mlflow_bin = Path(sys.executable).with_name("mlflow")
-    proc = subprocess.Popen(
-        [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"sqlite:///{store / 'server.db'}", "--artifacts-destination", str(store / "artifacts")],
-        stdout=log, stderr=subprocess.STDOUT, cwd=store,
-    )
+    port = free_port()
+    proc = start_mlflow_server(tmp_path / "server", port)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail(f"mlflow server did not start: {(store / 'server.log').read_text()[-3000:]}")
-        time.sleep(0.5)
     yield url
-    proc.terminate()
+    os.killpg(proc.pid, signal.SIGTERM)  # the server and the uvicorn workers it started
     try:
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def test_joblib_sweep_against_a_real_mlflow_server(tmp_path, data_dir, mlflow_server):

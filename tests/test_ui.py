@@ -20,15 +20,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from cli import run_cli
+from cli import free_port, run_cli
 
 MLFLOW_UI_START_S = 180  # MLflow's server imports its whole app: 10-20 s here, more on a loaded host
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> dict | None:
@@ -55,7 +49,7 @@ def test_printed_command_opens_the_runs_store_offline(tmp_path, data_dir):
     assert command.startswith("python -m ragexp.ui ")
     run_id = proc.stdout.split("MLflow run ", 1)[1].split()[0]
 
-    port = _free_port()
+    port = free_port()
     elsewhere = tmp_path / "elsewhere"  # the printed command names its store: it works from any directory
     elsewhere.mkdir()
     args = [sys.executable, *shlex.split(command)[1:], f"port={port}"]
