@@ -123,5 +123,7 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
         table.add_row(str(r.get("label") or r["run_name"]), _fmt(r.get("mean")), ci, _fmt(r.get("n")), delta, p, verdict)
     console = Console(file=sys.stdout, width=max(120, Console().width))
     console.print(table)
+    if board.get("chosen_by"):
+        console.print(board["chosen_by"], highlight=False, soft_wrap=True)
     if board.get("not_ranked"):
         console.print(f"[yellow]warning: {board['not_ranked']}[/yellow]", highlight=False, soft_wrap=True)

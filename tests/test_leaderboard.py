@@ -39,6 +39,15 @@ def test_demo_sweep_ranks_strong_first_and_weak_differs(tmp_path):
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     # printed at the end of the multirun too
     assert "sweep leaderboard · answer_token_f1" in proc.stdout and "differs" in proc.stdout
+    assert "the suite's first metric" not in proc.stdout  # the metric was named: no hint
+
+
+def test_a_sweep_that_names_no_metric_says_which_one_ranks_it_and_how_to_choose(tmp_path):
+    proc = run_cli("-m", "dataset.system=strong,weak", "metric=answer", "stats.resamples=1000", "progress=false",
+                   cwd=tmp_path)
+    assert "sweep leaderboard · exact_match" in proc.stdout
+    assert ("ranked by exact_match, the suite's first metric: rank by the one you care about with "
+            "stats.primary=<metric key>") in " ".join(proc.stdout.split())
 
 
 def _entry(name, values, higher=True):

@@ -178,6 +178,9 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
                      resamples=int(stats.get("resamples", 10_000)), confidence=float(stats.get("confidence", 0.95)),
                      seed=int(stats.get("seed", 0)))
         _add_labels(board["rows"])
+        if not primary and not objective:  # nobody named the metric: say which one was taken, and how to choose
+            board["chosen_by"] = (f"ranked by {metric}, the suite's first metric: rank by the one you care about "
+                                  f"with stats.primary=<metric key> (or objective=<metric key>)")
         on_disk = unlogged_jobs(sweep_dir, children)
         if on_disk:
             board["not_ranked"] = (f"{len(on_disk) - len(children)} job(s) of this sweep saved results but have no "
