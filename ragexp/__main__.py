@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -25,7 +26,7 @@ OmegaConf.register_new_resolver("ragexp_launch_id", _launch_id, replace=True)
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def _app(cfg: DictConfig) -> float | None:
-    from .gate import floor_failures, read_gate
+    from .gate import floor_failures, read_gate, record_failures
     from .runner import run
 
     _handle_sigterm()  # again here: joblib's worker processes run jobs without main()
@@ -49,14 +50,13 @@ def _app(cfg: DictConfig) -> float | None:
     for line in failed:
         print(line, file=sys.stderr)
     if failed:
-        GATE_FAILED.extend(failed)
         if not _in_multirun():
+            record_failures(failed, None)
             sys.exit(1)
+        from hydra.core.hydra_config import HydraConfig
+
+        record_failures(failed, Path(HydraConfig.get().runtime.output_dir))  # the sweep exits 1 at its end
     return summary.get("objective")
-
-
-#: the gate lines of the jobs run in this process; a multirun exits 1 at its end when any failed
-GATE_FAILED: list[str] = []
 
 
 def _in_multirun() -> bool:
@@ -128,6 +128,7 @@ def main() -> None:
     os.environ[LAUNCH_ENV] = new_launch_id()  # this launch's own, never one inherited from a parent ragexp
     _warn_typed_secrets(sys.argv[1:])
     _scrub_output()
+    from . import gate
     from .gate import add_override_prefix
 
     _handle_sigterm()
@@ -137,10 +138,10 @@ def main() -> None:
     except KeyboardInterrupt as exc:  # raised outside a job (a launcher waiting for its workers)
         _interrupted(exc)
     except SystemExit as exc:
-        if exc.code == 1 and not GATE_FAILED:  # Hydra's own errors (a bad override): exit 1 means the gate
+        if exc.code == 1 and not gate.FAILED:  # Hydra's own errors (a bad override): exit 1 means the gate
             raise SystemExit(2) from None
         raise
-    if GATE_FAILED:  # a multirun's jobs (basic launcher) that missed a floor
+    if gate.FAILED:  # a multirun's jobs that missed a floor (in this process, or in joblib's workers)
         sys.exit(1)
 
 

@@ -26,11 +26,33 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .errors import ConfigError
 
 _GATE_ARG = re.compile(r"^gate\.(min|max_drop)\.[^=]+=")
+
+#: the floors the jobs of this process missed: a multirun exits 1 at its end when any job missed one
+FAILED: list[str] = []
+#: in a multirun, a job that missed a floor leaves its lines in this file of its output folder, so the
+#: launching process learns of it when jobs run in other processes (the joblib launcher)
+FAILED_FILE = "gate_failed.txt"
+
+
+def record_failures(lines: Sequence[str], folder: Path | None) -> None:
+    """Remember a job's missed floors in this process and, when it has an output folder, on disk."""
+    FAILED.extend(lines)
+    if lines and folder is not None:
+        (folder / FAILED_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def collect_failures(sweep_dir: str | Path) -> list[str]:
+    """The missed floors every job of a sweep left in its folder; added to :data:`FAILED`."""
+    found = [line for f in sorted(Path(sweep_dir).glob(f"*/{FAILED_FILE}"))
+             for line in f.read_text(encoding="utf-8").splitlines() if line]
+    FAILED.extend(found)
+    return found
 
 
 def add_override_prefix(argv: Sequence[str]) -> list[str]:

@@ -345,6 +345,18 @@ def test_cli_plain_run_gate(tmp_path):
     assert proc.returncode == 2
 
 
+@pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]], ids=["basic", "joblib"])
+def test_cli_multirun_exits_1_when_a_job_missed_a_floor(tmp_path, launcher):
+    proc = run_cli("-m", *launcher, "dataset.system=strong,weak", "metric=hit_rate", "progress=false",
+                   "gate.min.hit_rate.k1=0.5", cwd=tmp_path, check=False)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    missed = sorted(p.read_text() for p in tmp_path.glob("multirun/*/*/*/gate_failed.txt"))
+    assert missed == ["gate: hit_rate/k1 = 0.3000 is under its floor 0.5\n"]  # the weak job's, not the strong one's
+    proc = run_cli("-m", *launcher, "dataset.system=strong,weak", "metric=hit_rate", "progress=false",
+                   "gate.min.hit_rate.k1=0.2", cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_comparison_plot_is_a_png_with_a_panel_per_scale(tmp_path):
     from PIL import Image
 

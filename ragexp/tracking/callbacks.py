@@ -72,6 +72,9 @@ class ParentRunCallback(Callback):
             pass
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from ..gate import collect_failures
+
+        collect_failures(str(config.hydra.sweep.dir))  # floors missed by jobs in other processes: exit 1 at the end
         if self.run_id is None:
             return
         try:
