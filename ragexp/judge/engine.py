@@ -35,7 +35,7 @@ from ..records import Record
 from .cache import JudgeCache
 from .client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
 from .loop import quiet_gc, run_sync, shutdown
-from .parse import Answers, ParseError, Relevance, parse, response_format
+from .parse import Answers, ParseError, Relevance, parse_verdict, response_format
 from .parse import Usage as Used
 from .settings import JudgeSettings
 from .templates import Prompt, load_prompt
@@ -129,7 +129,7 @@ class _Run:
     async def _ask(self, kind: str, prompt: Prompt, messages: list[dict[str, str]], key: str,
                    ctx: dict[str, Any]) -> Outcome:
         def check(text: str) -> Any:
-            return parse(kind, text, **ctx)
+            return parse_verdict(kind, text, **ctx)
 
         # Only a reply that parsed is cached (``check``): an unreadable one is asked again next run.
         try:

@@ -9,13 +9,13 @@ rather than letting the first or last one win. For the one-field verdicts a plai
 line is read too. Anything else raises :class:`ParseError` with the reason, which the judge sends
 back once in a corrective re-ask.
 
-    >>> parse("relevance", 'Thinking... the passage names the capital.\\n```json\\n{"Relevant": "Yes", "reason": "names it"}\\n```')
+    >>> parse_verdict("relevance", 'Thinking... the passage names the capital.\\n```json\\n{"Relevant": "Yes", "reason": "names it"}\\n```')
     Relevance(relevant=True, reason='names it')
-    >>> parse("similarity", "<think>close, one detail off</think> **Score: 4**")
+    >>> parse_verdict("similarity", "<think>close, one detail off</think> **Score: 4**")
     Similarity(score=4.0, reason='')
-    >>> parse("answers", '{"answers": ["Paris", "UNANSWERABLE"]}', n_questions=2)
+    >>> parse_verdict("answers", '{"answers": ["Paris", "UNANSWERABLE"]}', n_questions=2)
     Answers(answers=('Paris', None))
-    >>> parse("relevance", "I cannot decide.")
+    >>> parse_verdict("relevance", "I cannot decide.")
     Traceback (most recent call last):
     ...
     ragexp.judge.parse.ParseError: no JSON object with a 'relevant' field (true or false) in the reply
@@ -396,7 +396,7 @@ def _one(kind: str, main: str, verdicts: list[Any]) -> Any:
     return verdicts[0]
 
 
-def parse(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> Any:
+def parse_verdict(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> Any:
     """The typed verdict of ``kind`` in a judge's reply, or :class:`ParseError` saying why not.
 
     ``quoted``: the graded material the prompt held (its slot values). A reply that is one JSON
