@@ -137,6 +137,10 @@ def main() -> None:
         _app()
     except KeyboardInterrupt as exc:  # raised outside a job (a launcher waiting for its workers)
         _interrupted(exc)
+    except BrokenPipeError:  # the reader went away (python -m ragexp --help | head): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())  # so the interpreter's last flush does not complain
+        sys.exit(141)  # 128 + SIGPIPE, as a shell reports a command ended by a closed pipe
     except SystemExit as exc:
         if exc.code == 1 and not gate.FAILED:  # Hydra's own errors (a bad override): exit 1 means the gate
             raise SystemExit(2) from None

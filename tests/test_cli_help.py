@@ -49,3 +49,19 @@ def test_every_example_command_on_the_page_composes(page, tmp_path):
                     for a in args if a != "-m"]
         proc = run_cli(*args, "--cfg", "job", cwd=tmp_path, timeout=120)
         assert "dataset:" in proc.stdout, command
+
+
+def test_help_into_a_closed_pipe_stops_quietly(tmp_path):
+    """`python -m ragexp --help | head -3`: the reader goes away; no traceback, the shell's SIGPIPE status."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: the first write fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "ragexp", "--help"], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, cwd=tmp_path, timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141 and "Traceback" not in proc.stderr, proc.stderr
