@@ -1,4 +1,6 @@
-"""The work behind ``python -m ragexp``: load → check fields → (pipeline) → score → aggregate → log.
+"""The work behind ``python -m ragexp``, as named steps: check (records, metrics and their fields,
+stats settings, judge credentials, the store — all before any work) → pipeline → score and
+aggregate → uncertainty → summary → save the results folder → print the table → log to MLflow.
 
 :func:`run` takes the composed config and returns the summary (a dict); when the config names
 ``objective``, the summary carries that metric's value under ``"objective"`` so a Hydra sweeper
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +21,10 @@ from . import __version__
 from .console import print_summary, progress
 from .datasets.base import Dataset
 from .errors import ConfigError, JudgeFailed, RagexpError
-from .evaluate import aggregate, build_metrics, check_fields, cluster_labels, score, stage_latencies, uncertainty
+from .evaluate import (MetricSpec, aggregate, build_metrics, check_fields, cluster_labels, score, stage_latencies,
+                       uncertainty)
 from .metrics.base import Score
-from .records import FIELDS, digest, present_fields
+from .records import FIELDS, Record, digest, present_fields
 
 
 def load_dataset(dataset_cfg: DictConfig) -> Dataset:
@@ -93,14 +97,55 @@ def questions_digest(records) -> str:
     return h.hexdigest()[:16]
 
 
+@dataclass
+class Plan:
+    """What the checks settled before any work: the records, the metrics that apply, the stages."""
+
+    dataset: Dataset
+    records: list[Record]
+    specs: list[MetricSpec]
+    skipped: list[str]
+    pipeline: Any
+    judge: Any
+    judge_specs: list[MetricSpec]
+    stats: dict[str, Any]
+
+
+@dataclass
+class Scored:
+    """Per-sample scores and what the run reduces them to."""
+
+    scores: dict[str, list[Score]]
+    values: dict[str, float | None]
+    counts: dict[str, dict[str, int]]
+    extra: dict[str, float]  # latencies, pipeline stats, judge usage, status counts
+    usage: dict[str, float]
+    notes: list[str]
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Evaluate the configured dataset and metrics, log the run to MLflow, return the summary."""
     started = time.perf_counter()
     show = bool(cfg.get("progress", True))
     tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
+    plan = check_step(cfg, tracking)  # every check, before any work
+    records = pipeline_step(plan, show)
+    scored = score_step(plan, records, show)
+    intervals = uncertainty_step(plan.specs, scored.scores, records, plan.stats, plan.dataset)
+    summary = summary_step(cfg, plan, records, scored, intervals)
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    folder = save_step(cfg, tracking, plan, records, scored, intervals, summary)  # on disk before any logging
+    print_step(plan, records, scored, intervals, summary, folder)
+    judge_failed_step(plan, scored, folder)
+    log_step(tracking, folder, summary)
+    return summary
+
+
+def check_step(cfg: DictConfig, tracking: dict[str, Any]) -> Plan:
+    """Load the records and check everything a run needs before doing any work: the metrics and
+    their fields, the stats settings and cluster column, the judge's credentials, the store."""
     dataset = load_dataset(cfg.dataset)
     records = dataset.records
-
     specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))
     if not specs:
         raise ConfigError("no metric configured: choose one with metric=<name> (see conf/metric/)")
@@ -114,95 +159,118 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             setattr(r, f, None)
     specs, skipped = check_fields(specs, records, dataset.name, all_that_apply, provided=produced)
     stats_cfg = stats_settings(cfg)
-    cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)  # before any work
+    cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
 
     judge_specs = [s for s in specs if s.info.judge]
     judge = None
     if judge_specs:
         from .judge import build_judge
 
-        judge = build_judge(cfg.get("judge"), judge_specs)  # checks credentials before any work
-
-    # the store last among the checks (a refused config leaves no mlflow.db behind), still before any work:
-    # a store MLflow cannot use fails here, in seconds
+        judge = build_judge(cfg.get("judge"), judge_specs)  # checks credentials
+    # the store last among the checks (a refused config leaves no mlflow.db behind): a store MLflow
+    # cannot use fails here, in seconds
     check_store_step(tracking)
+    return Plan(dataset, records, specs, skipped, pipeline, judge, judge_specs, stats_cfg)
 
-    if pipeline is not None:
-        records = pipeline.run(records, progress=progress(show, "pipeline", len(records)))
 
+def pipeline_step(plan: Plan, show: bool) -> list[Record]:
+    """The records with the pipeline's outputs (contexts, answers, timings), or as the dataset brought them."""
+    if plan.pipeline is None:
+        return plan.records
+    return plan.pipeline.run(plan.records, progress=progress(show, "pipeline", len(plan.records)))
+
+
+def score_step(plan: Plan, records: list[Record], show: bool) -> Scored:
+    """Every metric on every record (the judge's too), aggregated, with the run's other numbers."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
-        scores = score(records, specs, progress=progress(show and len(records) >= 200, "metrics", len(records)))
+        scores = score(records, plan.specs, progress=progress(show and len(records) >= 200, "metrics", len(records)))
         usage: dict[str, float] = {}
-        if judge is not None:
-            judge_scores, usage = judge.score(records, judge_specs, progress=show)
+        if plan.judge is not None:
+            judge_scores, usage = plan.judge.score(records, plan.judge_specs, progress=show)
             scores.update(judge_scores)
-        values, counts = aggregate(specs, scores, records)
+        values, counts = aggregate(plan.specs, scores, records)
     notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)))
     extra = stage_latencies(records)
-    extra.update(getattr(pipeline, "stats", None) or {})
+    extra.update(getattr(plan.pipeline, "stats", None) or {})
     extra.update(usage)
     for key, c in counts.items():
         for status, n in c.items():
             if status != "ok":
                 extra[f"status/{status}/{key}"] = float(n)
+    return Scored(scores, values, counts, extra, usage, notes)
 
-    intervals = uncertainty_step(specs, scores, records, stats_cfg, dataset)
-    interval_keys = interval_metrics(intervals)
 
-    container = OmegaConf.to_container(cfg, resolve=True)
-    objective_key = cfg.get("objective")
+def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Scored,
+                 intervals: dict[str, Any]) -> dict[str, Any]:
+    """``summary.json``: the aggregates with their intervals and counts, and what they were computed on."""
     summary: dict[str, Any] = {
-        "dataset": dataset.name,
-        "dataset_source": dataset.source,
+        "dataset": plan.dataset.name,
+        "dataset_source": plan.dataset.source,
         "dataset_digest": digest(records),
         "questions_digest": questions_digest(records),
         "n_samples": len(records),
         "fields": present_fields(records),
-        "metrics": values,
+        "metrics": scored.values,
         "intervals": {k: iv.as_dict() for k, iv in intervals.items()},
-        "stats": stats_cfg,
-        "status_counts": counts,
-        "skipped_metrics": skipped,
-        "warnings": notes,
-        "latency": {k: v for k, v in extra.items() if k.startswith("latency/")},
-        "judge": usage,
+        "stats": plan.stats,
+        "status_counts": scored.counts,
+        "skipped_metrics": plan.skipped,
+        "warnings": scored.notes,
+        "latency": {k: v for k, v in scored.extra.items() if k.startswith("latency/")},
+        "judge": scored.usage,
         "ragexp_version": __version__,
         "seconds": None,
     }
+    objective_key = cfg.get("objective")
     if objective_key:
-        if objective_key not in values:
-            raise ConfigError(f"objective '{objective_key}' is not among this run's metrics: {', '.join(values)}")
-        v = values[objective_key]
+        if objective_key not in scored.values:
+            raise ConfigError(f"objective '{objective_key}' is not among this run's metrics: "
+                              f"{', '.join(scored.values)}")
+        v = scored.values[objective_key]
         summary["objective"] = float("nan") if v is None else v
+    return summary
 
-    hydra_dir, sweep_dir, job_name = _hydra_paths()
-    summary["seconds"] = round(time.perf_counter() - started, 3)
+
+def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: list[Record], scored: Scored,
+              intervals: dict[str, Any], summary: dict[str, Any]) -> Path:
+    """Write the results folder (summary, per-sample table, config, what to log) before any logging:
+    an MLflow failure at the end loses nothing."""
     from .tracking.log import save_results
 
-    # Results on disk before any logging: an MLflow failure at the end loses nothing.
+    hydra_dir, sweep_dir, job_name = _hydra_paths()
     folder = save_results(
-        results_folder(), config=container, tracking=tracking, run_name=cfg.get("run_name") or job_name,
-        dataset_name=dataset.name, dataset_digest=summary["dataset_digest"],
-        dataset_frame=dataset_frame(records), per_sample=per_sample_frame(records, scores, stats_cfg["cluster_by"]),
-        metrics=values, extra_metrics={**extra, **interval_keys}, summary=summary, hydra_dir=hydra_dir, sweep_dir=sweep_dir,
+        results_folder(), config=OmegaConf.to_container(cfg, resolve=True), tracking=tracking,
+        run_name=cfg.get("run_name") or job_name, dataset_name=plan.dataset.name,
+        dataset_digest=summary["dataset_digest"], dataset_frame=dataset_frame(records),
+        per_sample=per_sample_frame(records, scored.scores, plan.stats["cluster_by"]),
+        metrics=scored.values, extra_metrics={**scored.extra, **interval_metrics(intervals)}, summary=summary,
+        hydra_dir=hydra_dir, sweep_dir=sweep_dir,
     )
     summary["results_folder"] = str(folder)
+    return folder
 
-    footer = [f"[dim]{m}[/dim]" for m in skipped] + [f"[yellow]warning: {m}[/yellow]" for m in notes]
+
+def print_step(plan: Plan, records: list[Record], scored: Scored, intervals: dict[str, Any],
+               summary: dict[str, Any], folder: Path) -> None:
+    """The summary table, with what was skipped, the warnings and where the results are."""
+    footer = [f"[dim]{m}[/dim]" for m in plan.skipped] + [f"[yellow]warning: {m}[/yellow]" for m in scored.notes]
     footer.append(f"Results (summary.json, per_sample.json) in {folder}")
-    shown = dict(values)
-    shown.update({k: v for k, v in extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
-    print_summary(f"ragexp{_job_label()} · {dataset.name} · {len(records)} samples · {summary['seconds']} s", shown, counts,
-                  len(records), footer, intervals=intervals, stats=stats_cfg)
-    if judge is not None:  # a judge that answered nothing usable: not a run to log, and not exit 0
-        from .judge import judge_failed
+    shown = dict(scored.values)
+    shown.update({k: v for k, v in scored.extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
+    print_summary(f"ragexp{_job_label()} · {plan.dataset.name} · {len(records)} samples · {summary['seconds']} s",
+                  shown, scored.counts, len(records), footer, intervals=intervals, stats=plan.stats)
 
-        failed = judge_failed({s.key: scores[s.key] for s in judge_specs})
-        if failed:
-            raise JudgeFailed(f"{failed}. Each sample's reason is in {folder}/per_sample.json; nothing was logged")
-    log_step(tracking, folder, summary)
-    return summary
+
+def judge_failed_step(plan: Plan, scored: Scored, folder: Path) -> None:
+    """A judge that answered nothing usable: not a run to log, and not exit 0 (its results are on disk)."""
+    if plan.judge is None:
+        return
+    from .judge import judge_failed
+
+    failed = judge_failed({s.key: scored.scores[s.key] for s in plan.judge_specs})
+    if failed:
+        raise JudgeFailed(f"{failed}. Each sample's reason is in {folder}/per_sample.json; nothing was logged")
 
 
 def stats_settings(cfg: DictConfig) -> dict[str, Any]:
