@@ -50,3 +50,12 @@ def compose(data_dir, tmp_path):
             )
 
     return _compose
+
+
+@pytest.fixture
+def server():
+    """A scripted OpenAI-compatible judge on 127.0.0.1 (tests/judge_server.py), stopped after the test."""
+    from judge_server import JudgeServer
+
+    with JudgeServer() as s:
+        yield s

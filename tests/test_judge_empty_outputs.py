@@ -15,19 +15,13 @@ from ragexp.judge import build_judge
 from ragexp.metrics.base import mean_ok
 from ragexp.records import Record
 
-from judge_server import JudgeServer, blocks, judge_specs
+from judge_server import blocks, judge_specs
 
 CONTEXTS = ["Paris is the capital of France.", "Bananas are yellow fruit."]
 REFERENCES = ["The capital of France is Paris."]
 ANSWER = "Paris is the capital of France."
 
 
-
-
-@pytest.fixture
-def server():
-    with JudgeServer() as s:
-        yield s
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from ragexp.judge.templates import load_prompt
 from ragexp.metrics.judge import answer_consistency
 from ragexp.records import Record
 
-from judge_server import JudgeServer, Reply, judge_specs
+from judge_server import Reply, judge_specs
 
 
 CAPITAL_OF_FRANCE = Record(
@@ -32,12 +32,6 @@ CAPITAL_OF_FRANCE = Record(
 )
 
 
-
-
-@pytest.fixture
-def server():
-    with JudgeServer() as s:
-        yield s
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -237,17 +238,23 @@ def test_processes_started_together_on_a_fresh_store_all_log_and_leave_it_usable
 
 # --- item 4: SIGTERM, kill -9, and runs left RUNNING -----------------------------------------------------------
 
-def test_sigterm_mid_judge_is_one_line_exit_143_and_nothing_left_running(tmp_path, data_dir):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def _sigterm_while_the_judge_waits(args_for: Callable[[str], list[str]], cwd: Path) -> list[str]:
+    """Run ``python -m ragexp *args_for(judge_url)``, send SIGTERM once the judge holds its first request,
+    and check the exit: status 143, no traceback. Returns the lines printed on stderr."""
     gate = Gate()
     with JudgeServer(script=gate) as judge:
-        proc = _popen([*_judge_args(data_dir, judge.url), f"tracking.uri={uri}"], tmp_path)
+        proc = _popen(args_for(judge.url), cwd)
         assert gate.arrived.wait(timeout=300)
         proc.send_signal(signal.SIGTERM)
         gate.open()
         _, err = proc.communicate(timeout=120)
-    lines = _lines(err)
     assert proc.returncode == 143 and "Traceback" not in err, err[-3000:]
+    return _lines(err)
+
+
+def test_sigterm_mid_judge_is_one_line_exit_143_and_nothing_left_running(tmp_path, data_dir):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    lines = _sigterm_while_the_judge_waits(lambda url: [*_judge_args(data_dir, url), f"tracking.uri={uri}"], tmp_path)
     assert lines[-1].startswith("ragexp: terminated (SIGTERM): judge 'openai_compatible' stopped after")
     assert lines[-1].endswith("No MLflow run was logged: the run had not finished.")
     client, found = runs(uri)
@@ -262,15 +269,7 @@ def _multirun(data_dir: Path, judge_url: str, uri: str) -> list[str]:
 
 def test_sigterm_on_a_multirun_says_what_was_logged_and_closes_the_parent_failed(tmp_path, data_dir):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    gate = Gate()
-    with JudgeServer(script=gate) as judge:
-        proc = _popen(_multirun(data_dir, judge.url, uri), tmp_path)
-        assert gate.arrived.wait(timeout=300)
-        proc.send_signal(signal.SIGTERM)
-        gate.open()
-        _, err = proc.communicate(timeout=120)
-    lines = _lines(err)
-    assert proc.returncode == 143 and "Traceback" not in err, err[-3000:]
+    lines = _sigterm_while_the_judge_waits(lambda url: _multirun(data_dir, url, uri), tmp_path)
     _, parents, children = parent_and_children(uri)
     assert len(parents) == 1 and [c.info.status for c in children] == ["FINISHED"]
     parent = parents[0]
