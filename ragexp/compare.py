@@ -46,6 +46,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .confdir import conf_dir
 from .errors import ConfigError, DataError, RagexpError, TrackingError
+from .metrics.base import direction
 
 SUMMARY_FILE, TABLE_FILE = "summary.json", "per_sample.json"
 KIND_TAG, BASELINE_TAG, CANDIDATE_TAG = "ragexp.kind", "ragexp.baseline_run_id", "ragexp.candidate_run_id"
@@ -71,14 +72,6 @@ def metric_keys(columns: list[str]) -> list[str]:
     """The metric keys of a per-sample table: every ``K`` that has a ``K.status`` column."""
     have = set(columns)
     return [c for c in columns if f"{c}.status" in have]
-
-
-def direction(key: str) -> tuple[bool, bool]:
-    """``(higher_is_better, known)`` for a metric key, from the registry (by the part before '/')."""
-    from .metrics.base import load_all
-
-    info = load_all().get(key.split("/", 1)[0])
-    return (info.higher_is_better, True) if info is not None else (True, False)
 
 
 def _index(table: RunTable, role: str) -> dict[str, int]:

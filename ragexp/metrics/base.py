@@ -142,6 +142,21 @@ def info_for(fn: Callable[..., Any]) -> MetricInfo:
         raise KeyError(f"{getattr(fn, '__qualname__', fn)!r} is not a registered metric") from None
 
 
+def direction(key: str) -> tuple[bool, bool]:
+    """``(higher_is_better, known)`` of an aggregate key: the registered metric of the part before the
+    first '/' (``ndcg/k10`` → ``ndcg``); ``latency/<stage>`` (seconds) is lower-is-better; an unknown key
+    is taken as higher-is-better, with ``known`` False.
+
+    >>> direction("ndcg/k10"), direction("avg_latency"), direction("latency/generate"), direction("nosuch")
+    ((True, True), (False, True), (False, True), (True, False))
+    """
+    base = key.split("/", 1)[0]
+    if base == "latency":
+        return False, True
+    info = REGISTRY.get(base) or load_all().get(base)
+    return (info.higher_is_better, True) if info is not None else (True, False)
+
+
 def mean_ok(scores: Sequence[Score]) -> float | None:
     """The mean of the ``ok`` values; None when there is none (never a silent 0)."""
     values = [s.value for s in scores if s.status == "ok" and s.value is not None and not math.isnan(s.value)]

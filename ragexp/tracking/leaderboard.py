@@ -53,15 +53,9 @@ def choose_metric(primary: str | None, objective: str | None, summaries: list[Ma
 
 def higher_is_better(key: str) -> bool:
     """From the metric registry (``ndcg/k10`` → ``ndcg``); ``latency/<stage>`` is lower-is-better."""
-    from ..metrics.base import REGISTRY, load_all
+    from ..metrics.base import direction
 
-    base = key.split("/", 1)[0]
-    if base == "latency":
-        return False
-    if base not in REGISTRY:
-        load_all()
-    info = REGISTRY.get(base)
-    return True if info is None else info.higher_is_better
+    return direction(key)[0]
 
 
 def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: int = 10_000,
