@@ -349,7 +349,7 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     (with ``gate_failures``: the lines of the failed gate conditions, empty when it passes)."""
     from .gate import drop_failures, floor_failures, read_gate
     from .tracking.secrets import redact_url
-    from .tracking.store import bounded_http, first_line, open_client, resolve_uri
+    from .tracking.store import bounded_http, first_line, open_client, require_existing_store, resolve_uri
 
     for role in ("baseline", "candidate"):
         if OmegaConf.is_missing(cfg, role) or cfg.get(role) in (None, ""):
@@ -357,7 +357,7 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     allowances, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
     tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
     uri = resolve_uri(tracking.get("uri"))
-    _check_store_exists(uri)
+    require_existing_store(uri)
     import os
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # two small files: no bars
@@ -397,14 +397,6 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
                                 f"(log=false skips logging)") from None
         print(f"Comparison logged as MLflow run {result['comparison_run_id']} in {redact_url(uri)}")
     return result
-
-
-def _check_store_exists(uri: str) -> None:
-    """A SQLite store that does not exist holds no run to compare (and is not created for nothing)."""
-    if uri.startswith("sqlite:///"):
-        path = Path(uri[len("sqlite:///"):])
-        if not path.exists():
-            raise ConfigError(f"no MLflow store at {path}: run python -m ragexp here first, or pass tracking.uri=...")
 
 
 def log_comparison(client: Any, result: Mapping[str, Any], candidate: RunTable) -> str:

@@ -53,15 +53,12 @@ def store_of_folder(folder: str | Path) -> str:
 
 def choose_store(tracking_uri: str | None, folder: str | None) -> str:
     """``folder=`` first, then ``tracking.uri`` / ``$MLFLOW_TRACKING_URI`` / ``./mlflow.db``; checked to exist."""
-    from .tracking.store import resolve_uri, ui_command
+    from .tracking.store import require_existing_store, resolve_uri, ui_command
 
     uri = store_of_folder(folder) if folder else resolve_uri(tracking_uri)
     if uri.startswith(("http://", "https://")):
         raise ConfigError(f"{uri} is a tracking server already: {ui_command(uri)}")
-    if uri.startswith("sqlite:///"):
-        db = Path(uri[len("sqlite:///"):].split("?", 1)[0])
-        if not db.is_file():
-            raise ConfigError(f"no MLflow store at {db}: run python -m ragexp there first, or pass tracking.uri=...")
+    require_existing_store(uri)
     return uri
 
 

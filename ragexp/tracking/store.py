@@ -102,9 +102,8 @@ def artifact_root(uri: str) -> str | None:
     >>> artifact_root("http://127.0.0.1:5000") is None
     True
     """
-    if not uri.startswith("sqlite:///"):
-        return None
-    return (Path(uri[len("sqlite:///"):]).resolve().parent / "mlruns").as_uri()
+    db = sqlite_path(uri)
+    return None if db is None else (db.resolve().parent / "mlruns").as_uri()
 
 
 def get_or_create_experiment(client: Any, name: str, uri: str) -> str:
@@ -163,10 +162,21 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
-def _sqlite_path(uri: str) -> Path | None:
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (its query string left out); None for any other store."""
     if not uri.startswith("sqlite:///"):
         return None
     return Path(uri[len("sqlite:///"):].split("?", 1)[0])
+
+
+def require_existing_store(uri: str) -> None:
+    """For commands that read runs (compare, the UI): a SQLite store that does not exist holds none, and
+    is not created for nothing — one line (a ConfigError) instead."""
+    db = sqlite_path(uri)
+    if db is not None and not db.is_file():
+        from ..errors import ConfigError
+
+        raise ConfigError(f"no MLflow store at {db}: run python -m ragexp there first, or pass tracking.uri=...")
 
 
 def _check_shape(uri: str) -> None:
@@ -189,7 +199,7 @@ def _check_shape(uri: str) -> None:
             raise TrackingError(
                 f"tracking.uri '{uri}': MLflow no longer writes to a file store; use "
                 f"sqlite:///{path / 'mlflow.db'} (or set MLFLOW_ALLOW_FILE_STORE=true)")
-    db = _sqlite_path(uri)
+    db = sqlite_path(uri)
     if db is not None:
         _check_sqlite_writable(uri, db)
 
@@ -250,7 +260,7 @@ def creation_lock(uri: str) -> Iterator[None]:
     Two processes that open one fresh ``mlflow.db`` together otherwise both run MLflow's schema
     migrations and break it (``duplicate column name``, ``_alembic_tmp_* already exists``).
     """
-    db = _sqlite_path(uri)
+    db = sqlite_path(uri)
     if db is None:
         yield
         return
