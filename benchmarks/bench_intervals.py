@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def real_runs(data_dir: Path) -> None:
     from hydra import compose, initialize_config_dir
 
-    from ragexp.evaluate import aggregate, build_metrics, check_fields, score
+    from ragexp.scoring import aggregate, build_metrics, check_fields, score
     from ragexp.pipeline import build_pipeline
     from ragexp.runner import load_dataset, stats_settings, uncertainty_step
 

@@ -102,7 +102,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
-    from ragexp.evaluate import build_metrics
+    from ragexp.scoring import build_metrics
     from ragexp.judge import build_judge
     from ragexp.records import Record
 

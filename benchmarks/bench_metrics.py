@@ -81,7 +81,7 @@ def clear_caches():
 def run_suite(records):
     from hydra import compose, initialize_config_dir
 
-    from ragexp.evaluate import aggregate, build_metrics, check_fields, score
+    from ragexp.scoring import aggregate, build_metrics, check_fields, score
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[

@@ -21,7 +21,7 @@ from . import __version__
 from .console import print_summary, progress
 from .datasets.base import Dataset
 from .errors import ConfigError, JudgeFailed, RagexpError
-from .evaluate import (MetricSpec, aggregate, build_metrics, check_fields, cluster_labels, score, stage_latencies,
+from .scoring import (MetricSpec, aggregate, build_metrics, check_fields, cluster_labels, score, stage_latencies,
                        uncertainty)
 from .metrics.base import Score
 from .records import FIELDS, Record, digest, present_fields

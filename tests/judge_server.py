@@ -90,7 +90,7 @@ _MODULE = {"questeval_recall": "questeval", "questeval_precision": "questeval"}
 
 def judge_specs(*names: str, **options: dict):
     """Built specs of the named judge metrics (``options[name]`` holds a metric's options), as tests score them."""
-    from ragexp.evaluate import build_metrics
+    from ragexp.scoring import build_metrics
 
     cfg = {n: {"_target_": f"ragexp.metrics.{_MODULE.get(n, 'judge')}.{n}", **options.get(n, {})} for n in names}
     return build_metrics(cfg)[0]

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragexp.evaluate import MetricSpec, aggregate, score
+from ragexp.scoring import MetricSpec, aggregate, score
 from ragexp.matchers import DEFAULTS, build_matcher
 from ragexp.metrics import STATUSES, Score, load_all
 from ragexp.metrics.context import context_f1, context_precision, context_recall

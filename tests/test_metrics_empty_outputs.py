@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from ragexp.evaluate import _as_score, build_metrics, check_fields, score
+from ragexp.scoring import _as_score, build_metrics, check_fields, score
 from ragexp.matchers import build_matcher
 from ragexp.metrics.answer import answer_token_f1, bleu, exact_match, rouge1, rouge2, rougeL
 from ragexp.metrics.base import STATUSES, Score

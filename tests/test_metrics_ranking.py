@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from ragexp.evaluate import build_metrics, check_fields
+from ragexp.scoring import build_metrics, check_fields
 from ragexp.errors import FieldsError
 from ragexp.metrics.ranking import hit_rate, judge_relevance, map, mrr, ndcg, precision_at_k, recall_at_k
 from ragexp.records import to_record

@@ -284,7 +284,7 @@ def test_clustered_stderr_matches_statsmodels_cluster_robust_mean():
 
 def test_a_record_without_its_cluster_label_is_named():
     from ragexp.errors import DataError
-    from ragexp.evaluate import cluster_labels
+    from ragexp.scoring import cluster_labels
     from ragexp.records import to_record
 
     rows = [{"query": "q1", "group": "doc-a"}, {"query": "q2", "group": 7}, {"query": "q3"}]
