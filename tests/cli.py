@@ -50,9 +50,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_mlflow_server(store: Path, port: int, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """A real ``mlflow server`` on 127.0.0.1:port, its SQLite store and artifacts under ``store``, in a
-    process group of its own (it runs uvicorn as a child); returns once ``/health`` answers."""
+def start_mlflow_server(store: Path, port: int, env: dict[str, str] | None = None, backend_uri: str | None = None,
+                        workers: int = 1) -> subprocess.Popen:
+    """A real ``mlflow server`` on 127.0.0.1:port serving its artifacts from ``store``, its backend store a
+    SQLite file there (or ``backend_uri``, e.g. PostgreSQL: tests/services.py), in a process group of its
+    own (it runs uvicorn as a child); returns once ``/health`` answers."""
     import pytest
 
     store.mkdir(parents=True, exist_ok=True)
@@ -60,9 +62,9 @@ def start_mlflow_server(store: Path, port: int, env: dict[str, str] | None = Non
     mlflow_bin = Path(sys.executable).with_name("mlflow")
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-             "--backend-store-uri", f"sqlite:///{store / 'server.db'}", "--artifacts-destination",
-             str(store / "artifacts")],
+            [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+             "--backend-store-uri", backend_uri or f"sqlite:///{store / 'server.db'}", "--serve-artifacts",
+             "--artifacts-destination", str(store / "artifacts")],
             stdout=log, stderr=subprocess.STDOUT, cwd=store, env=env, start_new_session=True)
     deadline = time.time() + 120
     while True:

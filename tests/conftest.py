@@ -59,3 +59,42 @@ def server():
 
     with JudgeServer() as s:
         yield s
+
+
+# --- Real services: PostgreSQL and an mlflow server on it (tests/services.py) ---------------------------
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """The session's PostgreSQL cluster (services.Postgres): ``.uri``, ``.create_database()``, ``.sql()``."""
+    from services import MISSING_POSTGRES, Postgres, pg_bin_dir
+
+    if pg_bin_dir() is None:
+        pytest.skip(MISSING_POSTGRES)
+    with Postgres() as pg:
+        yield pg
+
+
+@pytest.fixture(scope="session")
+def postgres(postgres_cluster) -> str:
+    """``postgresql://ragexp@127.0.0.1:PORT/ragexp``: a real PostgreSQL on 127.0.0.1, one for the session."""
+    return postgres_cluster.uri
+
+
+@pytest.fixture(scope="session")
+def pg_mlflow_server(postgres_cluster, tmp_path_factory):
+    """An ``mlflow server`` (``.uri`` = http://127.0.0.1:PORT) on its own database of the session's
+    PostgreSQL, artifacts served by it; shared by the session's tests, so never stop it in a test."""
+    from services import MlflowServer
+
+    with MlflowServer(postgres_cluster, tmp_path_factory.mktemp("pg_mlflow")) as server:
+        yield server
+
+
+@pytest.fixture
+def fresh_pg_mlflow_server(postgres_cluster, tmp_path):
+    """Like ``pg_mlflow_server`` but this test's own (new database, new port): it may ``.stop()`` and
+    ``.start()`` it."""
+    from services import MlflowServer
+
+    with MlflowServer(postgres_cluster, tmp_path / "pg_mlflow") as server:
+        yield server
