@@ -263,8 +263,9 @@ def check_store_step(tracking: dict[str, Any]) -> None:
     runs left RUNNING by dead processes of this host are closed FAILED (one line says so)."""
     if not tracking.get("enabled", True):
         return
-    from .tracking.store import check_store, resolve_uri
+    from .tracking.store import check_store, configure_http, resolve_uri
 
+    configure_http(tracking)  # tracking.http_timeout_s / http_max_retries, for this job's MLflow calls
     check_store(resolve_uri(tracking.get("uri")), tracking.get("experiment") or "ragexp")
 
 

@@ -23,8 +23,8 @@ from omegaconf import DictConfig, OmegaConf
 from .log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason,
                   launch_id)
 from .secrets import redact, redact_yaml_file, scrub
-from .store import (FAILURE_TAG, bounded_http, check_store, first_line, open_client, owner_tags, resolve_uri,
-                    retrying, ui_command)
+from .store import (FAILURE_TAG, bounded_http, check_store, configure_http, first_line, open_client, owner_tags,
+                    resolve_uri, retrying, ui_command)
 
 
 class ParentRunCallback(Callback):
@@ -36,6 +36,7 @@ class ParentRunCallback(Callback):
         from .. import __version__
 
         tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
+        configure_http(tracking)
         self.uri = resolve_uri(tracking.get("uri"))
         client, exp_id = _checked_store(self.uri, tracking.get("experiment") or "ragexp")
         sweep_dir = Path(str(config.hydra.sweep.dir))

@@ -138,6 +138,31 @@ FAILURE_TAG = "ragexp.failure_reason"
 _SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql", "file", "databricks")
 
 
+#: The tracking node's keys for :data:`HTTP_BOUNDS` (conf/tracking/server.yaml sets them).
+_HTTP_KEYS = {"http_max_retries": "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "http_timeout_s": "MLFLOW_HTTP_REQUEST_TIMEOUT"}
+
+
+def configure_http(tracking: Any) -> None:
+    """Take ``http_max_retries`` / ``http_timeout_s`` from a tracking config node into :data:`HTTP_BOUNDS`
+    (for this process; a value the user has set in the environment still wins). Absent keys keep the
+    defaults; a bad value is a :class:`~ragexp.errors.ConfigError`.
+
+    >>> configure_http({"http_timeout_s": 5}); HTTP_BOUNDS["MLFLOW_HTTP_REQUEST_TIMEOUT"]
+    '5'
+    >>> configure_http({"http_timeout_s": 10})
+    """
+    for key, env in _HTTP_KEYS.items():
+        value = (tracking or {}).get(key)
+        if value is None:
+            continue
+        low = 0 if key == "http_max_retries" else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"tracking.{key} must be an integer ≥ {low}, got {value!r}")
+        HTTP_BOUNDS[env] = str(value)
+
+
 @contextmanager
 def bounded_http() -> Iterator[None]:
     """MLflow's HTTP retries and timeouts bounded (:data:`HTTP_BOUNDS`) inside the block only."""
