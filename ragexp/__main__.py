@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -122,6 +123,29 @@ def _scrub_output() -> None:
         sys.stderr = ScrubbingStream(sys.stderr)
 
 
+def _one_repository_for_help() -> None:
+    """``--help`` lists every config group and its options, and Hydra deep-copies its whole config
+    repository for each of those ~120 listings (1–2 s here). A listing only reads the repository, so
+    the copy made for the first serves the rest; composing the config still gets a copy of its own."""
+    try:
+        from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    except ImportError:  # a Hydra laid out differently: its own (slower) way
+        return
+    original = getattr(ConfigLoaderImpl, "_parse_overrides_and_create_caching_repo", None)
+    if original is None:
+        return
+    made: dict[int, Any] = {}
+
+    def shared(self: Any, config_name: str | None, overrides: list[str]) -> Any:
+        if config_name is not None or overrides:  # composing a config, not listing groups
+            return original(self, config_name, overrides)
+        if id(self) not in made:
+            made[id(self)] = original(self, config_name, overrides)
+        return made[id(self)]
+
+    ConfigLoaderImpl._parse_overrides_and_create_caching_repo = shared
+
+
 def main() -> None:
     from .tracking.log import LAUNCH_ENV, new_launch_id
 
@@ -132,6 +156,8 @@ def main() -> None:
     from .gate import add_override_prefix
 
     _handle_sigterm()
+    if "--help" in sys.argv[1:] or "-h" in sys.argv[1:]:
+        _one_repository_for_help()
     sys.argv[1:] = add_override_prefix(sys.argv[1:])  # gate.min.<key>=v works without Hydra's ++
     try:
         _app()
