@@ -49,14 +49,31 @@ def dataset_frame(records):
 QUESTION_FIELDS = ("id", "query", "reference_answers", "gt_contexts", "gt_context_ids")
 
 
+#: The fields the system under test writes: runs that agree on them gave the same outputs.
+OUTPUT_FIELDS = ("contexts", "context_ids", "answer")
+
+
 def questions_digest(records) -> str:
-    """A digest of the questions and their references only (``dataset_digest`` also covers the
-    system's answers and contexts): ``python -m ragexp.compare`` refuses runs where it differs."""
+    """A digest of the evaluation set's inputs: ids, questions, references and ground truths, not
+    the system's outputs. It is the run's MLflow dataset digest (``dataset_digest`` in
+    ``summary.json`` holds the same value), so every job of a sweep over one dataset shows one
+    dataset; ``python -m ragexp.compare`` refuses runs where it differs."""
+    return _fields_digest(records, QUESTION_FIELDS)
+
+
+def outputs_digest(records) -> str:
+    """A digest of what the system under test produced (retrieved contexts and their ids, answers),
+    per sample in order: two runs with equal digests gave the same outputs on the same samples.
+    Latencies are left out (they change on every run of the same system). Tag ``ragexp.outputs_digest``."""
+    return _fields_digest(records, ("id", *OUTPUT_FIELDS))
+
+
+def _fields_digest(records, fields) -> str:
     import hashlib
     import json
 
     h = hashlib.sha256()
     for r in records:
-        h.update(json.dumps([getattr(r, f) for f in QUESTION_FIELDS], ensure_ascii=False, default=str).encode())
+        h.update(json.dumps([getattr(r, f) for f in fields], ensure_ascii=False, default=str).encode())
         h.update(b"\n")
     return h.hexdigest()[:16]
