@@ -71,15 +71,16 @@ def build_judge(cfg: Any, specs: Sequence[Any] = ()) -> "Judge":
     check_specs(judge_specs)
     cache = None
     if settings.cache:
-        import sqlite3
-
-        from .cache import JudgeCache
+        from .cache import CACHE_ERRORS, CacheError, open_cache
 
         path = settings.resolved_cache_path()
         try:  # before any work: a cache that cannot take a reply would fail after the first one is paid for
-            cache = JudgeCache(path)
+            cache = open_cache(settings.cache_backend, path)
             cache.check_writable()
-        except (OSError, sqlite3.Error) as exc:
+        except CacheError as exc:  # the PostgreSQL backend: its message names the server (no credentials)
+            raise ConfigError(f"judge cache {exc} cannot be used: start the server or fix judge.cache_backend, "
+                              "or set judge.cache=false") from None
+        except (OSError, *CACHE_ERRORS) as exc:
             raise ConfigError(f"judge cache {path} cannot be written ({type(exc).__name__}: {exc}): make it and its "
                               "folder writable, or set judge.cache_path=<a writable file> or judge.cache=false") from None
     judge = Judge(settings, cache)

@@ -14,6 +14,13 @@ processes (Hydra's joblib launcher) read and write the same file at once.
     >>> c.put(k, model="gpt-4o", text='{"relevant": true}', finish_reason="stop", tokens_in=12, tokens_out=5, cost_usd=0.0001)
     >>> c.get(k)["text"]
     '{"relevant": true}'
+
+On a cluster, ``judge.cache_backend`` is a PostgreSQL URL instead (:class:`PostgresJudgeCache`, one
+table ``ragexp_judge_replies`` keyed the same way): every job on every node reads and writes it, so a
+verdict paid for once is shared, and a re-run makes no call. Two jobs that ask the same question at
+the same moment do not both pay: the first takes the key's claim (a PostgreSQL advisory lock, released
+when its reply is stored, when the request fails, or when its process dies), the other waits for that
+reply (:meth:`PostgresJudgeCache.try_claim`). :func:`open_cache` picks the backend.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -38,6 +45,35 @@ CREATE TABLE IF NOT EXISTS replies (
     created REAL NOT NULL
 )
 """
+
+
+class CacheError(Exception):
+    """The judge cache's store failed (a PostgreSQL server gone, a refused write); SQLite raises ``sqlite3.Error``."""
+
+
+#: What a failing cache raises, whichever the backend.
+CACHE_ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error, CacheError)
+
+
+class Cache(Protocol):
+    """What the judge needs of a cache (both backends)."""
+
+    path: Any  # where it is, as said to the user (a file, or the server's URL without credentials)
+
+    def check_writable(self) -> None: ...
+    def get(self, key: str) -> dict[str, Any] | None: ...
+    def put(self, key: str, *, model: str, text: str, finish_reason: str | None, tokens_in: int, tokens_out: int,
+            cost_usd: float) -> None: ...
+    def try_claim(self, key: str) -> bool: ...
+    def release(self, key: str) -> None: ...
+    def close(self) -> None: ...
+
+
+def open_cache(backend: str, path: str | Path) -> Cache:
+    """The judge cache ``judge.cache_backend`` names: ``sqlite`` (the file ``path``) or a ``postgresql://`` URL."""
+    if backend == "sqlite":
+        return JudgeCache(path)
+    return PostgresJudgeCache(backend)
 
 
 def cache_key(*, model: str, api_base: str | None, messages: list[dict[str, str]], temperature: float,
@@ -97,9 +133,147 @@ class JudgeCache:
                 "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, model, text, finish_reason, int(tokens_in), int(tokens_out), float(cost_usd), time.time())))
 
+    def try_claim(self, key: str) -> bool:
+        """Always ours: on one machine a question asked twice at once is the rare case (see PostgresJudgeCache)."""
+        return True
+
+    def release(self, key: str) -> None:
+        return None
+
     def __len__(self) -> int:
         with self._lock:
             return self._conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+# --- PostgreSQL: one cache for every node of a cluster ------------------------------------------------------
+
+PG_TABLE = "ragexp_judge_replies"
+_PG_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS {PG_TABLE} (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    finish_reason TEXT,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+    created DOUBLE PRECISION NOT NULL
+)
+"""
+#: The advisory lock that serialises creating the table (two jobs starting at once would both create it).
+_SCHEMA_LOCK = 0x7261676578700001
+
+
+def is_postgres_url(value: str) -> bool:
+    """``postgresql://…``, ``postgres://…`` or ``postgresql+psycopg://…`` (SQLAlchemy's spelling)."""
+    scheme = str(value).split("://", 1)[0].lower() if "://" in str(value) else ""
+    return scheme.split("+", 1)[0] in ("postgresql", "postgres")
+
+
+def _lock_id(key: str) -> int:
+    """The advisory lock of a cache key: its first 64 bits as a signed bigint."""
+    return int.from_bytes(bytes.fromhex(key[:16]), "big", signed=True)
+
+
+class PostgresJudgeCache:
+    """The judge cache in a PostgreSQL table shared by every job of a sweep, on any node.
+
+    Writes are single statements (``INSERT … ON CONFLICT (key) DO UPDATE``, as SQLite's ``INSERT OR
+    REPLACE``), so concurrent writers never corrupt it. A password is best kept out of the URL
+    (``PGPASSWORD`` or ``~/.pgpass``, read by libpq); one in the URL is never printed or logged
+    (:attr:`path` and the run's params carry the URL without it). psycopg 3 is imported here only.
+    """
+
+    def __init__(self, url: str, connect_timeout_s: int = 10):
+        from ..tracking.secrets import redact_url
+
+        try:
+            import psycopg
+        except ImportError:
+            raise CacheError("judge.cache_backend is a PostgreSQL URL, which needs psycopg 3: "
+                             "pip install 'psycopg[binary]' (or ragexp[cluster])") from None
+        self._psycopg = psycopg
+        rest = str(url).split("://", 1)[1]
+        self.url = "postgresql://" + rest  # libpq's spelling (SQLAlchemy's postgresql+psycopg:// too)
+        self.path = f"{redact_url(self.url)} (table {PG_TABLE})"
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}  # claims this process holds (advisory locks count re-entries)
+        try:
+            self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=connect_timeout_s)
+            with self._conn.transaction():
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                self._conn.execute(_PG_SCHEMA)
+        except psycopg.Error as exc:
+            raise CacheError(f"{self.path}: {self._reason(exc)}") from None
+
+    def _reason(self, exc: BaseException) -> str:
+        """psycopg's message in one line, without credentials."""
+        from ..tracking.secrets import redact_url, scrub
+
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return scrub(redact_url(text))[:300]
+
+    def _run(self, sql: str, args: tuple = ()) -> Any:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, args)
+            except self._psycopg.Error as exc:
+                raise CacheError(f"{self.path}: {self._reason(exc)}") from None
+
+    def check_writable(self) -> None:
+        """Raise (:class:`CacheError`) unless a reply could be stored now: a write, rolled back."""
+        with self._lock:
+            try:
+                with self._conn.transaction(force_rollback=True):
+                    self._conn.execute(f"INSERT INTO {PG_TABLE} VALUES ('ragexp-write-probe', '', '', NULL, 0, 0, 0, 0) "
+                                       "ON CONFLICT (key) DO NOTHING")
+            except self._psycopg.Error as exc:
+                raise CacheError(f"{self.path}: {self._reason(exc)}") from None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        row = self._run(f"SELECT text, finish_reason, tokens_in, tokens_out, cost_usd FROM {PG_TABLE} WHERE key = %s",
+                        (key,)).fetchone()
+        if row is None:
+            return None
+        return {"text": row[0], "finish_reason": row[1], "tokens_in": row[2], "tokens_out": row[3], "cost_usd": row[4]}
+
+    def put(self, key: str, *, model: str, text: str, finish_reason: str | None, tokens_in: int, tokens_out: int,
+            cost_usd: float) -> None:
+        self._run(
+            f"INSERT INTO {PG_TABLE} VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET "
+            "model = EXCLUDED.model, text = EXCLUDED.text, finish_reason = EXCLUDED.finish_reason, "
+            "tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out, cost_usd = EXCLUDED.cost_usd, "
+            "created = EXCLUDED.created",
+            (key, model, text, finish_reason, int(tokens_in), int(tokens_out), float(cost_usd), time.time()))
+
+    def try_claim(self, key: str) -> bool:
+        """Take the right to ask ``key``'s question now; False while another process holds it.
+
+        The claim is a session advisory lock: another job's connection cannot take it until this one
+        :meth:`release`\ s it or ends (a killed job frees its claims with its connection).
+        """
+        got = bool(self._run("SELECT pg_try_advisory_lock(%s)", (_lock_id(key),)).fetchone()[0])
+        if got:
+            self._held[key] = self._held.get(key, 0) + 1
+        return got
+
+    def release(self, key: str) -> None:
+        if not self._held.get(key):
+            return
+        self._held[key] -= 1
+        if not self._held[key]:
+            del self._held[key]
+        try:
+            self._run("SELECT pg_advisory_unlock(%s)", (_lock_id(key),))
+        except CacheError:
+            pass  # the connection is gone, and its locks with it
+
+    def __len__(self) -> int:
+        return self._run(f"SELECT COUNT(*) FROM {PG_TABLE}").fetchone()[0]
 
     def close(self) -> None:
         with self._lock:

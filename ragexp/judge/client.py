@@ -220,12 +220,12 @@ class JudgeClient:
         """Cache ``reply`` under ``key`` (a reply that parsed: never an unreadable one)."""
         if self.cache is None:
             return
-        import sqlite3
+        from .cache import CACHE_ERRORS
 
         try:
             self.cache.put(key, model=self.s.model, text=reply.text, finish_reason=reply.finish_reason,
                            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, cost_usd=reply.cost_usd)
-        except sqlite3.Error as exc:  # it was writable at the start (build_judge checks): a full disk, a lost file…
+        except CACHE_ERRORS as exc:  # it was writable at the start (build_judge checks): a full disk, a lost file…
             self.fatal = self.fatal or ConfigError(
                 f"judge cache {self.cache.path} stopped taking replies ({type(exc).__name__}: {exc}); "
                 "set judge.cache_path=<a writable file> or judge.cache=false")
@@ -247,6 +247,49 @@ class JudgeClient:
     async def complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None,
                        check: Callable[[str], Any] | None = None, schema: dict[str, Any] | None = None
                        ) -> Completion:
+        """The reply to ``messages``, asked at most once across the processes sharing a PostgreSQL cache.
+
+        While another job holds the question's claim (it is asking it now), this one waits for that reply
+        instead of paying for it again (:meth:`_wait_for_claim`); see :meth:`_complete` for the rest.
+        """
+        key = key or self.key(messages, prompt)
+        if self.cache is None:
+            return await self._complete(messages, prompt, key, check, schema)
+        hit = self._cached(key, check)
+        if hit is not None:
+            return hit
+        if not self.cache.try_claim(key):
+            hit = await self._wait_for_claim(key, check)
+            if hit is not None:
+                return hit
+        try:
+            return await self._complete(messages, prompt, key, check, schema)
+        finally:
+            self.cache.release(key)  # after the reply is stored: a waiting job finds it
+
+    def _cached(self, key: str, check: Callable[[str], Any] | None) -> Completion | None:
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None and _usable(check, hit["text"]):
+            self.usage.cache_hits += 1
+            return Completion(hit["text"], hit["finish_reason"], hit["tokens_in"], hit["tokens_out"], 0.0, True)
+        return None
+
+    async def _wait_for_claim(self, key: str, check: Callable[[str], Any] | None) -> Completion | None:
+        """Another process is asking this question: its reply (a cache hit) once stored, or None when its
+        claim ends without one (it failed, or died) or it takes longer than this judge's own retries would."""
+        deadline = time.monotonic() + self.s.timeout_s * (self.s.max_retries + 1) * 1.5 + self.s.max_backoff_s
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.1 + self.rng.uniform(0, 0.1))
+            hit = self._cached(key, check)
+            if hit is not None:
+                return hit
+            if self.cache.try_claim(key):
+                return None  # ours now; _complete looks once more (the reply may have landed just before)
+        return None
+
+    async def _complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None,
+                        check: Callable[[str], Any] | None = None, schema: dict[str, Any] | None = None
+                        ) -> Completion:
         """The reply to ``messages`` (``key``: their :meth:`key`, when the caller has it already).
 
         ``schema``: a ``response_format`` sent when the model takes one (:func:`structured_output`).
@@ -256,11 +299,9 @@ class JudgeClient:
         nothing is cached: the caller does it with :meth:`remember` once the reply has parsed.
         """
         key = key or self.key(messages, prompt)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None and _usable(check, hit["text"]):
-                self.usage.cache_hits += 1
-                return Completion(hit["text"], hit["finish_reason"], hit["tokens_in"], hit["tokens_out"], 0.0, True)
+        hit = self._cached(key, check)
+        if hit is not None:
+            return hit
         kwargs: dict[str, Any] = dict(
             model=self.s.model, messages=messages, temperature=self.s.temperature, max_tokens=self.s.max_tokens,
             timeout=self.s.timeout_s, num_retries=0, max_retries=0, drop_params=True,

@@ -58,8 +58,11 @@ class JudgeSettings:
     #: First back-off in seconds; doubles on every retry, with jitter. A 429's Retry-After wins.
     backoff_s: float = 1.0
     max_backoff_s: float = 30.0
-    #: Persistent SQLite cache of answers, shared by runs and sweep jobs.
+    #: Persistent cache of answers, shared by runs and sweep jobs.
     cache: bool = True
+    #: ``sqlite`` (the file ``cache_path``, for one machine) or a ``postgresql://USER@HOST:PORT/DB`` URL shared
+    #: by every node of a cluster (password in ``PGPASSWORD`` / ``~/.pgpass`` rather than the URL).
+    cache_backend: str = "sqlite"
     cache_path: str = ".ragexp_cache/judge.sqlite"
     #: Stop before the run's judge spending would pass this many US dollars (None = no limit).
     max_cost_usd: float | None = None
@@ -99,6 +102,14 @@ class JudgeSettings:
                 raise ConfigError(f"{where}: {field_name} must be a positive number of seconds, got {v!r}")
         if self.requests_per_minute is not None and self.requests_per_minute <= 0:
             raise ConfigError(f"{where}: requests_per_minute must be positive or null, got {self.requests_per_minute!r}")
+        if self.cache_backend != "sqlite":
+            from .cache import is_postgres_url
+
+            if not isinstance(self.cache_backend, str) or not is_postgres_url(self.cache_backend):
+                from ..tracking.secrets import redact_url
+
+                raise ConfigError(f"{where}: cache_backend must be sqlite or a postgresql://USER@HOST:PORT/DB URL, "
+                                  f"got {redact_url(str(self.cache_backend))!r}")
         if self.max_cost_usd is not None and self.max_cost_usd < 0:
             raise ConfigError(f"{where}: max_cost_usd must be ≥ 0 or null, got {self.max_cost_usd!r}")
 
