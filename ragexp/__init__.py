@@ -1,9 +1,25 @@
 """ragexp: a configuration-driven experiment tracker for RAG systems and memory layers.
 
 Importing the package does no work: no downloads, no environment files, no telemetry.
-The heavy libraries (mlflow, litellm, torch) are imported where they are used.
+The heavy libraries (mlflow, litellm, torch) are imported where they are used; the library API
+(:func:`evaluate`, :func:`compare`, :class:`EvaluationResult`, :class:`ComparisonResult`, in
+:mod:`ragexp.api`) is imported on first use.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "evaluate", "compare", "EvaluationResult", "ComparisonResult"]
+
+_API = ("evaluate", "compare", "EvaluationResult", "ComparisonResult")
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ragexp' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(list(globals()) + list(_API))

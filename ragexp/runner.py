@@ -74,28 +74,57 @@ class Scored:
     notes: list[str]
 
 
+@dataclass
+class Outcome:
+    """What a run computed, for a caller in the same process (``ragexp.evaluate``): the summary, the
+    full per-sample table and the intervals, without reading the results folder back."""
+
+    summary: dict[str, Any]
+    per_sample: Any  # pandas DataFrame: ragexp.results.per_sample_frame, untrimmed
+    intervals: dict[str, Any]  # aggregate key → ragexp.stats.intervals.Interval
+    records: list[Record]
+    folder: Path | None
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Evaluate the configured dataset and metrics, log the run to MLflow, return the summary."""
+    return execute(cfg).summary
+
+
+def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = True, show: bool = True) -> Outcome:
+    """The steps of :func:`run`. ``dataset`` is records already read (``ragexp.evaluate`` on a
+    DataFrame), else ``cfg.dataset`` is loaded; ``save=False`` writes nothing (no results folder,
+    no MLflow run: the tracking config is ignored); ``show=False`` prints no table (progress bars
+    follow ``cfg.progress``)."""
     started = time.perf_counter()
-    show = bool(cfg.get("progress", True))
+    bars = bool(cfg.get("progress", True))
     tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
-    plan = check_step(cfg, tracking)  # every check, before any work
-    records = pipeline_step(plan, show)
-    scored = score_step(plan, records, show)
+    if not save:
+        tracking = {**tracking, "enabled": False}
+    plan = check_step(cfg, tracking, dataset)  # every check, before any work
+    records = pipeline_step(plan, bars)
+    scored = score_step(plan, records, bars)
     intervals = uncertainty_step(plan.specs, scored.scores, records, plan.stats, plan.dataset)
     summary = summary_step(cfg, plan, records, scored, intervals)
     summary["seconds"] = round(time.perf_counter() - started, 3)
-    folder = save_step(cfg, tracking, plan, records, scored, intervals, summary)  # on disk before any logging
-    print_step(plan, records, scored, intervals, summary, folder)
-    judge_failed_step(plan, scored, folder)
-    log_step(tracking, folder, summary)
-    return summary
+    per_sample = per_sample_frame(records, scored.scores, plan.stats["cluster_by"])
+    folder = None
+    if save:
+        folder = save_step(cfg, tracking, plan, records, scored, intervals, summary, per_sample)  # before logging
+    if show:
+        print_step(plan, records, scored, intervals, summary, folder)
+    outcome = Outcome(summary, per_sample, intervals, records, folder)
+    judge_failed_step(plan, scored, folder, outcome)
+    if save:
+        log_step(tracking, folder, summary)
+    return outcome
 
 
-def check_step(cfg: DictConfig, tracking: dict[str, Any]) -> Plan:
-    """Load the records and check everything a run needs before doing any work: the metrics and
-    their fields, the stats settings and cluster column, the judge's credentials, the store."""
-    dataset = load_dataset(cfg.dataset)
+def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | None = None) -> Plan:
+    """Load the records (unless given) and check everything a run needs before doing any work: the
+    metrics and their fields, the stats settings and cluster column, the judge's credentials, the store."""
+    if dataset is None:
+        dataset = load_dataset(cfg.dataset)
     records = dataset.records
     specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))
     if not specs:
@@ -184,7 +213,7 @@ def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Sco
 
 
 def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: list[Record], scored: Scored,
-              intervals: dict[str, Any], summary: dict[str, Any]) -> Path:
+              intervals: dict[str, Any], summary: dict[str, Any], per_sample: Any) -> Path:
     """Write the results folder (summary, per-sample table, config, what to log) before any logging:
     an MLflow failure at the end loses nothing."""
     from .tracking.log import save_results
@@ -194,7 +223,7 @@ def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: li
         results_folder(), config=OmegaConf.to_container(cfg, resolve=True), tracking=tracking,
         run_name=cfg.get("run_name") or job_name, dataset_name=plan.dataset.name,
         dataset_digest=summary["dataset_digest"], dataset_frame=dataset_frame(records),
-        per_sample=per_sample_frame(records, scored.scores, plan.stats["cluster_by"]),
+        per_sample=per_sample,
         metrics=scored.values, extra_metrics={**scored.extra, **interval_metrics(intervals)}, summary=summary,
         hydra_dir=hydra_dir, sweep_dir=sweep_dir,
     )
@@ -203,25 +232,30 @@ def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: li
 
 
 def print_step(plan: Plan, records: list[Record], scored: Scored, intervals: dict[str, Any],
-               summary: dict[str, Any], folder: Path) -> None:
+               summary: dict[str, Any], folder: Path | None) -> None:
     """The summary table, with what was skipped, the warnings and where the results are."""
     footer = [f"[dim]{m}[/dim]" for m in plan.skipped] + [f"[yellow]warning: {m}[/yellow]" for m in scored.notes]
-    footer.append(f"Results (summary.json, per_sample.json) in {folder}")
+    if folder is not None:
+        footer.append(f"Results (summary.json, per_sample.json) in {folder}")
     shown = dict(scored.values)
     shown.update({k: v for k, v in scored.extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
     print_summary(f"ragexp{_job_label()} · {plan.dataset.name} · {len(records)} samples · {summary['seconds']} s",
                   shown, scored.counts, len(records), footer, intervals=intervals, stats=plan.stats)
 
 
-def judge_failed_step(plan: Plan, scored: Scored, folder: Path) -> None:
-    """A judge that answered nothing usable: not a run to log, and not exit 0 (its results are on disk)."""
+def judge_failed_step(plan: Plan, scored: Scored, folder: Path | None, outcome: Outcome | None = None) -> None:
+    """A judge that answered nothing usable: not a run to log, and not exit 0 (its results are on disk,
+    or, when nothing was saved, on the exception's ``outcome``)."""
     if plan.judge is None:
         return
     from .judge import judge_failed
 
     failed = judge_failed({s.key: scored.scores[s.key] for s in plan.judge_specs})
     if failed:
-        raise JudgeFailed(f"{failed}. Each sample's reason is in {folder}/per_sample.json; nothing was logged")
+        where = f"{folder}/per_sample.json" if folder is not None else "the per-sample table (the exception's .outcome)"
+        exc = JudgeFailed(f"{failed}. Each sample's reason is in {where}; nothing was logged")
+        exc.outcome = outcome
+        raise exc
 
 
 def stats_settings(cfg: DictConfig) -> dict[str, Any]:
@@ -241,9 +275,12 @@ def stats_settings(cfg: DictConfig) -> dict[str, Any]:
 
 def uncertainty_step(specs, scores, records, stats_cfg: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
     """Standard error and confidence interval of every aggregate (clustered when ``stats.cluster_by`` is set)."""
+    from .stats.intervals import shared_draws
+
     clusters = cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
-    return uncertainty(specs, scores, records, clusters=clusters, resamples=stats_cfg["resamples"],
-                       confidence=stats_cfg["confidence"], seed=stats_cfg["seed"], method=stats_cfg["method"])
+    with shared_draws():  # the mean and ratio intervals draw the same seeded resamples: draw them once
+        return uncertainty(specs, scores, records, clusters=clusters, resamples=stats_cfg["resamples"],
+                           confidence=stats_cfg["confidence"], seed=stats_cfg["seed"], method=stats_cfg["method"])
 
 
 def interval_metrics(intervals: dict[str, Any]) -> dict[str, float]:

@@ -21,11 +21,11 @@ An error's ``row`` is the line of a JSONL file, else the item or data row (heade
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterable
 
 from ..errors import DataError
 from ..records import FIELDS
-from .base import Dataset, build, existing, read_table
+from .base import Dataset, build, existing, plain, read_table
 
 JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings")
 
@@ -34,41 +34,85 @@ def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields
                 format: str | None = None, name: str = "mapped", limit: int | None = None,
                 label: bool | None = None) -> Dataset:
     p = existing(path)
+    source = str(p)
+    mapping, decode, strict = _mapping(columns, json_fields, source)
+    names, items = read_table(p, format)
+    return map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label)
+
+
+def load_in_memory(data: Any, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",
+                   name: str = "dataframe", limit: int | None = None, label: bool | None = None) -> Dataset:
+    """The same mapping and checks as :func:`load_mapped`, over rows already in memory: a pandas
+    DataFrame (rows counted from 1, as in a CSV file; NaN and ``pd.NA`` cells are absent) or a list
+    of dicts. Errors name the source as ``DataFrame`` or ``list of records`` where a file's path would be."""
+    if hasattr(data, "to_dict") and hasattr(data, "columns"):
+        source = "DataFrame"
+        names = [str(c) for c in data.columns]
+        items = ((i, {str(k): _cell(v) for k, v in item.items()})
+                 for i, item in enumerate(data.to_dict("records"), start=1))
+    elif isinstance(data, (list, tuple)):
+        source = "list of records"
+        names = []
+        items = iter(enumerate(data, start=1))
+    else:
+        raise DataError(f"expected a pandas DataFrame or a list of dicts, got {type(data).__name__}")
+    mapping, decode, strict = _mapping(columns, json_fields, source)
+    return map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label)
+
+
+def _cell(value: Any) -> Any:
+    """A DataFrame cell as a plain Python value; pandas' missing markers (NaN, NA, NaT) → None."""
+    value = plain(value)
+    if value is None or isinstance(value, (str, bool, int, list, dict)):
+        return value
+    try:
+        import pandas as pd
+
+        return None if pd.isna(value) else value
+    except (TypeError, ValueError):  # not a scalar pandas can judge
+        return value
+
+
+def _mapping(columns: dict[str, str] | None, json_fields: str | list[str], source: str
+             ) -> tuple[dict[str, str], set[str], bool]:
+    """The checked column mapping and which fields' JSON text to decode (strictly or not)."""
     mapping = dict(columns or {})
     unknown = [k for k in mapping if k not in FIELDS]
     if unknown:
         raise DataError(f"dataset.columns names an unknown field {unknown[0]!r}: expected canonical fields "
-                        f"({', '.join(FIELDS)}) mapped to the file's column names", path=str(p))
+                        f"({', '.join(FIELDS)}) mapped to the file's column names", path=source)
     if json_fields == "auto":
-        decode, strict = set(JSON_FIELDS), False
-    elif isinstance(json_fields, (list, tuple)):
+        return mapping, set(JSON_FIELDS), False
+    if isinstance(json_fields, (list, tuple)):
         bad = [f for f in json_fields if f not in FIELDS]
         if bad:
             raise DataError(f"dataset.json_fields names an unknown field {bad[0]!r}: expected canonical fields",
-                            path=str(p))
-        decode, strict = set(json_fields), True
-    else:
-        raise DataError(f"dataset.json_fields must be 'auto' or a list of field names, got {json_fields!r}", path=str(p))
+                            path=source)
+        return mapping, set(json_fields), True
+    raise DataError(f"dataset.json_fields must be 'auto' or a list of field names, got {json_fields!r}", path=source)
 
-    names, items = read_table(p, format)
+
+def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], mapping: dict[str, str],
+             decode: set[str], strict: bool, *, name: str, limit: int | None, label: bool | None) -> Dataset:
+    """Rename the mapped columns to their fields, decode JSON text, and validate every row into records."""
     if names:  # JSONL/JSON rows may differ; tabular files must have every mapped column
         absent = [(f, c) for f, c in mapping.items() if c not in names]
         if absent:
             f, c = absent[0]
             raise DataError(f"column {c!r} (mapped to field {f!r}) not found: the file's columns are "
-                            f"{', '.join(names)}", path=str(p), field=f)
+                            f"{', '.join(names)}", path=source, field=f)
     source_of = {c: f for f, c in mapping.items()}
 
     def rows():
         for row, item in items:
             if not isinstance(item, dict):
                 raise DataError(f"expected an object with named columns, got {type(item).__name__}",
-                                path=str(p), row=row)
+                                path=source, row=row)
             raw: dict[str, Any] = {}
             for f, c in mapping.items():
                 if c not in item:
                     raise DataError(f"column {c!r} (mapped to field {f!r}) is missing from this row",
-                                    path=str(p), row=row, field=f)
+                                    path=source, row=row, field=f)
                 raw[f] = item[c]
             for c, v in item.items():
                 if c not in source_of and c not in raw:
@@ -80,12 +124,12 @@ def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields
                         raw[f] = json.loads(v)
                     except json.JSONDecodeError as exc:
                         raise DataError(f"expected JSON text ({'a list' if f != 'timings' else 'an object'}), "
-                                        f"got {v[:40]!r}: {exc.msg}", path=str(p), row=row,
+                                        f"got {v[:40]!r}: {exc.msg}", path=source, row=row,
                                         field=f) from None
             yield row, raw
 
     try:
-        return build(name, p, rows(), limit=limit, label=label)
+        return build(name, source, rows(), limit=limit, label=label)
     except DataError as exc:
         if exc.field not in mapping or exc.field is None or mapping[exc.field] == exc.field:
             raise

@@ -31,13 +31,17 @@ mean is over its own ``ok`` samples in the resample); nothing loops over resampl
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 #: resamples × groups drawn at a time (bounds the memory of the count matrix to ~32 MB)
 _CHUNK_CELLS = 4_000_000
+#: inside :func:`shared_draws`, draws of at most this many cells (~64 MB as float32) are kept for reuse
+_SHARED_CELLS = 16_000_000
+_SHARED: list[dict[tuple[int, int, int], list[tuple[int, int, Any]]]] = []
 
 METHODS = ("percentile", "bca")
 
@@ -176,6 +180,39 @@ def _rng(seed: int):
     return np.random.Generator(np.random.SFC64(seed))
 
 
+@contextlib.contextmanager
+def shared_draws() -> Iterator[None]:
+    """Within this block, a seeded draw of resample counts is made once and served again to every
+    interval over the same number of units with the same seed and resamples (the mean intervals
+    and the four ratio intervals of a run): the numbers are exactly those each would draw itself,
+    at the cost of one draw. Draws larger than ``_SHARED_CELLS`` are not kept."""
+    _SHARED.append({})
+    try:
+        yield
+    finally:
+        _SHARED.pop()
+
+
+def _draws(seed: int, groups: int, resamples: int) -> Iterator[tuple[int, int, Any]]:
+    """``(start, size, counts)`` chunks of the seeded draw of ``resamples`` resamples of ``groups`` units."""
+    key = (int(seed), int(groups), int(resamples))
+    cache = _SHARED[-1] if _SHARED and groups * resamples <= _SHARED_CELLS else None
+    if cache is not None and key in cache:
+        yield from cache[key]
+        return
+    rng = _rng(seed)
+    chunk = max(1, _CHUNK_CELLS // groups)
+    kept = []
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        part = (start, size, _counts(rng, groups, size))
+        if cache is not None:
+            kept.append(part)
+        yield part
+    if cache is not None:
+        cache[key] = kept
+
+
 def _counts(rng, groups: int, size: int):
     """``size`` resamples of ``groups`` units with replacement, as a size × groups count matrix.
 
@@ -220,14 +257,10 @@ def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: 
         g_col = None
         stderr = np.sqrt(((v - means) ** 2 * ok).sum(axis=0) / (n - 1)) / np.sqrt(n)
 
-    rng = _rng(seed)
-    chunk = max(1, _CHUNK_CELLS // g)
     boot = np.empty((resamples, v.shape[1]))
     sums32, sizes32 = sums.astype(np.float32), sizes.astype(np.float32)
     with np.errstate(invalid="ignore", divide="ignore"):
-        for start in range(0, resamples, chunk):
-            size = min(chunk, resamples - start)
-            c = _counts(rng, g, size)
+        for start, size, c in _draws(seed, g, resamples):
             boot[start:start + size] = (c @ sums32).astype(float) / (c @ sizes32)
 
     alpha = (1 - confidence) / 2
@@ -330,12 +363,9 @@ def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], *
     g = int(cluster_of.max()) + 1
     parts = np.zeros((g, 2))
     np.add.at(parts, cluster_of, np.stack([num, den], axis=1))
-    rng = _rng(seed)
-    chunk = max(1, _CHUNK_CELLS // g)
     boot = np.empty(int(resamples))
-    for start in range(0, int(resamples), chunk):
-        size = min(chunk, int(resamples) - start)
-        s = (_counts(rng, g, size) @ parts.astype(np.float32)).astype(float)
+    for start, size, c in _draws(seed, g, int(resamples)):
+        s = (c @ parts.astype(np.float32)).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             boot[start:start + size] = s[:, 0] / s[:, 1]
     kept = boot[np.isfinite(boot)]

@@ -1,0 +1,404 @@
+"""ragexp as a library: :func:`evaluate` rows in one call, :func:`compare` two results.
+
+:func:`evaluate` composes the same Hydra config groups as ``python -m ragexp`` (``metric="full",
+judge="gpt4o_mini"`` mean what they mean on the command line) and runs the same steps
+(:func:`ragexp.runner.execute`): one code path. It returns an :class:`EvaluationResult` holding
+the per-sample table, the aggregates with their intervals, the summary and the MLflow run id.
+
+    >>> import ragexp
+    >>> rows = [{"question": "Capital of France?", "response": "Paris", "truth": ["Paris"]},
+    ...         {"question": "Largest planet?", "response": "Saturn", "truth": ["Jupiter"]}]
+    >>> result = ragexp.evaluate(rows, metric="answer", log=False,
+    ...                          columns={"query": "question", "answer": "response", "reference_answers": "truth"})
+    >>> result.per_sample["exact_match"].tolist()
+    [1.0, 0.0]
+    >>> print(result.metrics.loc["exact_match", "value"], "over", result.metrics.loc["exact_match", "n"])
+    0.5 over 2
+
+:func:`compare` pairs two results (or logged runs) by sample id with ``python -m ragexp.compare``'s
+own statistics.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+#: Config groups a keyword argument may select (a string) or tune (a dict of that group's keys).
+GROUPS = ("dataset", "metric", "matcher", "judge", "pipeline", "chunker", "retriever", "compressor", "generator",
+          "tracking", "stats", "gate")
+
+_COMPOSED: dict[tuple[str, ...], Any] = {}
+_COMPOSE_LOCK = threading.Lock()
+
+
+@dataclass
+class EvaluationResult:
+    """What :func:`evaluate` returns.
+
+    ``per_sample``: one row per input row, in input order (id, query, answer, then every metric's
+    value, status and detail) — the table ``python -m ragexp`` logs as ``per_sample.json``, untrimmed.
+    ``metrics``: one row per aggregate key: ``value`` (the mean over ``ok`` samples, or the
+    dataset-level value), ``ci_low``, ``ci_high``, ``stderr`` and ``n`` (how many samples it is over).
+    ``summary``: the run's ``summary.json`` as a dict. ``run_id``: the MLflow run, None when not logged.
+    """
+
+    per_sample: Any
+    metrics: Any
+    summary: dict[str, Any]
+    run_id: str | None = None
+    tracking_uri: str | None = None
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def _title(self) -> str:
+        s = self.summary
+        logged = f"MLflow run {self.run_id}" if self.run_id else "not logged"
+        return f"ragexp · {s.get('dataset')} · {s.get('n_samples')} samples · {logged}"
+
+    def _rows(self) -> list[tuple[str, str, str, str, str]]:
+        level = f"{100 * float(self.summary.get('stats', {}).get('confidence', 0.95)):g}%"
+        rows = [("metric", "value", f"{level} CI", "± stderr", "over")]
+        m = self.metrics
+        for key, value, low, high, stderr, n in zip(m.index, m["value"], m["ci_low"], m["ci_high"], m["stderr"], m["n"]):
+            ci = "" if _missing(low) else f"[{_num(low)}, {_num(high)}]"
+            rows.append((str(key), _num(value), ci, _num(stderr), str(int(n))))
+        return rows
+
+    def __repr__(self) -> str:
+        rows = self._rows()
+        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+        lines = [self._title()]
+        for row in rows:
+            lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = self._rows()
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+        body = "".join("<tr>" + "".join(f"<td style='text-align:{'left' if i == 0 else 'right'}'>{html.escape(c)}</td>"
+                                        for i, c in enumerate(row)) + "</tr>" for row in rows[1:])
+        return (f"<p><b>{html.escape(self._title())}</b></p>"
+                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _num(value: Any) -> str:
+    return "—" if _missing(value) else f"{float(value):.4f}"
+
+
+def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: str | None = None,
+             judge: str | None = None, pipeline: Any = None, overrides: Sequence[str] = (),
+             log: bool | str = True, run_name: str | None = None, *, columns: Mapping[str, str] | None = None,
+             **options: Any) -> EvaluationResult:
+    """Evaluate ``data`` with the configured metrics; return an :class:`EvaluationResult`.
+
+    ``data``: a pandas DataFrame, a list of dicts, a path to a file (JSONL, JSON, CSV, TSV,
+    Parquet: what ``dataset=mapped`` reads), or a dataset config name (``"demo"``, ``"squad2"``…).
+    ``columns`` maps canonical fields to your column names (``{"query": "question"}``), as
+    ``dataset.columns`` does. A bad row raises the :class:`~ragexp.errors.DataError` the CLI
+    prints (one line naming the source, row and field).
+
+    ``metric``, ``matcher``, ``judge``, ``pipeline`` and any other config group given as a keyword
+    (``retriever="bm25"``, ``stats={"resamples": 2000}``) choose an option (a string) or set keys
+    of the group (a dict); ``overrides`` are command-line overrides (``"judge.api_base=http://…"``);
+    other keywords set top-level keys (``data_dir=…``, ``progress=True``). ``pipeline`` may also be
+    your own importable callable (it becomes ``pipeline=custom``).
+
+    ``log=True`` saves the results folder and logs an MLflow run to the configured store (as the
+    CLI does), ``log="<tracking uri>"`` logs there, ``log=False`` writes nothing (the judge's and
+    the pipeline's caches under ``.ragexp_cache/`` excepted; ``judge.cache=false`` turns the first off).
+    """
+    from .confdir import conf_dir
+    from .errors import ConfigError
+    from .runner import execute
+
+    options = dict(options)
+    groups: dict[str, Any] = {"metric": metric, "matcher": matcher, "judge": judge}
+    for name in GROUPS:
+        if name in options:
+            groups[name] = options.pop(name)
+    chosen, settings = [], {}
+    if pipeline is not None:
+        if isinstance(pipeline, str) and "." in pipeline:  # a dotted path to your callable
+            chosen.append("pipeline=custom")
+            settings["pipeline._target_"] = pipeline
+        elif callable(pipeline) and not isinstance(pipeline, str):
+            chosen.append("pipeline=custom")
+            settings["pipeline._target_"] = _dotted(pipeline)
+        else:
+            groups["pipeline"] = pipeline
+    in_memory, dataset_option, path = _data_source(data, conf_dir())
+    if dataset_option is not None:
+        groups.setdefault("dataset", dataset_option)
+        if isinstance(groups["dataset"], Mapping):  # settings of the data's own option
+            settings.update({f"dataset.{k}": v for k, v in groups["dataset"].items()})
+            groups["dataset"] = dataset_option
+    for name, value in groups.items():
+        if value is None:
+            continue
+        if isinstance(value, str):
+            chosen.append(f"{name}={value}")
+        elif isinstance(value, Mapping):
+            settings.update({f"{name}.{k}": v for k, v in value.items()})
+        else:
+            raise ConfigError(f"{name}: expected an option name (a string) or a dict of its keys, got "
+                              f"{type(value).__name__}")
+    if path is not None:
+        settings["dataset.path"] = path
+    if in_memory is not None:
+        settings["dataset.name"] = "dataframe" if hasattr(in_memory, "columns") else "records"
+    if columns is not None:
+        settings["dataset.columns"] = dict(columns)
+    if run_name is not None:
+        settings["run_name"] = run_name
+    if isinstance(log, str):
+        settings["tracking.uri"] = log
+    elif not isinstance(log, bool):
+        raise ConfigError(f"log: expected True, False or a tracking URI, got {log!r}")
+    settings.setdefault("progress", False)
+    settings.update(options)  # top-level keys: data_dir, progress, objective, ...
+
+    cfg = _compose(tuple(chosen) + tuple(str(o) for o in overrides))
+    _apply(cfg, settings)
+    if log is not False:
+        _apply(cfg, {"tracking.enabled": True})
+    dataset = None
+    if in_memory is not None:
+        from .datasets.mapped import load_in_memory
+
+        ds = cfg.dataset
+        dataset = load_in_memory(in_memory, columns=_plain(ds.get("columns")),
+                                 json_fields=_plain(ds.get("json_fields", "auto")), name=ds.get("name") or "dataframe",
+                                 limit=ds.get("limit"), label=ds.get("label"))
+    outcome = execute(cfg, dataset=dataset, save=log is not False, show=False)
+    return _result(outcome, cfg)
+
+
+def _result(outcome: Any, cfg: Any) -> EvaluationResult:
+    import pandas as pd
+    from omegaconf import OmegaConf
+
+    summary = outcome.summary
+    rows = []
+    keys = list(summary["metrics"]) + [k for k in outcome.intervals if k not in summary["metrics"]]
+    for key in keys:
+        iv = outcome.intervals.get(key)
+        value = summary["metrics"].get(key, getattr(iv, "mean", None))
+        rows.append({"metric": key, "value": value, "ci_low": getattr(iv, "ci_low", None),
+                     "ci_high": getattr(iv, "ci_high", None), "stderr": getattr(iv, "stderr", None),
+                     "n": int(iv.n) if iv is not None else int(summary["status_counts"].get(key, {}).get("ok", 0))})
+    metrics = pd.DataFrame(rows, columns=["metric", "value", "ci_low", "ci_high", "stderr", "n"]).set_index("metric")
+    for col in ("value", "ci_low", "ci_high", "stderr"):
+        metrics[col] = metrics[col].astype(float)
+    return EvaluationResult(per_sample=outcome.per_sample, metrics=metrics, summary=summary,
+                            run_id=summary.get("run_id"), tracking_uri=summary.get("tracking_uri"),
+                            config=OmegaConf.to_container(cfg, resolve=False))
+
+
+def _data_source(data: Any, conf: Path) -> tuple[Any, str | None, str | None]:
+    """(rows in memory, the dataset option to compose, the file path) for what ``data`` is."""
+    from .errors import ConfigError
+
+    if hasattr(data, "to_dict") and hasattr(data, "columns") or isinstance(data, (list, tuple)):
+        return data, "mapped", None
+    if isinstance(data, (str, os.PathLike)):
+        text = os.fspath(data)
+        p = Path(text).expanduser()
+        if (conf / "dataset" / f"{text}.yaml").is_file() and not p.exists():
+            return None, text, None
+        if p.exists() or p.suffix or os.sep in text:
+            return None, "mapped", str(p.resolve()) if p.exists() else text
+        options = sorted(f.stem for f in (conf / "dataset").glob("*.yaml"))
+        raise ConfigError(f"data={text!r} is neither a file nor a dataset config name ({', '.join(options)})")
+    raise ConfigError(f"data: expected a pandas DataFrame, a list of dicts, a file path or a dataset config name, "
+                      f"got {type(data).__name__}")
+
+
+def _dotted(fn: Any) -> str:
+    """``module.qualname`` of a callable that can be imported back by that name, else a ConfigError."""
+    import importlib
+
+    from .errors import ConfigError
+
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    try:
+        found = importlib.import_module(module)
+        for part in name.split("."):
+            found = getattr(found, part)
+    except Exception:  # noqa: BLE001 - anything that does not import back
+        found = None
+    if found is not fn:
+        raise ConfigError(f"pipeline: {fn!r} cannot be imported by name (define it at the top level of a module "
+                          "or of the notebook), or pass pipeline='my_module.my_function'")
+    return f"{module}.{name}"
+
+
+def _compose(overrides: tuple[str, ...]) -> Any:
+    """The composed root config for these overrides (Hydra's compose API over ragexp's conf dir), cached."""
+    with _COMPOSE_LOCK:
+        cfg = _COMPOSED.get(overrides)
+        if cfg is None:
+            cfg = _COMPOSED[overrides] = _compose_uncached(overrides)
+        return copy.deepcopy(cfg)
+
+
+def _compose_uncached(overrides: tuple[str, ...]) -> Any:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .confdir import conf_dir
+    from .errors import ConfigError
+
+    outer = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
+    GlobalHydra.instance().clear()  # a Hydra app calling evaluate(): its own Hydra is put back below
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            return compose(config_name="config", overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(" ".join(str(exc).split())) from None
+    finally:
+        if outer is not None:
+            GlobalHydra.instance().initialize(outer)
+
+
+def _apply(cfg: Any, settings: Mapping[str, Any]) -> None:
+    """Set dotted keys of the composed config; a key the config does not have is a ConfigError."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .errors import ConfigError
+
+    for key, value in settings.items():
+        parent, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        if node is None or not OmegaConf.is_dict(node):
+            raise ConfigError(f"{key}: the config has no group {parent!r} here (is the option chosen?)")
+        if leaf not in node and not (parent.startswith("pipeline") and leaf != "_target_"):
+            known = ", ".join(str(k) for k in node.keys())
+            raise ConfigError(f"{key}: unknown key; {parent or 'the root config'} has {known}")
+        try:
+            OmegaConf.update(cfg, key, value, merge=False, force_add=True)
+        except OmegaConfBaseException as exc:
+            raise ConfigError(f"{key}={value!r}: {' '.join(str(exc).split())}") from None
+
+
+def _plain(node: Any) -> Any:
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
+
+
+@dataclass
+class ComparisonResult:
+    """What :func:`compare` returns: ``metrics`` (one row per metric key: both means, ``diff`` =
+    candidate − baseline with its paired CI, ``p_holm``, ``verdict``, better/ties/worse, ``n`` =
+    samples ok in both), ``regressions`` (per metric, the samples that got most worse) and
+    ``comparison`` (every number, as ``python -m ragexp.compare`` logs it in ``comparison.json``)."""
+
+    metrics: Any
+    regressions: dict[str, list[dict[str, Any]]]
+    comparison: dict[str, Any] = field(repr=False)
+
+    def _rows(self) -> list[tuple[str, ...]]:
+        level = f"{100 * float(self.comparison['method']['confidence']):g}%"
+        rows = [("metric", "baseline", "candidate", "diff", f"{level} CI", "p (Holm)", "over", "")]
+        for key, r in self.comparison["metrics"].items():
+            if "p_value" not in r:
+                rows.append((key, "", "", "", "", "", str(r.get("n", 0)), r.get("note", "")))
+                continue
+            mark = {"better": "▲ better", "worse": "▼ worse"}.get(r["verdict"], "")
+            rows.append((key, _num(r["mean_baseline"]), _num(r["mean_candidate"]), f"{r['diff']:+.4f}",
+                         f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]", f"{r['p_holm']:.3g}", str(r["n"]), mark))
+        return rows
+
+    def _title(self) -> str:
+        c = self.comparison
+        return (f"ragexp.compare · baseline {c['baseline']['name']} → candidate {c['candidate']['name']} · "
+                f"{c['samples']['matched']} paired samples")
+
+    def __repr__(self) -> str:
+        rows = self._rows()
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = [self._title()]
+        for row in rows:
+            lines.append("  ".join(c.ljust(w) if i in (0, 7) else c.rjust(w)
+                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = self._rows()
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows[1:])
+        return (f"<p><b>{html.escape(self._title())}</b></p>"
+                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def compare(baseline: EvaluationResult | str, candidate: EvaluationResult | str, *, tracking_uri: str | None = None,
+            resamples: int | None = None, confidence: float | None = None, seed: int | None = None,
+            min_match_fraction: float = 0.9, regressions: int = 10) -> ComparisonResult:
+    """Is ``candidate`` really different from ``baseline``? A paired comparison by sample id, metric by
+    metric, with ``python -m ragexp.compare``'s statistics (:func:`ragexp.compare.compare_tables`).
+
+    Each side is an :class:`EvaluationResult` or the id or name of a logged run (read from
+    ``tracking_uri``, else the store ``python -m ragexp`` uses). ``resamples``, ``confidence`` and
+    ``seed`` default to the baseline's ``stats`` settings. Runs of other questions are refused
+    with a :class:`~ragexp.errors.DataError`. Nothing is logged (``python -m ragexp.compare`` logs).
+    """
+    import pandas as pd
+
+    from .compare import compare_tables
+
+    client: list[Any] = []
+    tables = [_run_table(side, role, tracking_uri, client) for side, role in
+              ((baseline, "baseline"), (candidate, "candidate"))]
+    stats = baseline.summary.get("stats", {}) if isinstance(baseline, EvaluationResult) else {}
+    result = compare_tables(*tables, resamples=int(resamples if resamples is not None else stats.get("resamples", 10_000)),
+                            confidence=float(confidence if confidence is not None else stats.get("confidence", 0.95)),
+                            seed=int(seed if seed is not None else stats.get("seed", 0)),
+                            min_match_fraction=min_match_fraction, regressions=regressions)
+    columns = ["mean_baseline", "mean_candidate", "diff", "ci_low", "ci_high", "p_value", "p_holm", "verdict", "n",
+               "better", "ties", "worse", "mde", "test"]
+    frame = pd.DataFrame([{"metric": k, **{c: r.get(c) for c in columns}} for k, r in result["metrics"].items()],
+                         columns=["metric", *columns]).set_index("metric")
+    return ComparisonResult(metrics=frame, regressions=result["regressions"], comparison=result)
+
+
+def _run_table(side: Any, role: str, tracking_uri: str | None, client: list[Any]) -> Any:
+    """The comparison's view of one side: a result's own per-sample table, or a logged run's."""
+    from .compare import RunTable, find_run, load_run
+    from .errors import ConfigError, RagexpError, TrackingError
+
+    if isinstance(side, EvaluationResult):
+        df = side.per_sample
+        rows = df.astype(object).where(df.notna(), None).values.tolist()
+        name = side.config.get("run_name") or side.run_id or role
+        metrics = {k: v for k, v in side.summary["metrics"].items() if v is not None}
+        return RunTable(name=str(name), columns=[str(c) for c in df.columns], rows=rows, run_id=side.run_id,
+                        questions_digest=side.summary.get("questions_digest"), dataset=side.summary.get("dataset"),
+                        metrics=metrics)
+    if not isinstance(side, str):
+        raise ConfigError(f"{role}: expected an EvaluationResult or a run id or name, got {type(side).__name__}")
+    from .tracking.secrets import redact_url
+    from .tracking.store import bounded_http, first_line, open_client, require_existing_store, resolve_uri
+
+    uri = resolve_uri(tracking_uri)
+    try:
+        with bounded_http():
+            if not client:
+                require_existing_store(uri)
+                client.append(open_client(uri))
+            return load_run(client[0], find_run(client[0], side, role), role)
+    except RagexpError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; one line says which store and why
+        raise TrackingError(f"tracking store {redact_url(uri)}: cannot read the {role} run: {first_line(exc)}") from None
