@@ -168,7 +168,7 @@ def save_results(
         "tags": tags,
         "params": flatten(config),
         "metrics": values,
-        "dataset": _dataset_entity(dataset_frame, dataset_name, dataset_digest),
+        "dataset": _save_dataset_frame(folder, dataset_frame, dataset_name, dataset_digest),
         "hydra_dir": _relative(hydra_dir, folder) if hydra_dir is not None else None,
         "logged": None,
     }
@@ -183,6 +183,33 @@ def _relative(path: Path, folder: Path) -> str:
         return str(Path(path).resolve().relative_to(folder.resolve()))
     except ValueError:
         return str(Path(path).resolve())
+
+
+#: The dataset's rows, saved for :func:`_dataset_entity` at logging time (it needs ``import mlflow``,
+#: which a run's own process avoids: the logging happens in a helper process, see ``tracking.background``).
+DATASET_FRAME_FILE = "dataset_frame.json"
+
+
+def _save_dataset_frame(folder: Path, frame: Any, name: str, digest: str) -> dict[str, Any] | None:
+    """The dataset input as it will be logged: its rows in ``dataset_frame.json`` (pandas' split JSON,
+    which reads back to a frame with the same MLflow schema) and its name and digest."""
+    if frame is None:
+        return None
+    _write(folder / DATASET_FRAME_FILE, frame.to_json(orient="split", index=False, date_format="iso"))
+    return {"frame_file": DATASET_FRAME_FILE, "name": name, "digest": digest}
+
+
+def _dataset_input(folder: Path, saved: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The MLflow dataset entity of a saved folder (older folders hold it ready-made)."""
+    if "frame_file" not in saved:
+        return dict(saved)
+    import io
+
+    import pandas as pd
+
+    text = (folder / saved["frame_file"]).read_text()
+    frame = pd.read_json(io.StringIO(text), orient="split", dtype=False, convert_dates=False)
+    return _dataset_entity(frame, saved["name"], saved["digest"])
 
 
 def _dataset_entity(frame: Any, name: str, digest: str) -> dict[str, Any] | None:
@@ -276,7 +303,7 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
     if manifest.get("dataset"):
         from mlflow.entities import Dataset, DatasetInput, InputTag
 
-        entity = Dataset(**manifest["dataset"])
+        entity = Dataset(**_dataset_input(folder, manifest["dataset"]))
         retrying(client.log_inputs, run_id,
                  datasets=[DatasetInput(entity, tags=[InputTag("mlflow.data.context", "eval")])])
 
