@@ -2,15 +2,16 @@
 
 Importing the package does no work: no downloads, no environment files, no telemetry.
 The heavy libraries (mlflow, litellm, torch) are imported where they are used; the library API
-(:func:`evaluate`, :func:`compare`, :class:`EvaluationResult`, :class:`ComparisonResult`, in
-:mod:`ragexp.api`) is imported on first use.
+(:func:`evaluate`, :func:`compare_results`, :class:`EvaluationResult`, :class:`ComparisonResult`,
+in :mod:`ragexp.api`) is imported on first use. ``ragexp.compare`` is the module behind
+``python -m ragexp.compare``, hence ``compare_results``.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "evaluate", "compare", "EvaluationResult", "ComparisonResult"]
+__all__ = ["__version__", "evaluate", "compare_results", "EvaluationResult", "ComparisonResult"]
 
-_API = ("evaluate", "compare", "EvaluationResult", "ComparisonResult")
+_API = ("evaluate", "compare_results", "EvaluationResult", "ComparisonResult")
 
 
 def __getattr__(name: str):

@@ -1,4 +1,4 @@
-"""ragexp as a library: :func:`evaluate` rows in one call, :func:`compare` two results.
+"""ragexp as a library: :func:`evaluate` rows in one call, :func:`compare_results` of two of them.
 
 :func:`evaluate` composes the same Hydra config groups as ``python -m ragexp`` (``metric="full",
 judge="gpt4o_mini"`` mean what they mean on the command line) and runs the same steps
@@ -15,8 +15,8 @@ the per-sample table, the aggregates with their intervals, the summary and the M
     >>> print(result.metrics.loc["exact_match", "value"], "over", result.metrics.loc["exact_match", "n"])
     0.5 over 2
 
-:func:`compare` pairs two results (or logged runs) by sample id with ``python -m ragexp.compare``'s
-own statistics.
+:func:`compare_results` pairs two results (or logged runs) by sample id with ``python -m ragexp.compare``'s
+own statistics (it is not called ``compare``: that name is the module behind ``python -m ragexp.compare``).
 """
 
 from __future__ import annotations
@@ -264,8 +264,9 @@ def _compose_uncached(overrides: tuple[str, ...]) -> Any:
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             return compose(config_name="config", overrides=list(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(" ".join(str(exc).split())) from None
+    except (HydraException, OmegaConfBaseException) as exc:  # Hydra's message, without its search path
+        text = " ".join(str(exc).split()).split(" Config search path:")[0]
+        raise ConfigError(text.removeprefix("In 'config': ")) from None
     finally:
         if outer is not None:
             GlobalHydra.instance().initialize(outer)
@@ -300,7 +301,7 @@ def _plain(node: Any) -> Any:
 
 @dataclass
 class ComparisonResult:
-    """What :func:`compare` returns: ``metrics`` (one row per metric key: both means, ``diff`` =
+    """What :func:`compare_results` returns: ``metrics`` (one row per metric key: both means, ``diff`` =
     candidate − baseline with its paired CI, ``p_holm``, ``verdict``, better/ties/worse, ``n`` =
     samples ok in both), ``regressions`` (per metric, the samples that got most worse) and
     ``comparison`` (every number, as ``python -m ragexp.compare`` logs it in ``comparison.json``)."""
@@ -343,7 +344,7 @@ class ComparisonResult:
                 f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
-def compare(baseline: EvaluationResult | str, candidate: EvaluationResult | str, *, tracking_uri: str | None = None,
+def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResult | str, *, tracking_uri: str | None = None,
             resamples: int | None = None, confidence: float | None = None, seed: int | None = None,
             min_match_fraction: float = 0.9, regressions: int = 10) -> ComparisonResult:
     """Is ``candidate`` really different from ``baseline``? A paired comparison by sample id, metric by
