@@ -78,7 +78,7 @@ def build_judge(cfg: Any, specs: Sequence[Any] = ()) -> "Judge":
             cache = open_cache(settings.cache_backend, path)
             cache.check_writable()
         except CacheError as exc:  # the PostgreSQL backend: its message names the server (no credentials)
-            raise ConfigError(f"judge cache {exc} cannot be used: start the server or fix judge.cache_backend, "
+            raise ConfigError(f"judge cache {exc}: start the server or fix judge.cache_backend, "
                               "or set judge.cache=false") from None
         except (OSError, *CACHE_ERRORS) as exc:
             raise ConfigError(f"judge cache {path} cannot be written ({type(exc).__name__}: {exc}): make it and its "

@@ -208,7 +208,7 @@ class PostgresJudgeCache:
                 self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
                 self._conn.execute(_PG_SCHEMA)
         except psycopg.Error as exc:
-            raise CacheError(f"{self.path}: {self._reason(exc)}") from None
+            raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
 
     def _reason(self, exc: BaseException) -> str:
         """psycopg's message in one line, without credentials."""
@@ -222,7 +222,7 @@ class PostgresJudgeCache:
             try:
                 return self._conn.execute(sql, args)
             except self._psycopg.Error as exc:
-                raise CacheError(f"{self.path}: {self._reason(exc)}") from None
+                raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
 
     def check_writable(self) -> None:
         """Raise (:class:`CacheError`) unless a reply could be stored now: a write, rolled back."""
@@ -232,7 +232,7 @@ class PostgresJudgeCache:
                     self._conn.execute(f"INSERT INTO {PG_TABLE} VALUES ('ragexp-write-probe', '', '', NULL, 0, 0, 0, 0) "
                                        "ON CONFLICT (key) DO NOTHING")
             except self._psycopg.Error as exc:
-                raise CacheError(f"{self.path}: {self._reason(exc)}") from None
+                raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
 
     def get(self, key: str) -> dict[str, Any] | None:
         row = self._run(f"SELECT text, finish_reason, tokens_in, tokens_out, cost_usd FROM {PG_TABLE} WHERE key = %s",
