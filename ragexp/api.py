@@ -324,8 +324,8 @@ class ComparisonResult:
 
     def _title(self) -> str:
         c = self.comparison
-        return (f"ragexp.compare · baseline {c['baseline']['name']} → candidate {c['candidate']['name']} · "
-                f"{c['samples']['matched']} paired samples")
+        b, k = (role if c[role]["name"] == role else f"{role} {c[role]['name']}" for role in ("baseline", "candidate"))
+        return f"ragexp.compare · {b} → {k} · {c['samples']['matched']} paired samples"
 
     def __repr__(self) -> str:
         rows = self._rows()
