@@ -156,6 +156,9 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     if in_memory is not None:
         settings["dataset.name"] = "dataframe" if hasattr(in_memory, "columns") else "records"
     if columns is not None:
+        if dataset_option != "mapped":
+            raise ConfigError(f"columns= maps the columns of a DataFrame, a list of dicts or a file; dataset "
+                              f"'{groups.get('dataset')}' brings its own fields")
         settings["dataset.columns"] = dict(columns)
     if run_name is not None:
         settings["run_name"] = run_name
@@ -284,7 +287,7 @@ def _apply(cfg: Any, settings: Mapping[str, Any]) -> None:
         node = OmegaConf.select(cfg, parent) if parent else cfg
         if node is None or not OmegaConf.is_dict(node):
             raise ConfigError(f"{key}: the config has no group {parent!r} here (is the option chosen?)")
-        if leaf not in node and not (parent.startswith("pipeline") and leaf != "_target_"):
+        if leaf not in node.keys() and not parent.startswith("pipeline"):  # your pipeline's own arguments are new keys
             known = ", ".join(str(k) for k in node.keys())
             raise ConfigError(f"{key}: unknown key; {parent or 'the root config'} has {known}")
         try:
