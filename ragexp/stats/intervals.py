@@ -157,9 +157,11 @@ def _few_clusters(g: int) -> str:
 
 
 def _z(confidence: float) -> float:
-    from scipy.special import ndtri
+    # the standard library's normal quantile (Wichura's AS 241) agrees with scipy's ndtri to ~1e-15
+    # and spares a run scipy's import (0.2-0.7 s) when no interval needs more than Wilson's z
+    from statistics import NormalDist
 
-    return float(ndtri(0.5 + confidence / 2))
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
 def _wilson(k: int, n: int, confidence: float) -> Interval:
