@@ -159,6 +159,9 @@ def main() -> None:
     if "--help" in sys.argv[1:] or "-h" in sys.argv[1:]:
         _one_repository_for_help()
     sys.argv[1:] = add_override_prefix(sys.argv[1:])  # gate.min.<key>=v works without Hydra's ++
+    from .plugins import expose_plugins
+
+    expose_plugins()  # hydra/launcher=ray from an editable install too
     try:
         _app()
     except KeyboardInterrupt as exc:  # raised outside a job (a launcher waiting for its workers)

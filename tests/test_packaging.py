@@ -20,7 +20,8 @@ def setuptools_cfg() -> dict:
 
 
 def test_every_package_is_listed(setuptools_cfg):
-    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "ragexp").rglob("__init__.py")}
+    inits = [*(ROOT / "ragexp").rglob("__init__.py"), *(ROOT / "hydra_plugins").rglob("__init__.py")]
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in inits}
     assert set(setuptools_cfg["packages"]) == on_disk | {"ragexp.conf"}
 
 

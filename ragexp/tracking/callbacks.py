@@ -31,6 +31,7 @@ class ParentRunCallback(Callback):
     def __init__(self) -> None:
         self.run_id: str | None = None
         self.uri: str | None = None
+        self.config: DictConfig | None = None  # the sweep's, for the accounting at exit when a job failed
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from .. import __version__
@@ -54,6 +55,7 @@ class ParentRunCallback(Callback):
                                                          "launch_id": launch_id()}))
         os.environ[PARENT_ENV] = self.run_id
         os.environ[PARENT_URI_ENV] = self.uri
+        self.config = config
         atexit.register(self._close_if_open)
 
     def _close_if_open(self) -> None:
@@ -63,6 +65,15 @@ class ParentRunCallback(Callback):
         if self.run_id is None:
             return
         reason = f"the sweep stopped before its end: {_stop_reason(STOPPED[-1] if STOPPED else None)}"
+        if not STOPPED and self.config is not None:  # not interrupted: a job failed (Hydra raised at the end)
+            try:
+                with bounded_http():
+                    if open_client(self.uri).get_run(self.run_id).info.status != "RUNNING":
+                        return
+                self._finish(self.config, stopped=reason)
+                return
+            except BaseException:  # noqa: BLE001 - at least close the parent, below
+                pass
         try:
             with bounded_http():
                 client = open_client(self.uri)
@@ -79,20 +90,7 @@ class ParentRunCallback(Callback):
         if self.run_id is None:
             return
         try:
-            with bounded_http():  # a server gone at the sweep's end fails in seconds, not minutes
-                client = open_client(self.uri)
-                parent = client.get_run(self.run_id)
-                children = retrying(
-                    client.search_runs, [parent.info.experiment_id],
-                    filter_string=f"tags.mlflow.parentRunId = '{self.run_id}'", max_results=5000,
-                )
-                rows = [{"run_id": c.info.run_id, "run_name": c.info.run_name, "status": c.info.status,
-                         **{f"param.{k}": v for k, v in c.data.params.items() if k in _overridden(config)},
-                         **c.data.metrics} for c in children]
-                retrying(client.log_dict, self.run_id, redact({"children": rows}), "sweep_results.json")
-                retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
-                _leaderboard(client, self.run_id, children, config)
-                retrying(client.set_terminated, self.run_id, "FINISHED")
+            failed = self._finish(config)
         except Exception as exc:  # noqa: BLE001 - the children's results are on disk; say so in one line
             print(f"ragexp: error: the sweep's parent run {self.run_id} could not be completed in "
                   f"{scrub(str(self.uri))}: {scrub(first_line(exc))}. Each job's results are in its folder under "
@@ -101,9 +99,67 @@ class ParentRunCallback(Callback):
             return  # the parent is closed FAILED at exit (_close_if_open)
         finally:
             os.environ.pop(PARENT_ENV, None)
-        where = scrub(self.uri) if str(self.uri).startswith("http") else ui_command(str(self.uri))
-        print(f"[ragexp] sweep parent run {self.run_id} holds {len(rows)} child runs; compare them with: {where}")
         _redact_sweep_files(config)  # multirun.yaml (and a sweeper's results) as they are now final
+        if failed:
+            sys.exit(1)  # a job's run ended FAILED (its process was killed): the sweep did not succeed
+
+    def _finish(self, config: DictConfig, stopped: str | None = None) -> int:
+        """Close the parent: killed jobs recorded FAILED, the children's table, how many jobs failed
+        (tag ``ragexp.jobs_failed``, metric ``sweep/jobs_failed``), the leaderboard; FAILED with the
+        reason when a job failed or the sweep stopped early. Returns the number of failed jobs."""
+        from .jobs import JOBS_FAILED_METRIC, JOBS_FAILED_TAG, record_unreported
+
+        with bounded_http():  # a server gone at the sweep's end fails in seconds, not minutes
+            client = open_client(self.uri)
+            record_unreported(config)  # jobs whose process was killed before they could report
+            parent = client.get_run(self.run_id)
+            children = retrying(
+                client.search_runs, [parent.info.experiment_id],
+                filter_string=f"tags.mlflow.parentRunId = '{self.run_id}'", max_results=5000,
+            )
+            rows = [{"run_id": c.info.run_id, "run_name": c.info.run_name, "status": c.info.status,
+                     **({"failure_reason": c.data.tags[FAILURE_TAG]} if FAILURE_TAG in c.data.tags else {}),
+                     **{f"param.{k}": v for k, v in c.data.params.items() if k in _overridden(config)},
+                     **c.data.metrics} for c in children]
+            failed = [c for c in children if c.info.status == "FAILED"]
+            retrying(client.log_dict, self.run_id, redact({"children": rows}), "sweep_results.json")
+            retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
+            retrying(client.log_metric, self.run_id, JOBS_FAILED_METRIC, float(len(failed)))
+            retrying(client.set_tag, self.run_id, JOBS_FAILED_TAG, str(len(failed)))
+            _leaderboard(client, self.run_id, children, config)
+            if failed or stopped:
+                said = "; ".join(f"{c.info.run_name}: {c.data.tags.get(FAILURE_TAG, '?')}" for c in failed[:3])
+                more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+                reason = (f"{len(failed)} of {len(children)} jobs failed: {said}{more}" if failed else stopped)
+                retrying(client.set_tag, self.run_id, FAILURE_TAG, scrub(str(reason))[:4000])
+                retrying(client.set_terminated, self.run_id, "FAILED")
+            else:
+                retrying(client.set_terminated, self.run_id, "FINISHED")
+        where = scrub(self.uri) if str(self.uri).startswith("http") else ui_command(str(self.uri))
+        gone = f" ({len(failed)} FAILED, each with its reason in {FAILURE_TAG})" if failed else ""
+        print(f"[ragexp] sweep parent run {self.run_id} holds {len(rows)} child runs{gone}; compare them with: "
+              f"{where}", file=sys.stderr if failed else sys.stdout)
+        return len(failed)
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        """A job of the sweep that failed (in whatever process ran it) becomes a FAILED child run with the
+        reason; the other jobs go on. The Ray launcher calls this for a job whose worker died."""
+        from hydra.core.utils import JobStatus
+
+        if job_return.status != JobStatus.FAILED or str(config.hydra.mode) != "RunMode.MULTIRUN":
+            return
+        from .jobs import failure_reason, record_failed_job
+
+        reason = failure_reason(job_return._return_value)
+        where = scrub(" ".join(str(o) for o in config.hydra.overrides.task)) or f"#{config.hydra.job.num}"
+        try:
+            run_id = record_failed_job(config, reason)
+        except Exception as exc:  # noqa: BLE001 - the sweep's end counts it again (its folder has no results)
+            print(f"ragexp: warning: job {where} failed ({reason}); its FAILED run could not be logged: "
+                  f"{scrub(first_line(exc))}", file=sys.stderr)
+            return
+        if run_id:
+            print(f"ragexp: job {where} FAILED: {reason} (MLflow run {run_id})", file=sys.stderr)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Hydra has just written this job's ``.hydra/*.yaml`` (and the sweep's ``multirun.yaml``):

@@ -1,0 +1,145 @@
+"""A sweep's jobs that failed: each one a FAILED MLflow run under the sweep's parent, with its reason.
+
+A job that raised reaches Hydra's ``on_job_end`` with a FAILED ``JobReturn``, in whatever process
+ran it (the launching one, a joblib or submitit worker, a Ray worker): :func:`record_failed_job`
+logs a FAILED child run named by the job's overrides, with ``ragexp.failure_reason``, and leaves
+``job_failed.json`` in the job's folder. A job whose process was killed never gets there: the Ray
+launcher reports it from the launching process; for other launchers the sweep's end finds its
+folder with neither results nor that file (:func:`unreported_jobs`) and records it the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+#: Left in a job's folder once its FAILED run is recorded (the job is accounted for).
+FAILED_FILE = "job_failed.json"
+#: The parent run's tag and metric: how many of the sweep's jobs failed.
+JOBS_FAILED_TAG = "ragexp.jobs_failed"
+JOBS_FAILED_METRIC = "sweep/jobs_failed"
+JOB_TAG = "ragexp.job"
+KILLED = "its process ended before the job finished (killed, out of memory, or a crash)"
+
+
+def failure_reason(exc: BaseException | None) -> str:
+    """One line: the exception's type and first line (secrets scrubbed).
+
+    >>> failure_reason(ValueError("bad value\\nmore"))
+    'ValueError: bad value'
+    >>> failure_reason(KeyError("top_k"))
+    "KeyError: 'top_k'"
+    """
+    from .secrets import scrub
+
+    if exc is None:
+        return "the job failed without an exception"
+    text = str(exc).strip()
+    first = text.splitlines()[0][:300] if text else ""
+    return scrub(f"{type(exc).__name__}: {first}" if first else type(exc).__name__)
+
+
+def job_dir(config: Any) -> Path:
+    """The job's output folder (Hydra's ``runtime.output_dir`` once the job ran, else sweep dir / subdir)."""
+    from omegaconf import OmegaConf
+
+    out = OmegaConf.select(config, "hydra.runtime.output_dir", default=None)
+    if out:
+        return Path(str(out))
+    return Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
+
+
+def record_failed_job(config: Any, reason: str, folder: Path | None = None) -> str | None:
+    """Log the job as a FAILED child run of the sweep's parent; its id (None: no parent to log under).
+
+    ``config`` is the job's composed config; the run is named by its overrides, tagged with the
+    reason, the job number and the launch id, and ``job_failed.json`` is left in its folder.
+    """
+    from omegaconf import OmegaConf
+
+    from .log import LAUNCH_TAG, PARENT_URI_ENV, find_parent_run, launch_id
+    from .secrets import scrub
+    from .store import FAILURE_TAG, bounded_http, open_client, resolve_uri, retrying
+
+    from .log import MANIFEST_FILE
+
+    folder = folder or job_dir(config)
+    if (folder / MANIFEST_FILE).exists():  # results saved: the job failed while logging, and that run is closed FAILED
+        return None
+    sweep_dir = str(config.hydra.sweep.dir)
+    parent = find_parent_run(sweep_dir) or _saved_parent(sweep_dir).get("run_id")
+    if not parent:
+        return None
+    tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
+    uri = os.environ.get(PARENT_URI_ENV) or _saved_parent(sweep_dir).get("tracking_uri") \
+        or resolve_uri(tracking.get("uri"))
+    overrides = [str(o) for o in config.hydra.overrides.task]
+    num = OmegaConf.select(config, "hydra.job.num", default=None)
+    tags = {"mlflow.parentRunId": parent, FAILURE_TAG: scrub(reason), LAUNCH_TAG: launch_id(),
+            "ragexp.overrides": scrub(" ".join(overrides))}
+    if num is not None:
+        tags[JOB_TAG] = str(num)
+    with bounded_http():
+        client = open_client(uri)
+        exp_id = retrying(client.get_run, parent).info.experiment_id
+        run = retrying(client.create_run, exp_id, run_name=scrub(",".join(overrides) or f"job {num}"), tags=tags)
+        retrying(client.set_terminated, run.info.run_id, "FAILED")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / FAILED_FILE).write_text(json.dumps({"run_id": run.info.run_id, "reason": scrub(reason)}))
+    except OSError:
+        pass
+    return run.info.run_id
+
+
+def _saved_parent(sweep_dir: str) -> dict[str, Any]:
+    from .log import PARENT_FILE
+
+    try:
+        return json.loads((Path(sweep_dir) / PARENT_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def unreported_jobs(sweep_dir: str | Path) -> list[Path]:
+    """Job folders of the sweep that started (Hydra wrote ``.hydra/overrides.yaml``) and then neither
+    saved results (``mlflow_run.json``) nor recorded a failure: their process was killed."""
+    from .log import MANIFEST_FILE
+
+    found = []
+    for f in sorted(Path(sweep_dir).glob("**/.hydra/overrides.yaml")):
+        folder = f.parent.parent
+        if folder == Path(sweep_dir):
+            continue
+        if not (folder / MANIFEST_FILE).exists() and not (folder / FAILED_FILE).exists():
+            found.append(folder)
+    return found
+
+
+def record_unreported(config: Any) -> int:
+    """Record every killed job of the sweep (:func:`unreported_jobs`) as a FAILED run; how many."""
+    from omegaconf import OmegaConf, open_dict
+
+    done = 0
+    for folder in unreported_jobs(str(config.hydra.sweep.dir)):
+        job = OmegaConf.create({"hydra": {"sweep": {"dir": str(config.hydra.sweep.dir)}}})
+        saved = _job_overrides(folder)
+        with open_dict(job):
+            job.hydra.overrides = {"task": saved}
+            job.hydra.job = {"num": folder.name}
+            if "tracking" in config:
+                job.tracking = config.tracking
+        if record_failed_job(job, KILLED, folder) is not None:
+            done += 1
+    return done
+
+
+def _job_overrides(folder: Path) -> list[str]:
+    import yaml
+
+    try:
+        return [str(o) for o in (yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text()) or [])]
+    except (OSError, ValueError, yaml.YAMLError):
+        return []
