@@ -312,15 +312,42 @@ def _quiet_schema_logs() -> Iterator[None]:
             lg.setLevel(level)
 
 
+#: The longest run name MLflow's SQL stores keep: a PostgreSQL or MySQL behind a server refuses a longer one
+#: (the whole run fails to log, "BAD_REQUEST … autoflush"); SQLite does not enforce it.
+MAX_RUN_NAME = 250
+
+
+def fit_run_name(name: str | None) -> str | None:
+    """``name`` cut to :data:`MAX_RUN_NAME` characters (its end replaced by ``…``) so every store takes it.
+
+    >>> fit_run_name("a" * 300)[-3:], len(fit_run_name("a" * 300))
+    ('aa…', 250)
+    >>> fit_run_name("short"), fit_run_name(None)
+    ('short', None)
+    """
+    if name is None or len(name) <= MAX_RUN_NAME:
+        return name
+    return name[:MAX_RUN_NAME - 1] + "…"
+
+
 def open_client(uri: str) -> Any:
-    """An ``MlflowClient`` on ``uri``, the store created or migrated under :func:`creation_lock`."""
+    """An ``MlflowClient`` on ``uri``, the store created or migrated under :func:`creation_lock`; the runs it
+    creates have names every store takes (:func:`fit_run_name`)."""
     from mlflow.tracking import MlflowClient
 
     from ..errors import TrackingError
 
     try:
         with creation_lock(uri), _quiet_schema_logs():
-            return retrying(MlflowClient, tracking_uri=uri)
+            client = retrying(MlflowClient, tracking_uri=uri)
+        create_run = client.create_run
+
+        def create_fitting_run(experiment_id: str, start_time: int | None = None, tags: Any = None,
+                               run_name: str | None = None) -> Any:
+            return create_run(experiment_id, start_time=start_time, tags=tags, run_name=fit_run_name(run_name))
+
+        client.create_run = create_fitting_run
+        return client
     except TrackingError:
         raise
     except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; the user needs one line
