@@ -34,6 +34,7 @@ GROUPS = ("dataset", "metric", "matcher", "judge", "pipeline", "chunker", "retri
           "tracking", "stats", "gate")
 
 _COMPOSED: dict[tuple[str, ...], Any] = {}
+_PREPARED: dict[tuple[tuple[str, ...], str], tuple[Any, dict[str, Any]]] = {}
 _COMPOSE_LOCK = threading.Lock()
 
 
@@ -169,10 +170,9 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     settings.setdefault("progress", False)
     settings.update(options)  # top-level keys: data_dir, progress, objective, ...
 
-    cfg = _compose(tuple(chosen) + tuple(str(o) for o in overrides))
-    _apply(cfg, settings)
     if log is not False:
-        _apply(cfg, {"tracking.enabled": True})
+        settings["tracking.enabled"] = True
+    cfg, container = _prepared(tuple(chosen) + tuple(str(o) for o in overrides), settings)
     dataset = None
     if in_memory is not None:
         from .datasets.mapped import load_in_memory
@@ -182,12 +182,11 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
                                  json_fields=_plain(ds.get("json_fields", "auto")), name=ds.get("name") or "dataframe",
                                  limit=ds.get("limit"), label=ds.get("label"))
     outcome = execute(cfg, dataset=dataset, save=log is not False, show=False)
-    return _result(outcome, cfg)
+    return _result(outcome, container)
 
 
-def _result(outcome: Any, cfg: Any) -> EvaluationResult:
+def _result(outcome: Any, config: dict[str, Any]) -> EvaluationResult:
     import pandas as pd
-    from omegaconf import OmegaConf
 
     summary = outcome.summary
     rows = []
@@ -203,7 +202,7 @@ def _result(outcome: Any, cfg: Any) -> EvaluationResult:
         metrics[col] = metrics[col].astype(float)
     return EvaluationResult(per_sample=outcome.per_sample, metrics=metrics, summary=summary,
                             run_id=summary.get("run_id"), tracking_uri=summary.get("tracking_uri"),
-                            config=OmegaConf.to_container(cfg, resolve=False))
+                            config=copy.deepcopy(config))
 
 
 def _data_source(data: Any, conf: Path) -> tuple[Any, str | None, str | None]:
@@ -242,6 +241,28 @@ def _dotted(fn: Any) -> str:
         raise ConfigError(f"pipeline: {fn!r} cannot be imported by name (define it at the top level of a module "
                           "or of the notebook), or pass pipeline='my_module.my_function'")
     return f"{module}.{name}"
+
+
+def _prepared(overrides: tuple[str, ...], settings: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The composed config with ``settings`` applied (read-only: the runner only reads it) and its
+    plain container, cached per (overrides, settings): a repeated call composes nothing."""
+    import json
+
+    from omegaconf import OmegaConf
+
+    key = (overrides, json.dumps(settings, sort_keys=True, default=repr))
+    with _COMPOSE_LOCK:
+        found = _PREPARED.get(key)
+    if found is None:
+        cfg = _compose(overrides)
+        _apply(cfg, settings)
+        OmegaConf.set_readonly(cfg, True)
+        found = (cfg, OmegaConf.to_container(cfg, resolve=False))
+        with _COMPOSE_LOCK:
+            if len(_PREPARED) >= 64:  # a long session of varied calls: keep the cache small
+                _PREPARED.pop(next(iter(_PREPARED)))
+            _PREPARED[key] = found
+    return found
 
 
 def _compose(overrides: tuple[str, ...]) -> Any:

@@ -48,8 +48,8 @@ def load_in_memory(data: Any, *, columns: dict[str, str] | None = None, json_fie
     if hasattr(data, "to_dict") and hasattr(data, "columns"):
         source = "DataFrame"
         names = [str(c) for c in data.columns]
-        items = ((i, {str(k): _cell(v) for k, v in item.items()})
-                 for i, item in enumerate(data.to_dict("records"), start=1))
+        cells = [[v if type(v) is str else _cell(v) for v in data[c].tolist()] for c in data.columns]  # noqa: E721
+        items = ((i, dict(zip(names, row))) for i, row in enumerate(zip(*cells), start=1))
     elif isinstance(data, (list, tuple)):
         source = "list of records"
         names = []
