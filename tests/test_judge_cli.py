@@ -13,6 +13,7 @@ import time
 import pytest
 
 from ragexp.errors import ConfigError
+from ragexp.results import detail_column, status_column
 
 from cli import run_cli, runs
 from judge_server import JudgeServer
@@ -60,9 +61,12 @@ def test_full_suite_with_a_judge_logs_every_judge_metric_and_usage(tmp_path, dat
     rows = [dict(zip(columns, row)) for row in table["data"]]
     assert len(rows) == 8
     for key in JUDGE_KEYS:
-        assert f"{key}.status" in columns
-    assert {r["answer_consistency.status"] for r in rows} == {"ok"}
-    assert json.loads(rows[0]["retrieval_precision.detail"])["relevant"]  # the verdicts behind the value
+        assert status_column(key) in columns
+    assert {r[status_column("answer_consistency")] for r in rows} == {"ok"}
+    path = client.download_artifacts(found[0].info.run_id, "per_sample_full.json", str(tmp_path))  # untrimmed
+    full = json.loads(open(path, encoding="utf-8").read())
+    first = dict(zip(full["columns"], full["data"][0]))
+    assert json.loads(first[detail_column("retrieval_precision")])["relevant"]  # the verdicts behind the value
     params = found[0].data.params
     assert params["judge.api_key_env"] == "None" and params["judge.model"] == "hosted_vllm/judge"
 

@@ -15,6 +15,7 @@ from ragexp.datasets.base import Dataset
 from ragexp.errors import CredentialsError, ConfigError
 from ragexp.pipeline import build_pipeline
 from ragexp.records import Record
+from ragexp.results import status_column
 
 CITIES = {
     "paris": "Paris is the capital of France. The Eiffel Tower stands in Paris. It was built in 1889.",
@@ -139,4 +140,4 @@ def test_cli_run_with_llm_generator_logs_answers_and_generate_latency(server, tm
     rows = [dict(zip(table["columns"], row)) for row in table["data"]]
     failed = [r for r in rows if isinstance(r.get("pipeline_error"), str)]
     assert [r["id"] for r in failed] == ["q01"] and failed[0]["pipeline_error"].startswith("generate: ")
-    assert failed[0]["answer_token_f1.status"] != "ok"  # no answer: not scored, and not a silent 0
+    assert failed[0][status_column("answer_token_f1")] != "ok"  # no answer: not scored, and not a silent 0

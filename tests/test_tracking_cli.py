@@ -9,6 +9,7 @@ import pandas as pd
 import yaml
 
 from cli import parent_and_children, run_cli, runs
+from ragexp.results import status_column
 
 
 def test_default_command_leaves_a_complete_run_in_launch_dir_sqlite(tmp_path, data_dir):
@@ -35,9 +36,9 @@ def test_default_command_leaves_a_complete_run_in_launch_dir_sqlite(tmp_path, da
     table = json.loads(open(table_path).read())
     frame = pd.DataFrame(table["data"], columns=table["columns"])
     assert len(frame) == summary["n_samples"]
-    assert {"id", "query", "answer", "token_f1", "token_f1.status"} <= set(frame.columns)
+    assert {"id", "query", "answer", "token_f1", status_column("token_f1")} <= set(frame.columns)
     assert frame["id"].is_unique
-    ok = frame["token_f1.status"] == "ok"
+    ok = frame[status_column("token_f1")] == "ok"
     assert math.isclose(frame.loc[ok, "token_f1"].mean(), run.data.metrics["token_f1"], rel_tol=1e-9)
     # config.yaml is the resolved config; .hydra holds Hydra's files
     cfg_path = client.download_artifacts(run.info.run_id, "config.yaml", str(tmp_path))
