@@ -47,6 +47,7 @@ from omegaconf import DictConfig, OmegaConf
 from .confdir import conf_dir
 from .errors import ConfigError, DataError, RagexpError, TrackingError
 from .metrics.base import direction
+from .results import current_columns, metric_keys, status_column, trim
 
 SUMMARY_FILE, TABLE_FILE = "summary.json", "per_sample.json"
 KIND_TAG, BASELINE_TAG, CANDIDATE_TAG = "ragexp.kind", "ragexp.baseline_run_id", "ragexp.candidate_run_id"
@@ -68,10 +69,6 @@ class RunTable:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
-def metric_keys(columns: list[str]) -> list[str]:
-    """The metric keys of a per-sample table: every ``K`` that has a ``K.status`` column."""
-    have = set(columns)
-    return [c for c in columns if f"{c}.status" in have]
 
 
 def _index(table: RunTable, role: str) -> dict[str, int]:
@@ -165,7 +162,7 @@ def _pair(baseline: RunTable, candidate: RunTable, min_match_fraction: float
     queries = _column(baseline, "query", b_rows) if "query" in baseline.columns else [None] * len(shared)
     if "query" in baseline.columns and "query" in candidate.columns:
         for sid, qb, qc in zip(shared, queries, _column(candidate, "query", c_rows)):
-            if qb != qc:
+            if qb != qc and trim(qb) != trim(qc):  # a logged table holds the query trimmed, a result's whole
                 raise DataError(f"sample id '{sid}' has another query in each run ({qb!r} vs {qc!r}): "
                                 f"the runs were evaluated on different questions")
     return shared, b_rows, c_rows, queries
@@ -198,8 +195,8 @@ def _usable_values(baseline: RunTable, candidate: RunTable, b_rows: list[int], c
     for j, key in enumerate(both):
         values_b[:, j] = _numbers(cols_b[key])
         values_c[:, j] = _numbers(cols_c[key])
-        sb = np.asarray(cols_b[f"{key}.status"], dtype=object)
-        sc = np.asarray(cols_c[f"{key}.status"], dtype=object)
+        sb = np.asarray(cols_b[status_column(key)], dtype=object)
+        sc = np.asarray(cols_c[status_column(key)], dtype=object)
         ok_b = (sb == "ok") & np.isfinite(values_b[:, j])
         ok_c = (sc == "ok") & np.isfinite(values_c[:, j])
         ok[:, j] = ok_b & ok_c
@@ -339,7 +336,8 @@ def load_run(client: Any, run: Any, role: str) -> RunTable:
             pass
     if not isinstance(table, dict) or "columns" not in table or "data" not in table:
         raise DataError(f"{role} run '{name}': {TABLE_FILE} is not an MLflow table (columns, data)")
-    return RunTable(name=name, columns=list(table["columns"]), rows=table["data"], run_id=run.info.run_id,
+    # a run logged before the slash scheme (K.status) reads as today's columns
+    return RunTable(name=name, columns=current_columns(table["columns"]), rows=table["data"], run_id=run.info.run_id,
                     experiment_id=run.info.experiment_id, questions_digest=summary.get("questions_digest"),
                     dataset=run.data.tags.get("ragexp.dataset"), metrics=dict(run.data.metrics))
 

@@ -17,12 +17,13 @@ from cli import run_cli
 from ragexp.compare import RunTable, compare_tables
 from ragexp.errors import ConfigError, DataError
 from ragexp.gate import add_override_prefix, drop_failures, flat_conditions, floor_failures, read_gate
+from ragexp.results import status_column
 from ragexp.stats.paired import paired_compare
 
 
 def table(name: str, rows: list[tuple], keys: tuple[str, ...], digest: str | None = "q") -> RunTable:
     """rows: (id, query, {key: value or (value, status)})."""
-    columns = ["id", "query", "answer"] + [c for k in keys for c in (k, f"{k}.status")]
+    columns = ["id", "query", "answer"] + [c for k in keys for c in (k, status_column(k))]
     data = []
     for sid, query, values in rows:
         row = [sid, query, f"answer to {sid}"]

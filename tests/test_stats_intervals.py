@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from cli import run_cli
+from ragexp.results import status_column
 from ragexp.stats.intervals import mean_interval, mean_intervals, ratio_interval
 
 # a skewed, continuous sample (token-F1-like values) and a 0/1 sample (hit-rate-like)
@@ -202,7 +203,7 @@ def test_a_run_reports_every_aggregate_with_its_interval(compose, tmp_path):
     assert all("n" in iv for iv in intervals.values())
 
     f1 = intervals["answer_token_f1"]
-    values = [v for v, s in zip(frame["answer_token_f1"], frame["answer_token_f1.status"]) if s == "ok"]
+    values = [v for v, s in zip(frame["answer_token_f1"], frame[status_column("answer_token_f1")]) if s == "ok"]
     assert f1["n"] == len(values) == 50
     assert f1["mean"] == pytest.approx(summary["metrics"]["answer_token_f1"])
     assert f1["stderr"] == pytest.approx(stats.sem(values), rel=1e-9)

@@ -10,8 +10,8 @@ the p-values are Holm-adjusted across the comparisons; a child ``differs`` from 
 its adjusted p-value is below ``1 − stats.confidence``.
 
 :func:`rank` is the arithmetic (no I/O); :func:`log_leaderboard` reads the children from MLflow,
-logs ``leaderboard.json`` and ``leaderboard.png`` (a forest plot) on the parent run, and prints
-the table.
+logs ``leaderboard.json``, ``leaderboard.png`` (a forest plot) and ``heatmap.png`` (every child's
+mean of the headline metrics) on the parent run, and prints the table.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 LEADERBOARD_FILE = "leaderboard.json"
 PLOT_FILE = "leaderboard.png"
+HEATMAP_FILE = "heatmap.png"
 
 
 @dataclass
@@ -115,10 +116,12 @@ def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mappi
     except Exception as exc:  # noqa: BLE001 - said in the row, the rest of the board still stands
         entry.problem = f"per_sample.json unreadable ({type(exc).__name__}): not compared"
         return entry
-    cols = table["columns"]
+    from ..results import current_columns, status_column
+
+    cols = current_columns(table["columns"])  # a child logged before the slash scheme reads the same
     if metric in cols and "id" in cols:
-        iid, iv_col, ist = cols.index("id"), cols.index(metric), cols.index(f"{metric}.status") \
-            if f"{metric}.status" in cols else None
+        iid, iv_col = cols.index("id"), cols.index(metric)
+        ist = cols.index(status_column(metric)) if status_column(metric) in cols else None
         for row in table["data"]:
             value = row[iv_col]
             ok = ist is None or row[ist] == "ok"
@@ -184,8 +187,27 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
         if any(r.get("mean") is not None for r in board["rows"]):
             png = forest_plot(board, tmp / PLOT_FILE)
             retrying(client.log_artifact, parent_run_id, str(png))
+        png = sweep_heatmap(board, summaries, metric, tmp / HEATMAP_FILE)
+        if png is not None:
+            retrying(client.log_artifact, parent_run_id, str(png))
     print_leaderboard(board)
     return board
+
+
+def sweep_heatmap(board: Mapping[str, Any], summaries: Mapping[str, Mapping[str, Any] | None], metric: str,
+                  path: Path) -> Path | None:
+    """The metric-by-config heat map of a sweep: the board's rows (best first, labelled by the overrides
+    that tell them apart) against the headline metrics (the board's metric first), each child's mean."""
+    from ..plots import heatmap, headline_metrics
+
+    keys: list[str] = []
+    for s in summaries.values():
+        for k in (s or {}).get("metrics") or {}:
+            if k not in keys:
+                keys.append(k)
+    rows = [(str(r.get("label") or r["run_name"]), (summaries.get(r["run_id"]) or {}).get("intervals"))
+            for r in board["rows"]]
+    return heatmap(rows, headline_metrics(keys, primary=metric), f"Sweep of {len(rows)} runs", path)
 
 
 def _add_labels(rows: list[dict[str, Any]]) -> None:

@@ -142,8 +142,16 @@ def save_results(
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2, ensure_ascii=False, default=str))
-    table = scrub_frame(per_sample).to_json(orient="split", index=False, date_format="iso")
+    from ..results import FULL_TABLE_FILE, table_frame
+
+    full = scrub_frame(per_sample)  # every record whole in per_sample_full.json; trimmed for MLflow's table view
+    _write(folder / FULL_TABLE_FILE, full.to_json(orient="split", index=False, date_format="iso"))
+    table = scrub_frame(table_frame(full)).to_json(orient="split", index=False, date_format="iso")
     _write(folder / TABLE_FILE, table)
+    if tracking.get("plots", True):  # metrics.png, histograms.png (tracking.plots=false skips matplotlib)
+        from ..plots import run_plots
+
+        run_plots(folder, full, summary, objective=config.get("objective"))
     _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False, allow_unicode=True))
     uri = resolve_uri(tracking.get("uri"))
     tags = {
@@ -295,6 +303,12 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
     retrying(client.set_tag, run_id, "mlflow.loggedArtifacts", json.dumps([{"path": TABLE_FILE, "type": "table"}]))
     retrying(client.log_artifact, run_id, str(folder / CONFIG_FILE))
     retrying(client.log_artifact, run_id, str(folder / SUMMARY_FILE))
+    from ..plots import RUN_PLOT_FILES
+    from ..results import FULL_TABLE_FILE
+
+    for name in (FULL_TABLE_FILE, *RUN_PLOT_FILES):  # the whole records; the run's pictures when drawn
+        if (folder / name).is_file():
+            retrying(client.log_artifact, run_id, str(folder / name))
     hydra_dir = folder / manifest["hydra_dir"] if manifest.get("hydra_dir") else None  # absolute stays absolute
     if hydra_dir is not None and hydra_dir.is_dir():
         with tempfile.TemporaryDirectory() as tmp:

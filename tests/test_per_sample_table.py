@@ -1,0 +1,146 @@
+"""The per-sample table a run logs: ``per_sample.json`` (MLflow's table view: no dot in a column name,
+the record's fields first, long texts trimmed) and ``per_sample_full.json`` (every record whole).
+
+A real run (``run(cfg)`` over a JSONL of canonical records, logged to a SQLite store) writes both;
+the tests read them back as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ragexp.compare import RunTable, compare_tables
+from ragexp.results import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys, status_column,
+                            table_frame, trim)
+
+LONG_QUERY = "Which city is the capital of France, " + "and which river crosses it on its way to the sea? " * 8
+LONG_ANSWER = "Paris, " + "the city on the Seine, " * 20
+CAPITAL_OF_FRANCE = {
+    "id": "q1", "query": LONG_QUERY, "answer": LONG_ANSWER, "reference_answers": ["Paris"],
+    "contexts": ["Paris is the capital of France.", "Lyon is a city on the Rhone."], "context_ids": ["p1", "p2"],
+    "gt_contexts": ["Paris is the capital of France.", "The Seine crosses Paris."], "gt_context_ids": ["p1", "p3"],
+}
+NOTHING_RETRIEVED = {
+    "id": "q2", "query": "Who wrote Hamlet?", "answer": "", "reference_answers": ["Shakespeare"],
+    "contexts": [], "context_ids": [], "gt_contexts": [], "gt_context_ids": [],
+}
+METRICS = "metric=[context_recall,exact_match]"
+
+
+def _read(path: Path) -> pd.DataFrame:
+    table = json.loads(path.read_text(encoding="utf-8"))
+    return pd.DataFrame(table["data"], columns=table["columns"])
+
+
+@pytest.fixture
+def logged(compose, tmp_path):
+    """One real run over the two records above; its results folder and MLflow run."""
+    from mlflow.tracking import MlflowClient
+
+    from ragexp.runner import run
+
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (CAPITAL_OF_FRANCE, NOTHING_RETRIEVED)))
+    summary = run(compose("dataset=records", f"dataset.path={path}", METRICS))
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    return Path(summary["results_folder"]), client, summary
+
+
+def test_table_columns_in_reading_order_without_dots(logged):
+    folder, _, _ = logged
+    table = _read(folder / "per_sample.json")
+    fields = ["id", "query", "answer", "reference_answers", "context_ids", "gt_context_ids", "contexts", "gt_contexts"]
+    assert list(table.columns[:len(fields)]) == fields
+    metric_part = [c for c in table.columns if c.startswith(("context_recall", "exact_match"))]
+    assert metric_part == ["context_recall", "context_recall/status", "context_recall/detail",
+                           "exact_match", "exact_match/status"]
+    assert not [c for c in table.columns if "." in c]  # MLflow's table view shows a dotted column blank
+
+
+def test_statuses_and_values_are_in_the_table(logged):
+    folder, _, _ = logged
+    table = _read(folder / "per_sample.json").set_index("id")
+    assert table.loc["q1", status_column("context_recall")] == "ok"
+    assert table.loc["q1", "context_recall"] == 1 / 2  # p1 of {p1, p3} retrieved
+    assert table.loc["q2", status_column("context_recall")] == "undefined"  # no ground truth: no value
+    assert table.loc["q2", detail_column("context_recall")]  # and the reason is said
+    assert list(table[status_column("exact_match")]) == ["ok", "ok"]
+    assert list(table["exact_match"]) == [0, 0]  # the long answer is not "Paris"; the empty one is a miss
+
+
+def test_long_texts_trimmed_with_an_ellipsis_lists_as_one_cell(logged):
+    folder, _, _ = logged
+    table = _read(folder / "per_sample.json").set_index("id")
+    query = table.loc["q1", "query"]
+    assert len(LONG_QUERY) > TRIM_CHARS and len(query) <= TRIM_CHARS and query.endswith(ELLIPSIS)
+    assert LONG_QUERY.startswith(query[:-1])
+    assert table.loc["q1", "answer"].endswith(ELLIPSIS) and len(table.loc["q1", "answer"]) <= TRIM_CHARS
+    assert table.loc["q2", "query"] == "Who wrote Hamlet?"  # short text untouched
+    assert table.loc["q1", "context_ids"] == "p1, p2" and table.loc["q1", "gt_context_ids"] == "p1, p3"
+    assert table.loc["q1", "contexts"] == "[1] Paris is the capital of France. [2] Lyon is a city on the Rhone."
+    assert table.loc["q2", "context_ids"] == ""  # nothing retrieved: an empty cell, not a missing one
+
+
+def test_full_artifact_holds_every_record_whole(logged):
+    folder, _, _ = logged
+    full = _read(folder / "per_sample_full.json").set_index("id")
+    for record in (CAPITAL_OF_FRANCE, NOTHING_RETRIEVED):
+        for field, value in record.items():
+            if field != "id":
+                assert full.loc[record["id"], field] == value, field
+    # the table is exactly the full frame trimmed: same columns, same numbers and statuses
+    table = _read(folder / "per_sample.json")
+    assert list(table.columns) == list(full.reset_index().columns)
+    assert table.to_json(orient="split") == table_frame(full.reset_index()).to_json(orient="split")
+
+
+def test_the_api_frame_is_the_full_artifact(logged, tmp_path):
+    import ragexp
+
+    folder, _, _ = logged
+    records = pd.DataFrame([CAPITAL_OF_FRANCE, NOTHING_RETRIEVED])
+    result = ragexp.evaluate(records, overrides=[METRICS], log=False)
+    full = _read(folder / "per_sample_full.json")
+    assert list(result.per_sample.columns) == list(full.columns)
+    assert result.per_sample["contexts"].tolist() == full["contexts"].tolist()
+
+
+def test_logged_run_has_both_tables_and_its_pictures(logged):
+    folder, client, summary = logged
+    run_id = summary["run_id"]
+    names = {a.path for a in client.list_artifacts(run_id)}
+    assert {"per_sample.json", "per_sample_full.json", "metrics.png", "histograms.png"} <= names
+    tag = json.loads(client.get_run(run_id).data.tags["mlflow.loggedArtifacts"])
+    assert tag == [{"path": "per_sample.json", "type": "table"}]  # only the trimmed one is the UI's table
+
+
+def test_plots_can_be_switched_off(compose, tmp_path):
+    from ragexp.runner import run
+
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(CAPITAL_OF_FRANCE) + "\n")
+    summary = run(compose("dataset=records", f"dataset.path={path}", METRICS, "tracking.plots=false"))
+    folder = Path(summary["results_folder"])
+    assert (folder / "per_sample_full.json").is_file() and not list(folder.glob("*.png"))
+
+
+def test_trim_cuts_at_the_width_and_says_so():
+    assert trim("x" * TRIM_CHARS) == "x" * TRIM_CHARS
+    assert trim("x" * (TRIM_CHARS + 1)) == "x" * (TRIM_CHARS - 1) + ELLIPSIS
+    assert trim(0.5) == 0.5 and trim(None) is None
+
+
+def test_old_runs_with_dotted_columns_still_compare():
+    old = ["id", "query", "answer", "mrr", "mrr.status", "mrr.detail", "note.status"]
+    assert current_columns(old) == ["id", "query", "answer", "mrr", "mrr/status", "mrr/detail", "note.status"]
+    rows_b = [[str(i), f"q{i}", "a", float(i % 2), "ok", None, "x"] for i in range(20)]
+    rows_c = [[str(i), f"q{i}", "a", 1.0, "ok", None, "x"] for i in range(20)]
+    new = current_columns(old)
+    assert metric_keys(new) == ["mrr"]
+    out = compare_tables(RunTable("old", new, rows_b), RunTable("new", new, rows_c), resamples=500)
+    assert out["metrics"]["mrr"]["n"] == 20
+    assert out["metrics"]["mrr"]["diff"] == pytest.approx(1 - 10 / 20)
