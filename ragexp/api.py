@@ -155,7 +155,7 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     if path is not None:
         settings["dataset.path"] = path
     if in_memory is not None:
-        settings["dataset.name"] = "dataframe" if hasattr(in_memory, "columns") else "records"
+        settings["dataset.name"] = "dataframe" if hasattr(in_memory, "columns") else "rows"  # not 'records': an option
     if columns is not None:
         if dataset_option != "mapped":
             raise ConfigError(f"columns= maps the columns of a DataFrame, a list of dicts or a file; dataset "
