@@ -116,9 +116,11 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     ``log=True`` saves the results folder and logs an MLflow run to the configured store (as the
     CLI does), ``log="<tracking uri>"`` logs there, ``log=False`` writes nothing (the judge's and
     the pipeline's caches under ``.ragexp_cache/`` excepted; ``judge.cache=false`` turns the first off).
+    When every judge metric failed on every sample, :class:`~ragexp.errors.JudgeFailed` is raised
+    with the result (each sample's status and reason) as its ``.result``.
     """
     from .confdir import conf_dir
-    from .errors import ConfigError
+    from .errors import ConfigError, JudgeFailed
     from .runner import execute
 
     options = dict(options)
@@ -181,7 +183,12 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
         dataset = load_in_memory(in_memory, columns=_plain(ds.get("columns")),
                                  json_fields=_plain(ds.get("json_fields", "auto")), name=ds.get("name") or "dataframe",
                                  limit=ds.get("limit"), label=ds.get("label"))
-    outcome = execute(cfg, dataset=dataset, save=log is not False, show=False)
+    try:
+        outcome = execute(cfg, dataset=dataset, save=log is not False, show=False)
+    except JudgeFailed as exc:  # every judge metric failed: the reasons, sample by sample, go with the error
+        if getattr(exc, "outcome", None) is not None:
+            exc.result = _result(exc.outcome, container)
+        raise
     return _result(outcome, container)
 
 

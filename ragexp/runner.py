@@ -252,7 +252,7 @@ def judge_failed_step(plan: Plan, scored: Scored, folder: Path | None, outcome: 
 
     failed = judge_failed({s.key: scored.scores[s.key] for s in plan.judge_specs})
     if failed:
-        where = f"{folder}/per_sample.json" if folder is not None else "the per-sample table (the exception's .outcome)"
+        where = f"{folder}/per_sample.json" if folder is not None else "the exception's .result.per_sample"
         exc = JudgeFailed(f"{failed}. Each sample's reason is in {where}; nothing was logged")
         exc.outcome = outcome
         raise exc

@@ -256,3 +256,18 @@ def test_readme_python_api_examples_run_as_written(tmp_path, monkeypatch):
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
     assert runner.failures == 0, f"{runner.failures} README example(s) failed (see the output above)"
+
+
+def test_a_judge_that_fails_every_sample_raises_with_each_samples_reason(data_dir):
+    from judge_server import Reply
+
+    from ragexp.errors import JudgeFailed
+
+    with JudgeServer(script=lambda r: Reply(status=400, text="this model cannot do that")) as server:
+        with pytest.raises(JudgeFailed) as failed:
+            _judge_call(server, data_dir, "judge.cache=false")
+    assert "the exception's .result.per_sample" in str(failed.value) and len(str(failed.value).splitlines()) == 1
+    table = failed.value.result.per_sample
+    assert len(table) == 8 and failed.value.result.run_id is None
+    assert failed.value.result.summary["status_counts"]["answer_similarity"] == {"api_error": 8}
+    assert table["answer_similarity"].isna().all()  # no silent 0
