@@ -38,7 +38,7 @@ _PREPARED: dict[tuple[tuple[str, ...], str], tuple[Any, dict[str, Any]]] = {}
 _COMPOSE_LOCK = threading.Lock()
 
 
-@dataclass
+@dataclass(eq=False)  # DataFrames inside: equality would be ambiguous
 class EvaluationResult:
     """What :func:`evaluate` returns.
 
@@ -330,7 +330,7 @@ def _plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
 
 
-@dataclass
+@dataclass(eq=False)
 class ComparisonResult:
     """What :func:`compare_results` returns: ``metrics`` (one row per metric key: both means, ``diff`` =
     candidate − baseline with its paired CI, ``p_holm``, ``verdict``, better/ties/worse, ``n`` =
