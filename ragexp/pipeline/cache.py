@@ -10,6 +10,10 @@ jobs of a sweep — in one process or in parallel joblib workers — share it:
   hold it, so parallel jobs build each index once while the others wait and then load it;
 - every build appends a line to ``<root>/builds.log``.
 
+A relative ``root`` is relative to the launch directory (Hydra's ``runtime.cwd``), not to the
+process's working directory, so jobs that run elsewhere — with ``hydra.job.chdir=true``, or as
+Ray tasks — still share one cache.
+
     >>> import tempfile
     >>> cache = IndexCache(tempfile.mkdtemp())
     >>> calls = []
@@ -47,7 +51,10 @@ class IndexCache:
     """Directory-per-index cache with atomic publication and a build lock."""
 
     def __init__(self, root: str | os.PathLike[str], lock_timeout: float = 3600.0):
-        self.root = Path(root).expanduser()
+        from ..tracking.store import launch_dir
+
+        root = Path(root).expanduser()
+        self.root = root if root.is_absolute() else launch_dir() / root
         self.lock_timeout = lock_timeout
 
     def path_for(self, kind: str, parts: dict[str, Any]) -> Path:
