@@ -8,8 +8,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import hydra
-from omegaconf import DictConfig, OmegaConf
+#: Hydra's flags that print something instead of running
+_NO_RUN_FLAGS = ("--help", "-h", "--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc")
+
+
+def _will_log(argv: list[str]) -> bool:
+    """Whether this command runs evaluations that log to MLflow (not --cfg, --info, tracking.enabled=false)."""
+    if any(a in _NO_RUN_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv):
+        return False
+    return not any(a.replace(" ", "").lower() in ("tracking.enabled=false", "tracking=null", "~tracking")
+                   for a in argv)
+
+
+if __name__ == "__main__" and _will_log(sys.argv[1:]):  # first, before Hydra's import: the most overlap
+    from .tracking.background import prestart
+
+    prestart()  # MLflow is imported in a helper process while this one composes the config and computes
+
+import hydra  # noqa: E402 - after the helper's start
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from .confdir import conf_dir
 from .errors import RagexpError, Terminated

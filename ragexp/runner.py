@@ -300,7 +300,8 @@ def check_store_step(tracking: dict[str, Any]) -> None:
     runs left RUNNING by dead processes of this host are closed FAILED (one line says so)."""
     if not tracking.get("enabled", True):
         return
-    from .tracking.store import check_store, configure_http, resolve_uri
+    from .tracking.background import check_store  # MLflow's half in the helper process, if one runs
+    from .tracking.store import configure_http, resolve_uri
 
     configure_http(tracking)  # tracking.http_timeout_s / http_max_retries, for this job's MLflow calls
     check_store(resolve_uri(tracking.get("uri")), tracking.get("experiment") or "ragexp")
@@ -310,7 +311,7 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any]) ->
     """Log the saved results folder to MLflow and say where; a failure says how to log it later."""
     if not tracking.get("enabled", True):
         return
-    from .tracking.log import log_run
+    from .tracking.background import log_run  # by the helper process, if one runs; returns once logged
     from .tracking.store import ui_command
 
     run_id, uri = log_run(folder)

@@ -362,19 +362,31 @@ def check_store(uri: str, experiment: str) -> tuple[Any, str]:
 
     Also closes the runs of this host whose process is gone (:func:`fail_orphaned_runs`) and says so.
     """
-    from ..errors import TrackingError
-
     _check_shape(uri)
     with bounded_http():
         _check_reachable(uri)
-        client = open_client(uri)
-        try:
-            with creation_lock(uri):
-                exp_id = get_or_create_experiment(client, experiment, uri)
-        except Exception as exc:  # noqa: BLE001
-            raise TrackingError(f"tracking store {uri}: cannot read or create experiment '{experiment}': "
-                                f"{first_line(exc)}") from None
-        closed = fail_orphaned_runs(client)
+        client, exp_id, closed = open_store(uri, experiment)
+    say_closed(closed)
+    return client, exp_id
+
+
+def open_store(uri: str, experiment: str) -> tuple[Any, str, list[tuple[str, int]]]:
+    """The MLflow half of :func:`check_store`: the client, the experiment's id (created if needed) and
+    the orphaned runs it closed FAILED. Call it under :func:`bounded_http`."""
+    from ..errors import TrackingError
+
+    client = open_client(uri)
+    try:
+        with creation_lock(uri):
+            exp_id = get_or_create_experiment(client, experiment, uri)
+    except Exception as exc:  # noqa: BLE001
+        raise TrackingError(f"tracking store {uri}: cannot read or create experiment '{experiment}': "
+                            f"{first_line(exc)}") from None
+    return client, exp_id, fail_orphaned_runs(client)
+
+
+def say_closed(closed: list[tuple[str, int]]) -> None:
+    """One line on stderr naming the orphaned runs :func:`fail_orphaned_runs` closed, if any."""
     if closed:
         import sys
 
@@ -382,7 +394,76 @@ def check_store(uri: str, experiment: str) -> tuple[Any, str]:
         print(f"ragexp: marked {len(closed)} run(s) FAILED that were left RUNNING by processes now gone "
               f"(pid {', '.join(map(str, pids))} on {socket.gethostname()}): {', '.join(r for r, _ in closed)}",
               file=sys.stderr)
-    return client, exp_id
+
+
+def check_store_cheaply(uri: str) -> None:
+    """The checks of :func:`check_store` that need no MLflow: scheme, folder and file writable (SQLite),
+    server reachable (HTTP). One line (a TrackingError) if the store cannot take runs."""
+    _check_shape(uri)
+    with bounded_http():
+        _check_reachable(uri)
+
+
+def vouched(uri: str, experiment: str) -> bool:
+    """Whether the standard library alone can tell that MLflow will open ``uri`` and log into
+    ``experiment`` (after :func:`check_store_cheaply`): a SQLite file that is new, empty, or an MLflow
+    store whose schema revision this MLflow knows, with the experiment absent or active; a server that
+    answers MLflow's experiment API. False means only MLflow can tell (ask it before any work)."""
+    db = sqlite_path(uri)
+    if db is not None:
+        return _sqlite_vouched(db, experiment)
+    if uri.startswith(("http://", "https://")):
+        return _server_vouched(uri, experiment)
+    return False
+
+
+def _sqlite_vouched(db: Path, experiment: str) -> bool:
+    import importlib.util
+    import sqlite3
+
+    if not db.exists() or db.stat().st_size == 0:
+        return True  # MLflow creates the schema
+    spec = importlib.util.find_spec("mlflow")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    versions = Path(list(spec.submodule_search_locations)[0]) / "store" / "db_migrations" / "versions"
+    try:
+        con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
+        try:
+            revisions = [r[0] for r in con.execute("SELECT version_num FROM alembic_version")]
+            stages = [r[0] for r in con.execute("SELECT lifecycle_stage FROM experiments WHERE name = ?",
+                                                (experiment,))]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    known = len(revisions) == 1 and any(versions.glob(f"{revisions[0]}_*.py"))
+    return known and all(stage == "active" for stage in stages)
+
+
+def _server_vouched(uri: str, experiment: str) -> bool:
+    import json
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    if any(os.environ.get(k) for k in ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME",
+                                       "MLFLOW_TRACKING_CLIENT_CERT_PATH", "MLFLOW_TRACKING_AUTH")):
+        return False  # the request below would not carry the credentials MLflow sends
+    url = (uri.rstrip("/") + "/api/2.0/mlflow/experiments/get-by-name?"
+           + urllib.parse.urlencode({"experiment_name": experiment}))
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            found = json.loads(resp.read() or b"{}")
+        return found.get("experiment", {}).get("lifecycle_stage") == "active"
+    except urllib.error.HTTPError as exc:
+        try:
+            body = json.loads(exc.read() or b"{}")
+        except ValueError:
+            return False
+        return exc.code == 404 and body.get("error_code") == "RESOURCE_DOES_NOT_EXIST"
+    except (OSError, ValueError):
+        return False
 
 
 def _start_time(pid: int) -> str | None:
