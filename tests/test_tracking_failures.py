@@ -134,7 +134,11 @@ def _comparable(client, run, dst: Path) -> dict:
     files = {}
     for p in sorted(local.rglob("*")):
         if p.is_file():
-            text = p.read_text()
+            try:
+                text = p.read_text()
+            except UnicodeDecodeError:  # a plot: compared byte for byte
+                files[str(p.relative_to(local))] = p.read_bytes()
+                continue
             if p.name == "summary.json":
                 data = json.loads(text)
                 data.pop("seconds"), data.pop("results_folder", None)
