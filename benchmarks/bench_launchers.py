@@ -27,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # tests/services.py: PostgreSQL and an mlflow server on it
+DATA = Path(os.environ.get("RAGEXP_DATA_DIR", ROOT.parent / "shared" / "data")).resolve()
 
 SWEEP = ["dataset=squad2", "retriever=bm25", "retriever.top_k=1,3,5,10", "retriever.k1=0.9,1.2,1.5",
          "metric=retrieval", "progress=false"]
@@ -44,7 +45,7 @@ def sweep(where: Path, extra: list[str], uri: str, cache: Path, limit: int, expe
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1",
            "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    cmd = [sys.executable, "-m", "ragexp", "-m", *SWEEP, *extra, f"dataset.limit={limit}",
+    cmd = [sys.executable, "-m", "ragexp", "-m", *SWEEP, *extra, f"data_dir={DATA}", f"dataset.limit={limit}",
            f"pipeline.cache_dir={cache}", f"tracking.uri={uri}", f"tracking.experiment={experiment}"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=where, env=env, capture_output=True, text=True, timeout=3600)

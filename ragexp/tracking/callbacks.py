@@ -4,6 +4,9 @@
 leaves its id in the sweep folder and the environment; every job — in this process with the
 basic launcher, in worker processes with joblib — nests its run under it. ``on_multirun_end``
 logs a comparison table of the children (``sweep_results.json``) on the parent and closes it.
+A job that fails — it raised, exited, or its process was killed — is a FAILED child run with its
+reason (``on_job_end``, :mod:`ragexp.tracking.jobs`); the parent counts them (``ragexp.jobs_failed``)
+and ends FAILED, also when Hydra stops at the sweep's end because of them (then at exit).
 Creating the parent first also creates the SQLite schema once, so parallel jobs never race
 on it.
 """
@@ -150,7 +153,7 @@ class ParentRunCallback(Callback):
             return
         from .jobs import failure_reason, record_failed_job
 
-        reason = failure_reason(job_return._return_value)
+        reason = failure_reason(job_return._return_value)  # the exception (``return_value`` would raise it)
         where = scrub(" ".join(str(o) for o in config.hydra.overrides.task)) or f"#{config.hydra.job.num}"
         try:
             run_id = record_failed_job(config, reason)
