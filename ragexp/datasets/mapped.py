@@ -16,6 +16,9 @@ cell is absent; see :func:`ragexp.datasets.base.read_delimited`), so list and ma
 a list of field names decodes exactly those (and a cell that is not valid JSON is an error);
 ``json_fields: []`` decodes nothing. ``format`` overrides the format the suffix implies.
 An error's ``row`` is the line of a JSONL file, else the item or data row (header not counted).
+
+:func:`load_in_memory` applies the same mapping and checks to a DataFrame or a list of dicts
+(``ragexp.evaluate``), so a bad row is the same one-line error with ``DataFrame`` for the path.
 """
 
 from __future__ import annotations
