@@ -286,40 +286,55 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
 
 
 def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str, Any]) -> None:
-    """Params, metrics, artifacts and the dataset input of a saved folder, onto an open run."""
+    """Params, metrics, artifacts and the dataset input of a saved folder, onto an open run.
+
+    In as few store calls as MLflow allows: params, metrics and the table's tag share ``log_batch``
+    calls (at most 100 params, 100 tags and 1,000 entries in all per call), and every artifact goes in
+    one ``log_artifacts`` of a folder laid out as the run's artifacts (links to the saved files, the
+    redacted ``.hydra/``); each call is a transaction (SQLite) or a request (a server)."""
     import time
 
-    from mlflow.entities import Metric, Param
+    from mlflow.entities import Metric, Param, RunTag
 
-    params = [Param(k, v) for k, v in manifest["params"].items()]
-    for i in range(0, len(params), 100):
-        retrying(client.log_batch, run_id, params=params[i:i + 100])
-    now = int(time.time() * 1000)
-    entries = [Metric(k, v, now, 0) for k, v in manifest["metrics"].items()]
-    for i in range(0, len(entries), 500):
-        retrying(client.log_batch, run_id, metrics=entries[i:i + 500])
-    # per_sample.json as an MLflow table: the file as client.log_table writes it, and its tag
-    retrying(client.log_artifact, run_id, str(folder / TABLE_FILE))
-    retrying(client.set_tag, run_id, "mlflow.loggedArtifacts", json.dumps([{"path": TABLE_FILE, "type": "table"}]))
-    retrying(client.log_artifact, run_id, str(folder / CONFIG_FILE))
-    retrying(client.log_artifact, run_id, str(folder / SUMMARY_FILE))
     from ..plots import RUN_PLOT_FILES
     from ..results import FULL_TABLE_FILE
 
-    for name in (FULL_TABLE_FILE, *RUN_PLOT_FILES):  # the whole records; the run's pictures when drawn
-        if (folder / name).is_file():
-            retrying(client.log_artifact, run_id, str(folder / name))
+    params = [Param(k, v) for k, v in manifest["params"].items()]
+    now = int(time.time() * 1000)
+    metrics = [Metric(k, v, now, 0) for k, v in manifest["metrics"].items()]
+    # per_sample.json as an MLflow table: the file as client.log_table writes it, and its tag
+    tags = [RunTag("mlflow.loggedArtifacts", json.dumps([{"path": TABLE_FILE, "type": "table"}]))]
+    while params or metrics or tags:
+        batch_params, params = params[:100], params[100:]
+        batch_tags, tags = tags[:100], tags[100:]
+        room = 1000 - len(batch_params) - len(batch_tags)
+        batch_metrics, metrics = metrics[:room], metrics[room:]
+        retrying(client.log_batch, run_id, metrics=batch_metrics, params=batch_params, tags=batch_tags)
+    names = (TABLE_FILE, CONFIG_FILE, SUMMARY_FILE, FULL_TABLE_FILE, *RUN_PLOT_FILES)  # the pictures when drawn
     hydra_dir = folder / manifest["hydra_dir"] if manifest.get("hydra_dir") else None  # absolute stays absolute
-    if hydra_dir is not None and hydra_dir.is_dir():
-        with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            if name in (TABLE_FILE, CONFIG_FILE, SUMMARY_FILE) or (folder / name).is_file():
+                _link_or_copy(folder / name, Path(tmp) / name)
+        if hydra_dir is not None and hydra_dir.is_dir():
             _redacted_hydra_dir(hydra_dir, Path(tmp) / ".hydra")
-            retrying(client.log_artifacts, run_id, str(Path(tmp) / ".hydra"), ".hydra")
+        retrying(client.log_artifacts, run_id, tmp)
     if manifest.get("dataset"):
         from mlflow.entities import Dataset, DatasetInput, InputTag
 
         entity = Dataset(**_dataset_input(folder, manifest["dataset"]))
         retrying(client.log_inputs, run_id,
                  datasets=[DatasetInput(entity, tags=[InputTag("mlflow.data.context", "eval")])])
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """``dst`` as a hard link to ``src`` (no copy of a large table), else a copy."""
+    import shutil
+
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
 
 
 def interrupt_reason(exc: BaseException) -> str:
