@@ -247,3 +247,38 @@ def test_jobs_that_change_directory_still_share_the_launch_directorys_index_cach
             cwd=tmp_path)
     assert len(_builds(tmp_path / "cache" / "index")) == 1
     assert not list((tmp_path / "multirun").glob("*/*/*/cache"))
+
+
+def test_with_joblib_a_killed_worker_stops_the_launcher_and_the_parent_says_what_failed_and_never_ran(tmp_path):
+    """loky raises when a worker is killed (and ends the others): the jobs that had started are FAILED
+    runs, the parent says how many of the sweep's 4 jobs never started, the exit status is not 0."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = run_cli(*_flaky_sweep("1,2,3,4", fail=-1, kill=2), "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                   f"tracking.uri={uri}", cwd=tmp_path, env=_flaky(tmp_path), check=False)
+    assert proc.returncode != 0
+    _, parent, children = _sweep(uri)
+    runs = _jobs(tmp_path)
+    assert runs[2].info.status == "FAILED"
+    assert runs[2].data.tags["ragexp.failure_reason"].startswith("its process ended before the job finished")
+    assert all(r.info.status in ("FAILED", "FINISHED") for r in children)  # nothing left RUNNING
+    never = 4 - len(children)
+    assert parent.info.status == "FAILED"
+    assert parent.data.metrics["sweep/jobs_planned"] == 4
+    assert parent.data.tags["ragexp.jobs_failed"] == str(sum(r.info.status == "FAILED" for r in children))
+    if never:
+        assert f"{never} of 4 jobs never started" in parent.data.tags["ragexp.failure_reason"]
+
+
+def test_the_planned_number_of_jobs_counts_the_command_line_and_the_sweepers_params(compose):
+    from ragexp.tracking.jobs import sweep_size
+
+    from omegaconf import open_dict
+
+    cfg = compose(return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.sweeper.params = {"retriever.top_k": "1,3,5"}  # as an experiment's YAML sweeps
+        cfg.hydra.overrides.task = ["retriever=bm25,dense", "dataset.system=strong"]
+    assert sweep_size(cfg) == 3 * 2 * 1
+    with open_dict(cfg):
+        cfg.hydra.sweeper._target_ = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
+    assert sweep_size(cfg) is None

@@ -109,8 +109,8 @@ class ParentRunCallback(Callback):
     def _finish(self, config: DictConfig, stopped: str | None = None) -> int:
         """Close the parent: killed jobs recorded FAILED, the children's table, how many jobs failed
         (tag ``ragexp.jobs_failed``, metric ``sweep/jobs_failed``), the leaderboard; FAILED with the
-        reason when a job failed or the sweep stopped early. Returns the number of failed jobs."""
-        from .jobs import JOBS_FAILED_METRIC, JOBS_FAILED_TAG, record_unreported
+        reason when a job failed or the sweep stopped early. Returns how many jobs failed or never ran."""
+        from .jobs import JOBS_FAILED_METRIC, JOBS_FAILED_TAG, record_unreported, sweep_size
 
         with bounded_http():  # a server gone at the sweep's end fails in seconds, not minutes
             client = open_client(self.uri)
@@ -125,24 +125,33 @@ class ParentRunCallback(Callback):
                      **{f"param.{k}": v for k, v in c.data.params.items() if k in _overridden(config)},
                      **c.data.metrics} for c in children]
             failed = [c for c in children if c.info.status == "FAILED"]
+            planned = sweep_size(config)
+            unstarted = max(0, (planned or 0) - len(children))  # the launcher stopped before they ran
             retrying(client.log_dict, self.run_id, redact({"children": rows}), "sweep_results.json")
             retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
             retrying(client.log_metric, self.run_id, JOBS_FAILED_METRIC, float(len(failed)))
             retrying(client.set_tag, self.run_id, JOBS_FAILED_TAG, str(len(failed)))
             _leaderboard(client, self.run_id, children, config)
-            if failed or stopped:
+            if planned is not None:
+                retrying(client.log_metric, self.run_id, "sweep/jobs_planned", float(planned))
+            if failed or stopped or unstarted:
                 said = "; ".join(f"{c.info.run_name}: {c.data.tags.get(FAILURE_TAG, '?')}" for c in failed[:3])
                 more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
-                reason = (f"{len(failed)} of {len(children)} jobs failed: {said}{more}" if failed else stopped)
+                total = planned or len(children)
+                reason = (f"{len(failed)} of {total} jobs failed: {said}{more}" if failed
+                          else stopped or "the sweep stopped early")
+                if unstarted:
+                    reason += f"; {unstarted} of {total} jobs never started (the launcher stopped)"
                 retrying(client.set_tag, self.run_id, FAILURE_TAG, scrub(str(reason))[:4000])
                 retrying(client.set_terminated, self.run_id, "FAILED")
             else:
                 retrying(client.set_terminated, self.run_id, "FINISHED")
         where = scrub(self.uri) if str(self.uri).startswith("http") else ui_command(str(self.uri))
         gone = f" ({len(failed)} FAILED, each with its reason in {FAILURE_TAG})" if failed else ""
+        gone += f"; {unstarted} of {planned} jobs never started" if unstarted else ""
         print(f"[ragexp] sweep parent run {self.run_id} holds {len(rows)} child runs{gone}; compare them with: "
-              f"{where}", file=sys.stderr if failed else sys.stdout)
-        return len(failed)
+              f"{where}", file=sys.stderr if failed or unstarted else sys.stdout)
+        return len(failed) + unstarted
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         """A job of the sweep that failed (in whatever process ran it) becomes a FAILED child run with the

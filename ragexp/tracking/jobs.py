@@ -143,3 +143,22 @@ def _job_overrides(folder: Path) -> list[str]:
         return [str(o) for o in (yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text()) or [])]
     except (OSError, ValueError, yaml.YAMLError):
         return []
+
+
+def sweep_size(config: Any) -> int | None:
+    """How many jobs the sweep launches (Hydra's basic sweeper: the product of the swept values, from
+    ``hydra.sweeper.params`` and the command line); None for another sweeper (Optuna decides as it goes)."""
+    from omegaconf import OmegaConf
+
+    if not str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".BasicSweeper"):
+        return None
+    try:
+        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
+        args = [f"{k}={v}" for k, v in params.items()] + [str(o) for o in config.hydra.overrides.task]
+        batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)
+        return sum(len(b) for b in batches)
+    except Exception:  # noqa: BLE001 - Hydra's internals moved: say nothing rather than something wrong
+        return None
