@@ -1,0 +1,79 @@
+"""The pictures a run and a sweep carry: which metrics lead them, and that each PNG is drawn.
+
+Every picture made here was also looked at (README "Comparing runs in the MLflow UI" shows them);
+these tests pin the choices and that a figure is a real, readable PNG whatever its input.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from ragexp.plots import HEADLINE_MAX, heatmap, headline_metrics, histograms, metric_bars, run_plots
+from ragexp.results import status_column
+
+
+def _png_size(path) -> tuple[int, int]:
+    import matplotlib.image as mpimg
+
+    image = mpimg.imread(path)
+    return image.shape[1], image.shape[0]
+
+
+def test_headline_leads_with_the_primary_then_one_key_per_metric():
+    keys = ["token_f1", "hit_rate/k1", "hit_rate/k3", "mrr/k1", "avg_latency", "bleu"]
+    assert headline_metrics(keys, primary="mrr/k1") == ["mrr/k1", "token_f1", "hit_rate/k1", "bleu", "hit_rate/k3"]
+    assert headline_metrics(keys, primary="mrr/k1", limit=3) == ["mrr/k1", "token_f1", "hit_rate/k1"]
+    assert headline_metrics(keys, objective="bleu")[0] == "bleu"
+    assert "avg_latency" not in headline_metrics(keys)  # a latency is not a score
+    assert headline_metrics(keys, primary="not_run")[0] == "token_f1"  # a primary the run lacks is passed over
+
+
+def test_headline_is_at_most_the_limit():
+    keys = [f"metric{i}" for i in range(20)]  # unknown keys are taken as [0, 1] scores
+    assert len(headline_metrics(keys)) == HEADLINE_MAX
+
+
+def _run(n: int = 12):
+    values = [i / (n - 1) for i in range(n)]
+    frame = pd.DataFrame({"id": [f"q{i}" for i in range(n)], "token_f1": values,
+                          status_column("token_f1"): ["ok"] * (n - 1) + ["undefined"],
+                          "bleu": [100 * v for v in values], status_column("bleu"): ["ok"] * n})
+    frame.loc[n - 1, "token_f1"] = None
+    mean = sum(values[:-1]) / (n - 1)
+    summary = {"dataset": "toy", "n_samples": n, "metrics": {"token_f1": mean, "bleu": 50.0},
+               "intervals": {"token_f1": {"mean": mean, "ci_low": mean - 0.1, "ci_high": mean + 0.1, "n": n - 1},
+                             "bleu": {"mean": 50.0, "ci_low": 40.0, "ci_high": 60.0, "n": n}},
+               "stats": {"confidence": 0.95, "primary": None}}
+    return frame, summary
+
+
+def test_a_run_gets_its_bar_chart_and_histograms(tmp_path):
+    frame, summary = _run()
+    made = run_plots(tmp_path, frame, summary)
+    assert [p.name for p in made] == ["metrics.png", "histograms.png"]
+    for p in made:
+        width, height = _png_size(p)
+        assert width > 500 and height > 150, (p.name, width, height)
+
+
+def test_nothing_to_draw_draws_nothing(tmp_path):
+    assert metric_bars({}, [], [], "t", tmp_path / "m.png") is None
+    assert histograms(pd.DataFrame({"id": ["a"]}), ["token_f1"], "t", tmp_path / "h.png") is None
+    assert heatmap([], ["token_f1"], "t", tmp_path / "x.png") is None
+    assert not list(tmp_path.iterdir())
+
+
+def test_heatmap_with_a_failed_child_and_unequal_counts(tmp_path):
+    rows = [("retriever=bm25", {"mrr/k1": {"mean": 0.8, "n": 50}, "avg_latency": {"mean": 0.01, "n": 50}}),
+            ("retriever=dense", {"mrr/k1": {"mean": 0.9, "n": 45}, "avg_latency": {"mean": 0.2, "n": 50}}),
+            ("retriever=hybrid", None)]  # a child that failed before logging: a blank row, not a gap
+    path = heatmap(rows, ["mrr/k1", "avg_latency"], "Sweep of 3 runs", tmp_path / "heatmap.png")
+    width, height = _png_size(path)
+    assert width > 400 and height > 150
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_tiny_runs_still_draw(tmp_path, n):
+    frame, summary = _run(n + 1)
+    assert len(run_plots(tmp_path, frame, summary)) == 2
