@@ -209,3 +209,23 @@ def test_an_unreachable_cache_server_is_one_line_before_any_work(tmp_path, data_
     assert errors[0].startswith("ragexp: error: judge cache postgresql://***@127.0.0.1:")
     assert "Connection refused" in errors[0] and errors[0].endswith("or set judge.cache=false")
     assert "hunter2pw" not in proc.stderr + proc.stdout
+
+
+def test_the_cache_server_stopped_mid_run_is_one_line_and_the_replies_stored_stay(tmp_path, data_dir):
+    from services import Postgres
+
+    from test_tracking_failures import Gate
+
+    with Postgres() as pg:  # a server of its own: this test stops it
+        url = pg.uri
+        gate = Gate()
+        with JudgeServer(script=gate) as server:
+            proc = _popen(_judge_run(data_dir, server.url, url, tmp_path, "x"), tmp_path)
+            assert gate.arrived.wait(timeout=300), "the run never reached the judge"
+            pg.stop()  # the cache's PostgreSQL goes away while the judge is asked
+            gate.open()
+            out, err = proc.communicate(timeout=300)
+    errors = [ln for ln in err.splitlines() if ln.startswith("ragexp: error:")]
+    assert proc.returncode == 2 and "Traceback" not in err, err[-3000:]
+    assert len(errors) == 1 and errors[0].startswith(f"ragexp: error: judge cache {url.replace('ragexp@', '***@')} (table {PG_TABLE}) "
+                                                     "stopped taking replies"), errors

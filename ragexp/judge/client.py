@@ -20,7 +20,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from ..errors import ConfigError, CredentialsError
 from .cache import JudgeCache, cache_key
@@ -226,10 +226,19 @@ class JudgeClient:
             self.cache.put(key, model=self.s.model, text=reply.text, finish_reason=reply.finish_reason,
                            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, cost_usd=reply.cost_usd)
         except CACHE_ERRORS as exc:  # it was writable at the start (build_judge checks): a full disk, a lost file…
-            self.fatal = self.fatal or ConfigError(
-                f"judge cache {self.cache.path} stopped taking replies ({type(exc).__name__}: {exc}); "
-                "set judge.cache_path=<a writable file> or judge.cache=false")
-            raise self.fatal from None
+            self._cache_failed(exc)
+
+    def _cache_failed(self, exc: BaseException) -> NoReturn:
+        """The cache stopped answering mid-run (a full disk, a lost file, its PostgreSQL server gone): stop."""
+        from .cache import CacheError
+
+        if isinstance(exc, CacheError):  # the PostgreSQL backend: its message names the server, no credentials
+            fix = "every reply stored so far stays there: run again once it is back, or set judge.cache=false"
+        else:
+            fix = "set judge.cache_path=<a writable file> or judge.cache=false"
+        self.fatal = self.fatal or ConfigError(
+            f"judge cache {self.cache.path} stopped taking replies ({type(exc).__name__}: {exc}); {fix}")
+        raise self.fatal from None
 
     def _unreachable(self, exc: BaseException) -> None:
         """Count a failed connection; after a short run of them (no reply between) stop every request."""
@@ -258,7 +267,7 @@ class JudgeClient:
         hit = self._cached(key, check)
         if hit is not None:
             return hit
-        if not self.cache.try_claim(key):
+        if not self._try_claim(key):
             hit = await self._wait_for_claim(key, check)
             if hit is not None:
                 return hit
@@ -267,8 +276,21 @@ class JudgeClient:
         finally:
             self.cache.release(key)  # after the reply is stored: a waiting job finds it
 
+    def _try_claim(self, key: str) -> bool:
+        from .cache import CACHE_ERRORS
+
+        try:
+            return self.cache.try_claim(key)
+        except CACHE_ERRORS as exc:
+            self._cache_failed(exc)
+
     def _cached(self, key: str, check: Callable[[str], Any] | None) -> Completion | None:
-        hit = self.cache.get(key) if self.cache is not None else None
+        from .cache import CACHE_ERRORS
+
+        try:
+            hit = self.cache.get(key) if self.cache is not None else None
+        except CACHE_ERRORS as exc:
+            self._cache_failed(exc)
         if hit is not None and _usable(check, hit["text"]):
             self.usage.cache_hits += 1
             return Completion(hit["text"], hit["finish_reason"], hit["tokens_in"], hit["tokens_out"], 0.0, True)
@@ -283,7 +305,7 @@ class JudgeClient:
             hit = self._cached(key, check)
             if hit is not None:
                 return hit
-            if self.cache.try_claim(key):
+            if self._try_claim(key):
                 return None  # ours now; _complete looks once more (the reply may have landed just before)
         return None
 
