@@ -1,0 +1,57 @@
+"""What a run's pictures cost (``tracking.plots``), against writing its two per-sample tables.
+
+The demo (50 questions, the default suite: 44 metric keys) is evaluated once with
+``ragexp.evaluate(..., log=False)``; then, in this process, each step is timed (wall and CPU):
+writing ``per_sample.json`` (trimmed) and ``per_sample_full.json``; importing matplotlib; drawing
+``metrics.png`` + ``histograms.png`` the first time and again. The ratio to the tables is printed.
+
+    python benchmarks/bench_plots.py
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def timed(fn, *args, **kwargs):
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main() -> None:
+    import ragexp
+    from ragexp.plots import pyplot, run_plots
+    from ragexp.results import table_frame
+
+    result = ragexp.evaluate("demo", log=False)
+    full, summary = result.per_sample, result.summary
+    folder = Path(tempfile.mkdtemp(prefix="bench_plots_"))
+
+    def tables():
+        (folder / "per_sample_full.json").write_text(full.to_json(orient="split", index=False))
+        (folder / "per_sample.json").write_text(table_frame(full).to_json(orient="split", index=False))
+
+    _, base_wall, base_cpu = timed(tables)
+    _, imp_wall, imp_cpu = timed(pyplot)
+    _, first_wall, first_cpu = timed(run_plots, folder, full, summary)
+    _, again_wall, again_cpu = timed(run_plots, folder, full, summary)
+    load = os.getloadavg()[0]
+    print(f"demo: {len(full)} samples, {len(summary['metrics'])} metric keys; load average {load:.1f} "
+          f"on {os.cpu_count()} CPUs")
+    print(f"{'step':<34}{'wall s':>9}{'CPU s':>9}{'× tables (CPU)':>16}")
+    for name, wall, cpu in (("tables (baseline)", base_wall, base_cpu),
+                            ("import matplotlib (Agg)", imp_wall, imp_cpu),
+                            ("metrics.png + histograms.png", first_wall, first_cpu),
+                            ("the same, again", again_wall, again_cpu)):
+        print(f"{name:<34}{wall:>9.3f}{cpu:>9.3f}{cpu / base_cpu:>16.1f}")
+    print(f"tracking.plots=true adds {imp_cpu + first_cpu:.2f} s CPU to a run; tracking.plots=false skips it all")
+
+
+if __name__ == "__main__":
+    main()
