@@ -98,7 +98,7 @@ def part2_sweep(limit: int, quick: bool, keep: Path | None) -> None:
     built: set[tuple[str, str]] = set()
     building, loading = [], []
     for k in kids:  # jobs run in this order; a job builds the indexes no earlier job built
-        size, name = k.data.params["chunker.size"], k.data.params["retriever.name"]
+        size, name = k.data.params["chunker.size"], k.data.params["retriever"]
         need = {("bm25", size), ("dense", size)} if name == "hybrid" else {(name, size)}
         (building if need - built else loading).append(k.seconds)
         built |= need
@@ -115,13 +115,13 @@ def part2_sweep(limit: int, quick: bool, keep: Path | None) -> None:
     print("\n| retriever | top_k | chunk size (words) | recall@k | MRR | nDCG | latency/total, ms |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     order = {"bm25": 0, "dense": 1, "hybrid": 2}
-    for k in sorted(kids, key=lambda k: (order.get(k.data.params["retriever.name"], 9),
+    for k in sorted(kids, key=lambda k: (order.get(k.data.params["retriever"], 9),
                                          int(k.data.params["retriever.top_k"]),
-                                         float("inf") if k.data.params["chunker.size"] == "None"
+                                         float("inf") if k.data.params["chunker.size"] == "null"
                                          else int(k.data.params["chunker.size"]))):
         m, p = k.data.metrics, k.data.params
-        size = "whole" if p["chunker.size"] == "None" else p["chunker.size"]
-        print(f"| {p['retriever.name']} | {p['retriever.top_k']} | {size} | {m['recall_at_k']:.4f} | {m['mrr']:.4f} | "
+        size = "whole" if p["chunker.size"] == "null" else p["chunker.size"]
+        print(f"| {p['retriever']} | {p['retriever.top_k']} | {size} | {m['recall_at_k']:.4f} | {m['mrr']:.4f} | "
               f"{m['ndcg']:.4f} | {1000 * m['latency/total']:.1f} |")
 
 

@@ -24,8 +24,8 @@ from .errors import ConfigError, JudgeFailed, RagexpError
 from .scoring import (MetricSpec, aggregate, build_metrics, check_fields, cluster_labels, score, stage_latencies,
                        uncertainty)
 from .metrics.base import Score
-from .records import Record, digest, present_fields
-from .results import dataset_frame, per_sample_frame, questions_digest
+from .records import Record, present_fields
+from .results import dataset_frame, outputs_digest, per_sample_frame, questions_digest
 
 
 def load_dataset(dataset_cfg: DictConfig) -> Dataset:
@@ -187,8 +187,9 @@ def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Sco
     summary: dict[str, Any] = {
         "dataset": plan.dataset.name,
         "dataset_source": plan.dataset.source,
-        "dataset_digest": digest(records),
-        "questions_digest": questions_digest(records),
+        "dataset_digest": questions_digest(records),  # the inputs: the run's MLflow dataset digest
+        "questions_digest": questions_digest(records),  # the same value, the name compare reads
+        "outputs_digest": outputs_digest(records),  # what the system produced: contexts, their ids, answers
         "n_samples": len(records),
         "fields": present_fields(records),
         "metrics": scored.values,

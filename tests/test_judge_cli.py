@@ -68,7 +68,8 @@ def test_full_suite_with_a_judge_logs_every_judge_metric_and_usage(tmp_path, dat
     first = dict(zip(full["columns"], full["data"][0]))
     assert json.loads(first[detail_column("retrieval_precision")])["relevant"]  # the verdicts behind the value
     params = found[0].data.params
-    assert params["judge.api_key_env"] == "None" and params["judge.model"] == "hosted_vllm/judge"
+    assert params["judge"] == "openai_compatible" and params["judge.cost_per_million_in"] == "0.15"  # set: a param
+    assert "judge.api_key_env" not in params and "judge.model" not in params  # the option's defaults: in config.yaml
 
 
 def test_hosted_judge_without_its_key_fails_at_once_with_one_line(tmp_path, data_dir):

@@ -105,11 +105,11 @@ def test_demo_sweep_over_retrievers_and_top_k_runs_offline(tmp_path):
                  "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"})
     _, parents, children = parent_and_children(f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert len(parents) == 1 and len(children) == 4
-    combos = {(c.data.params["retriever.name"], c.data.params["retriever.top_k"]) for c in children}
+    combos = {(c.data.params["retriever"], c.data.params["retriever.top_k"]) for c in children}
     assert combos == {("bm25", "3"), ("bm25", "5"), ("dense", "3"), ("dense", "5")}
     for c in children:
         assert c.data.metrics["recall_at_k/k3"] <= c.data.metrics["recall_at_k/k5"]
-        if c.data.params["retriever.name"] == "dense":
+        if c.data.params["retriever"] == "dense":
             assert c.data.metrics["latency/embed"] > 0
     kinds = sorted(name.split("-")[0] for name in IndexCache(tmp_path / ".ragexp_cache" / "index").builds())
     assert kinds == ["bm25", "dense"]  # each index built once for the four jobs

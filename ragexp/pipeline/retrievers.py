@@ -292,13 +292,16 @@ class HybridRetriever(Retriever):
 
     ``candidates``: how deep each ranking goes before fusion (at least ``top_k``). ``rrf_k``:
     the constant of RRF (60 in Cormack et al.). ``weights``: ``[bm25, dense]`` multipliers.
-    ``bm25`` / ``dense``: the arguments of those retrievers (their indexes are shared with
-    ``retriever=bm25`` / ``retriever=dense`` runs of the same corpus and chunking).
+    ``k1``, ``b``, ``method``, ``stopwords``: BM25's, and ``model``, ``batch_size``, ``device``,
+    ``query_prefix``, ``document_prefix``: the dense retriever's, named as under ``retriever=bm25``
+    and ``retriever=dense`` (one MLflow param for BM25's ``k1`` whichever retriever runs it); the
+    indexes are shared with those runs over the same corpus and chunking.
     """
 
     def __init__(self, name: str = "hybrid", top_k: int = 5, candidates: int = 20, rrf_k: int = 60,
-                 weights: Sequence[float] = (1.0, 1.0), bm25: dict[str, Any] | None = None,
-                 dense: dict[str, Any] | None = None):
+                 weights: Sequence[float] = (1.0, 1.0), k1: float = 1.5, b: float = 0.75, method: str = "lucene",
+                 stopwords: str | None = "en", model: str = "all-MiniLM-L6-v2", batch_size: int = 64,
+                 device: str = "cpu", query_prefix: str = "", document_prefix: str = ""):
         _check_top_k(top_k, "retriever")
         _check_top_k(candidates, "retriever.candidates")
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, (int, float)) or rrf_k < 0:
@@ -307,11 +310,9 @@ class HybridRetriever(Retriever):
         if len(weights) != 2 or not all(isinstance(w, (int, float)) and w >= 0 for w in weights):
             raise ConfigError(f"retriever.weights: expected two non-negative numbers [bm25, dense], got {weights!r}")
         self.name, self.top_k, self.candidates, self.rrf_k, self.weights = name, top_k, candidates, rrf_k, weights
-        try:
-            self.bm25 = BM25Retriever(**{"top_k": top_k, **(bm25 or {})})
-            self.dense = DenseRetriever(**{"top_k": top_k, **(dense or {})})
-        except TypeError as exc:
-            raise ConfigError(f"retriever.bm25 / retriever.dense: {exc}") from None
+        self.bm25 = BM25Retriever(top_k=top_k, k1=k1, b=b, method=method, stopwords=stopwords)
+        self.dense = DenseRetriever(top_k=top_k, model=model, batch_size=batch_size, device=device,
+                                    query_prefix=query_prefix, document_prefix=document_prefix)
 
     def prepare(self, chunks: list[Chunk], corpus_key: dict[str, Any], cache: IndexCache | None) -> dict[str, float]:
         return {**self.bm25.prepare(chunks, corpus_key, cache), **self.dense.prepare(chunks, corpus_key, cache)}

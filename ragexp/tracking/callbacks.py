@@ -50,7 +50,7 @@ class ParentRunCallback(Callback):
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit
-        name = scrub(str(tracking.get("sweep_name") or f"sweep {sweep_dir.name}"))
+        name = scrub(str(tracking.get("sweep_name") or _sweep_name(config, overrides)))
         run = retrying(client.create_run, exp_id, run_name=name, tags=tags)
         self.run_id = run.info.run_id
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -220,6 +220,18 @@ def _overridden(config: DictConfig) -> set[str]:
         if "." not in key:  # a group choice (retriever=bm25,dense): its options carry `name`
             keys.add(f"{key}.name")
     return keys
+
+
+def _sweep_name(config: DictConfig, overrides: list[str]) -> str:
+    """The parent's name: what the sweep varies and when it started (``sweep retriever=bm25,dense ×
+    top_k=3,5 · 2026-11-23 14:05``), from the command line and the sweeper's ``params``."""
+    import time
+
+    from .params import sweep_name
+
+    params = OmegaConf.select(config, "hydra.sweeper.params")
+    params = OmegaConf.to_container(params, resolve=True) if params is not None else {}
+    return sweep_name(overrides, params, time.strftime("%Y-%m-%d %H:%M"))
 
 
 def _stop_reason(exc: BaseException | None) -> str:

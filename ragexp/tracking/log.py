@@ -4,10 +4,15 @@
 logged; :func:`log_run` logs that folder, at the end of the run or later with
 ``python -m ragexp.tracking.upload <folder>`` when the store failed.
 
-Params (flattened, redacted), aggregate metrics, status counts, judge usage and latencies;
-artifacts ``per_sample.json`` (an MLflow table), ``config.yaml``, ``.hydra/`` and
-``summary.json``; tags for the git commit, the dataset name and digest, and ragexp's version.
-In a multirun the run is nested under the sweep's parent run.
+Params: the few that tell runs apart (:mod:`ragexp.tracking.params`: each group's option and
+the values that differ from it, under stable keys, redacted); aggregate metrics with their
+``K/n``, status counts, judge usage and latencies; artifacts ``per_sample.json`` (an MLflow
+table), ``config.yaml`` (the whole composed config), ``.hydra/`` and ``summary.json``; a name
+(``demo · retriever=bm25 · top_k=5`` unless ``run_name`` is given) and a Markdown description
+(:mod:`ragexp.tracking.describe`); tags for the git commit, the dataset name and digest of its
+inputs, the digest of the system's outputs (``ragexp.outputs_digest``) and ragexp's version; the
+evaluation set's inputs as the run's MLflow dataset, with its real source. In a multirun the run
+is nested under the sweep's parent run.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import __version__
-from .secrets import flatten, redact, scrub, scrub_frame
+from .secrets import redact, scrub, scrub_frame
 from .store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
                     owner_tags, resolve_uri, retrying)
 
@@ -153,13 +158,23 @@ def save_results(
 
         run_plots(folder, full, summary, objective=config.get("objective"))
     _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False, allow_unicode=True))
+    from .describe import dataset_source, run_description
+    from .params import hydra_context, run_params
+    from .params import run_name as name_from
+
     uri = resolve_uri(tracking.get("uri"))
+    choices, overrides = hydra_context()
+    params = run_params(config, choices, overrides)
+    source = dataset_source(summary.get("dataset_source"))
     tags = {
         "ragexp.version": __version__,
         "ragexp.dataset": dataset_name,
         "ragexp.dataset_digest": dataset_digest,
         "mlflow.source.type": "LOCAL",
+        "mlflow.note.content": scrub(run_description({**summary, "dataset_source": source})),
     }
+    if summary.get("outputs_digest"):
+        tags["ragexp.outputs_digest"] = summary["outputs_digest"]
     commit = git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit
@@ -172,11 +187,11 @@ def save_results(
     manifest = {
         "tracking_uri": uri,
         "experiment": tracking.get("experiment") or "ragexp",
-        "run_name": scrub(run_name) if run_name else run_name,
+        "run_name": scrub(run_name) if run_name else name_from(dataset_name, params),
         "tags": tags,
-        "params": flatten(config),
+        "params": params,
         "metrics": values,
-        "dataset": _save_dataset_frame(folder, dataset_frame, dataset_name, dataset_digest),
+        "dataset": _save_dataset_frame(folder, dataset_frame, dataset_name, dataset_digest, source),
         "hydra_dir": _relative(hydra_dir, folder) if hydra_dir is not None else None,
         "logged": None,
     }
@@ -198,13 +213,20 @@ def _relative(path: Path, folder: Path) -> str:
 DATASET_FRAME_FILE = "dataset_frame.json"
 
 
-def _save_dataset_frame(folder: Path, frame: Any, name: str, digest: str) -> dict[str, Any] | None:
+def _save_dataset_frame(folder: Path, frame: Any, name: str, digest: str,
+                        source: str | None = None) -> dict[str, Any] | None:
     """The dataset input as it will be logged: its rows in ``dataset_frame.json`` (pandas' split JSON,
-    which reads back to a frame with the same MLflow schema) and its name and digest."""
+    which reads back to a frame with the same MLflow schema), its name, digest and source.
+
+    Only the evaluation set's inputs, the columns its digest covers (``results.QUESTION_FIELDS``),
+    not the system's outputs: every job of a sweep over one dataset logs the same dataset."""
     if frame is None:
         return None
+    from ..results import QUESTION_FIELDS
+
+    frame = frame[[c for c in frame.columns if c in QUESTION_FIELDS]]
     _write(folder / DATASET_FRAME_FILE, frame.to_json(orient="split", index=False, date_format="iso"))
-    return {"frame_file": DATASET_FRAME_FILE, "name": name, "digest": digest}
+    return {"frame_file": DATASET_FRAME_FILE, "name": name, "digest": digest, "source": source}
 
 
 def _dataset_input(folder: Path, saved: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -217,11 +239,12 @@ def _dataset_input(folder: Path, saved: Mapping[str, Any]) -> dict[str, Any] | N
 
     text = (folder / saved["frame_file"]).read_text()
     frame = pd.read_json(io.StringIO(text), orient="split", dtype=False, convert_dates=False)
-    return _dataset_entity(frame, saved["name"], saved["digest"])
+    return _dataset_entity(frame, saved["name"], saved["digest"], saved.get("source"))
 
 
-def _dataset_entity(frame: Any, name: str, digest: str) -> dict[str, Any] | None:
-    """The MLflow dataset input (name, digest, source, schema, profile) as plain data."""
+def _dataset_entity(frame: Any, name: str, digest: str, source: str | None = None) -> dict[str, Any] | None:
+    """The MLflow dataset input (name, digest, source, schema, profile) as plain data; ``source``:
+    a file's path or ``ragexp:<path>`` for bundled data (:func:`ragexp.tracking.describe.dataset_source`)."""
     if frame is None:
         return None
     import warnings
@@ -231,7 +254,10 @@ def _dataset_entity(frame: Any, name: str, digest: str) -> dict[str, Any] | None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # MLflow's hint about integer columns in the schema
         entity = mlflow.data.from_pandas(frame, name=name, digest=digest)._to_mlflow_entity()
-    return entity.to_dictionary()
+    out = entity.to_dictionary()
+    if source:  # where the rows came from, rather than MLflow's "code" (the script that logged them)
+        out["source_type"], out["source"] = "local", json.dumps({"uri": source})
+    return out
 
 
 def later_command(folder: Path) -> str:

@@ -109,14 +109,22 @@ def artifact_root(uri: str) -> str | None:
     return None if db is None else (db.resolve().parent / "mlruns").as_uri()
 
 
+#: MLflow 3's experiment kind: its UI opens a "custom model development" experiment on the runs
+#: table, a GenAI one (what it guesses for an untagged experiment) on an empty Traces page.
+KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
+
+
 def get_or_create_experiment(client: Any, name: str, uri: str) -> str:
-    """The experiment's id, creating it if needed; safe when parallel jobs race to create it."""
+    """The experiment's id, creating it if needed; safe when parallel jobs race to create it.
+    It carries :data:`KIND_TAG` (set on an existing experiment that has no kind; one the user set stays)."""
 
     def attempt() -> str:
         exp = client.get_experiment_by_name(name)
         if exp is not None:
+            if not (exp.tags or {}).get(KIND_TAG):
+                client.set_experiment_tag(exp.experiment_id, KIND_TAG, KIND)
             return exp.experiment_id
-        return client.create_experiment(name, artifact_location=artifact_root(uri))
+        return client.create_experiment(name, artifact_location=artifact_root(uri), tags={KIND_TAG: KIND})
 
     return retrying(attempt)
 
