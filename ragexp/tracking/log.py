@@ -166,6 +166,7 @@ def save_results(
     choices, overrides = hydra_context()
     params = run_params(config, choices, overrides)
     source = dataset_source(summary.get("dataset_source"))
+    source = scrub(source) if source else source  # a path or URL may hold credentials
     tags = {
         "ragexp.version": __version__,
         "ragexp.dataset": dataset_name,
