@@ -219,6 +219,10 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
     log.CLOSED.extend(answer.get("closed", []))
     if "error" in answer:
         raise TrackingError(answer["error"])
+    if "interrupted" in answer:  # a signal reached the helper alone (this process was not interrupted)
+        _gone()
+        raise TrackingError(f"the process logging the run was {answer['interrupted']}; the results are in "
+                            f"{folder}; log them later with: {log.later_command(folder)}")
     log.LOGGED.append((answer["run_id"], answer["uri"]))
     return answer["run_id"], answer["uri"]
 
