@@ -282,3 +282,52 @@ def test_the_planned_number_of_jobs_counts_the_command_line_and_the_sweepers_par
     with open_dict(cfg):
         cfg.hydra.sweeper._target_ = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
     assert sweep_size(cfg) is None
+
+
+@pytest.fixture
+def ray_head(tmp_path):
+    """A Ray cluster started with ``ray start --head`` from a bare environment (as on another machine:
+    its workers inherit none of the launching shell's variables), stopped with its process group."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cli import free_port
+
+    ray = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+    port = free_port()
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(tmp_path)), "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_AUTH_MODE": "disabled"}  # no token shared with the other local Ray instances of this machine
+    proc = subprocess.Popen([ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+                             "--disable-usage-stats", "--block"], env=env, cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(3)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def test_a_sweep_joins_an_existing_ray_cluster_and_its_jobs_get_ragexps_environment(tmp_path, ray_head):
+    """Workers of a cluster started elsewhere: the sweep's parent run id, launch id and the offline price
+    map reach the jobs only through the launcher (runtime_env), and the jobs work in the launch directory."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    run_cli("-m", "hydra/launcher=ray", f"hydra.launcher.ray.init.address={ray_head}",
+            "hydra.launcher.ray.init.num_cpus=2",  # left out when joining (Ray refuses it there)
+            "retriever=bm25", "retriever.top_k=1,3", "metric=retrieval", "progress=false", f"tracking.uri={uri}",
+            cwd=tmp_path, env={**RAY_ENV, "RAY_AUTH_MODE": "disabled"}, timeout=900)
+    _, parent, children = _sweep(uri)
+    assert parent.info.status == "FINISHED"
+    assert len(children) == 2 and {c.info.status for c in children} == {"FINISHED"}
+    assert len(_builds(tmp_path / ".ragexp_cache" / "index")) == 1
