@@ -155,6 +155,9 @@ def test_a_sweeps_parent_is_named_from_what_it_sweeps_and_when(store):
     _, made, _ = store
     name = parent(made).info.run_name
     assert re.fullmatch(r"sweep retriever=none,bm25 × top_k=3,5 · \d{4}-\d\d-\d\d \d\d:\d\d", name), name
+    note = parent(made).data.tags["mlflow.note.content"]  # its description: the command, where the comparison is
+    assert "`python -m ragexp -m retriever=none,bm25 retriever.top_k=3,5 progress=false`" in note
+    assert "leaderboard.png" in note
 
 
 def test_a_sweeps_children_differ_exactly_in_the_swept_values(store):

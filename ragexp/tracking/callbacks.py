@@ -50,6 +50,7 @@ class ParentRunCallback(Callback):
         commit = git_commit()
         if commit:
             tags["mlflow.source.git.commit"] = commit
+        tags["mlflow.note.content"] = scrub(_sweep_note(overrides))
         name = scrub(str(tracking.get("sweep_name") or _sweep_name(config, overrides)))
         run = retrying(client.create_run, exp_id, run_name=name, tags=tags)
         self.run_id = run.info.run_id
@@ -232,6 +233,14 @@ def _sweep_name(config: DictConfig, overrides: list[str]) -> str:
     params = OmegaConf.select(config, "hydra.sweeper.params")
     params = OmegaConf.to_container(params, resolve=True) if params is not None else {}
     return sweep_name(overrides, params, time.strftime("%Y-%m-%d %H:%M"))
+
+
+def _sweep_note(overrides: list[str]) -> str:
+    """The parent's description: the command, and where the comparison is."""
+    command = " ".join(["python -m ragexp -m", *overrides])
+    return (f"A sweep: `{command}`. Each job is a child run below (its description gives its means, "
+            "intervals and n); this run holds the comparison: `leaderboard.png`, `leaderboard.json` "
+            "and `sweep_results.json` (every child's params and metrics).")
 
 
 def _stop_reason(exc: BaseException | None) -> str:
