@@ -18,6 +18,7 @@ skip with that reason (:data:`MISSING_POSTGRES`).
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import pwd
@@ -97,6 +98,7 @@ class Postgres:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
                   "-o", f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.data} -c fsync=off", "start")
         if not getattr(self, "_created", False):
+            atexit.register(self.close)  # a benchmark or session that ends early leaves no server behind
             self.create_database(self.database)
             self._created = True
         return self
@@ -166,6 +168,7 @@ class MlflowServer:
             env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
             self.proc = start_mlflow_server(self.folder, self.port, env=env, backend_uri=self.backend,
                                             workers=self.workers)
+            atexit.register(self.stop)
         return self
 
     def stop(self) -> None:

@@ -229,3 +229,15 @@ def test_the_cache_server_stopped_mid_run_is_one_line_and_the_replies_stored_sta
     assert proc.returncode == 2 and "Traceback" not in err, err[-3000:]
     assert len(errors) == 1 and errors[0].startswith(f"ragexp: error: judge cache {url.replace('ragexp@', '***@')} (table {PG_TABLE}) "
                                                      "stopped taking replies"), errors
+
+
+def test_a_cache_backend_that_is_neither_sqlite_nor_postgresql_is_refused_in_one_line():
+    from ragexp.errors import ConfigError
+    from ragexp.judge.settings import JudgeSettings
+
+    for ok in ("sqlite", "postgresql://u@h:5432/db", "postgres://u@h/db", "postgresql+psycopg://u@h/db"):
+        assert JudgeSettings.from_config({"cache_backend": ok}).cache_backend == ok
+    with pytest.raises(ConfigError) as refused:
+        JudgeSettings.from_config({"cache_backend": "mysql://me:hunter2pw@h/db"})
+    assert str(refused.value) == ("judge 'judge': cache_backend must be sqlite or a postgresql://USER@HOST:PORT/DB "
+                                  "URL, got 'mysql://***@h/db'")
