@@ -191,15 +191,15 @@ class PostgresJudgeCache:
     def __init__(self, url: str, connect_timeout_s: int = 10):
         from ..tracking.secrets import redact_url
 
-        try:
-            import psycopg
-        except ImportError:
-            raise CacheError("judge.cache_backend is a PostgreSQL URL, which needs psycopg 3: "
-                             "pip install 'psycopg[binary]' (or ragexp[cluster])") from None
-        self._psycopg = psycopg
         rest = str(url).split("://", 1)[1]
         self.url = "postgresql://" + rest  # libpq's spelling (SQLAlchemy's postgresql+psycopg:// too)
         self.path = f"{redact_url(self.url)} (table {PG_TABLE})"
+        try:
+            import psycopg
+        except ImportError:
+            raise CacheError(f"{self.path} cannot be used (it needs psycopg 3: pip install 'psycopg[binary]', "
+                             "or ragexp[cluster])") from None
+        self._psycopg = psycopg
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}  # claims this process holds (advisory locks count re-entries)
         try:
