@@ -43,7 +43,8 @@ class EvaluationResult:
     """What :func:`evaluate` returns.
 
     ``per_sample``: one row per input row, in input order (id, query, answer, then every metric's
-    value, status and detail) — the table ``python -m ragexp`` logs as ``per_sample.json``, untrimmed.
+    value, status and detail) — the table ``python -m ragexp`` logs as ``per_sample_full.json``
+    (``per_sample.json`` is its copy trimmed for the UI).
     ``metrics``: one row per aggregate key: ``value`` (the mean over ``ok`` samples, or the
     dataset-level value), ``ci_low``, ``ci_high``, ``stderr`` and ``n`` (how many samples it is over).
     ``summary``: the run's ``summary.json`` as a dict. ``run_id``: the MLflow run, None when not logged.

@@ -130,7 +130,27 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def serve(uri: str, *, port: int = 5000, workers: int = 1, wait_s: float = 120) -> int:
+def runs_page(url: str, experiment: str) -> str | None:
+    """The address of ``experiment``'s runs table on the UI at ``url``, or None when it has no such experiment.
+
+    MLflow 3's UI opens an experiment on its GenAI pages until its *Model training* switch is set;
+    ``workflowType=machine_learning`` in the address sets it, so the link lands on the runs.
+    """
+    import json
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    query = urllib.parse.urlencode({"experiment_name": experiment})
+    try:
+        with urllib.request.urlopen(f"{url}/api/2.0/mlflow/experiments/get-by-name?{query}", timeout=5) as r:
+            exp_id = json.load(r)["experiment"]["experiment_id"]
+    except (urllib.error.URLError, OSError, ValueError, KeyError):
+        return None
+    return f"{url}/#/experiments/{exp_id}?workflowType=machine_learning"
+
+
+def serve(uri: str, *, port: int = 5000, workers: int = 1, wait_s: float = 120, experiment: str = "ragexp") -> int:
     """Run the UI until Ctrl-C (or SIGTERM); returns the exit status."""
     port = free_port() if int(port) == 0 else int(port)
     _check_port(port)
@@ -149,6 +169,9 @@ def serve(uri: str, *, port: int = 5000, workers: int = 1, wait_s: float = 120) 
                                   "(raise wait_s=... on a slow machine)")
             time.sleep(0.5)
         print(f"MLflow UI: {url}   (runs of {uri}; Ctrl-C stops it)", flush=True)
+        page = runs_page(url, experiment)
+        if page:
+            print(f"The '{experiment}' runs table: {page}", flush=True)
         status = proc.wait()
         return 0 if status == 0 else 1
     except KeyboardInterrupt:
@@ -165,7 +188,8 @@ def _app(cfg: DictConfig) -> None:
         uri = choose_store(tracking.get("uri"), cfg.get("folder"))
         if not isinstance(cfg.port, int) or isinstance(cfg.port, bool) or not 0 <= cfg.port <= 65535:
             raise ConfigError(f"port: expected an integer in 0..65535 (0: any free port), got {cfg.port!r}")
-        status = serve(uri, port=cfg.port, workers=int(cfg.get("workers") or 1), wait_s=float(cfg.get("wait_s") or 120))
+        status = serve(uri, port=cfg.port, workers=int(cfg.get("workers") or 1), wait_s=float(cfg.get("wait_s") or 120),
+                       experiment=str(tracking.get("experiment") or "ragexp"))
     except RagexpError as exc:
         print(f"ragexp: error: {exc}", file=sys.stderr)
         sys.exit(2)

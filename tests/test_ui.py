@@ -56,6 +56,7 @@ def test_printed_command_opens_the_runs_store_offline(tmp_path, data_dir):
     ui = subprocess.Popen(args, cwd=elsewhere, env=_env_without_cost_map(), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
+    printed: list[str] = []
     try:
         deadline = time.monotonic() + MLFLOW_UI_START_S
         found = None
@@ -68,11 +69,19 @@ def test_printed_command_opens_the_runs_store_offline(tmp_path, data_dir):
         (exp,) = [e for e in found["experiments"] if e["name"] == "ragexp"]
         run = _get(f"{base}/api/2.0/mlflow/runs/get?run_id={run_id}")
         assert run is not None and run["run"]["info"]["experiment_id"] == exp["experiment_id"]
+        # then it prints the experiment's runs page, with the address part that makes MLflow 3's UI open on runs
+        for line in ui.stdout:  # the line comes right after the server answers; the process keeps running
+            printed.append(line)
+            if "runs table:" in line:
+                break
     finally:
         ui.send_signal(signal.SIGTERM)
         out, _ = ui.communicate(timeout=60)
+    out = "".join(printed) + out
     assert ui.returncode == 0, out[-3000:]
     assert f"MLflow UI: {base}" in out  # the address is printed
+    page = f"{base}/#/experiments/{exp['experiment_id']}?workflowType=machine_learning"
+    assert f"The 'ragexp' runs table: {page}" in out
     assert _get(f"{base}/health") is None  # the server is stopped with it
     with socket.socket() as s:  # and nothing listens on the port any more (closed connections may linger)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
