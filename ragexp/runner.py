@@ -357,6 +357,20 @@ def _job_label() -> str:
         return ""
 
 
+#: Overrides that say where and how a job runs, not which system it evaluates: left out of a child run's name.
+PLUMBING_KEYS = ("data_dir", "progress", "tracking", "hydra", "run_name")
+
+
+def _is_plumbing(override: str) -> bool:
+    """``data_dir=/some/path`` or ``tracking.uri=...``: not part of what tells a sweep's jobs apart.
+
+    >>> _is_plumbing("progress=False"), _is_plumbing("tracking.uri=sqlite:///x.db"), _is_plumbing("retriever.top_k=5")
+    (True, True, False)
+    """
+    key = override.split("=", 1)[0].lstrip("+~")
+    return key.split(".", 1)[0] in PLUMBING_KEYS
+
+
 def _hydra_paths() -> tuple[Path | None, str | None, str | None]:
     try:
         from hydra.core.hydra_config import HydraConfig
@@ -368,7 +382,7 @@ def _hydra_paths() -> tuple[Path | None, str | None, str | None]:
         sweep = str(hc.sweep.dir) if str(hc.mode) == "RunMode.MULTIRUN" else None
         name = None
         if sweep is not None:
-            name = ",".join(str(o) for o in hc.overrides.task) or f"job {hc.job.num}"
+            name = ",".join(o for o in map(str, hc.overrides.task) if not _is_plumbing(o)) or f"job {hc.job.num}"
         return out / hc.output_subdir if hc.output_subdir else None, sweep, name
     except Exception:  # noqa: BLE001 - Hydra not running (plain function call)
         return None, None, None
