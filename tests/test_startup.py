@@ -110,3 +110,52 @@ def test_a_run_logged_by_the_helper_is_the_run_logged_without_it(tmp_path):
     assert {k: v for k, v in helper["metrics"].items() if k not in timing} == \
         {k: v for k, v in in_process["metrics"].items() if k not in timing}
     assert helper["params"] == in_process["params"]
+
+
+def test_sigterm_while_the_helper_logs_stops_it_at_once_and_says_how_to_log_later(tmp_path):
+    """The store is locked once the run has saved its results, so the helper's logging waits on it;
+    a SIGTERM to the run stops it within a bound, leaves no run RUNNING, the one line names the saved
+    folder and the upload command, and that command then logs it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run_cli(*DEMO, cwd=tmp_path)  # the store and its experiment exist: the check needs no MLflow
+    saved = set(tmp_path.rglob("mlflow_run.json"))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    lock = sqlite3.connect(tmp_path / "mlflow.db", timeout=120, isolation_level=None)
+    proc = subprocess.Popen([sys.executable, "-m", "ragexp", *DEMO], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not set(tmp_path.rglob("mlflow_run.json")) - saved:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+            time.sleep(0.02)
+        lock.execute("BEGIN EXCLUSIVE")
+        time.sleep(3)  # the run now waits for the helper, which waits for the store
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=120)
+        waited = time.monotonic() - sent
+    finally:
+        if lock.in_transaction:
+            lock.execute("ROLLBACK")
+        lock.close()
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 143 and "Traceback" not in err, err[-3000:]
+    # bounded: the helper sees the signal once MLflow's SQLite busy wait (20 s, in C) returns, else it is
+    # killed after 20 s; it never sits out the 120 s a locked store is retried for
+    assert waited < 45, f"the run took {waited:.1f} s to stop after SIGTERM"
+    folder = (set(tmp_path.rglob("mlflow_run.json")) - saved).pop().parent
+    assert lines[-1].startswith("ragexp: terminated (SIGTERM)")
+    assert f"saved in {folder}" in lines[-1] and "python -m ragexp.tracking.upload" in lines[-1]
+    _, found = runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert [r.info.status for r in found] == ["FINISHED"]  # the first run; nothing left RUNNING
+    upload = subprocess.run([sys.executable, "-m", "ragexp.tracking.upload", str(folder)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert upload.returncode == 0, upload.stderr[-2000:]
+    _, found = runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert [r.info.status for r in found] == ["FINISHED", "FINISHED"]

@@ -111,7 +111,7 @@ def _stop_all() -> None:
             try:
                 assert helper.proc.stdin is not None
                 helper.proc.stdin.close()
-                answer = helper.receive(timeout=60)
+                answer = helper.receive(timeout=30)
                 if answer is not None and answer.get("closed"):
                     from .store import say_closed
 
@@ -170,7 +170,13 @@ def _settle_check(helper: _Helper, uri: str, experiment: str, folder: Path | Non
     from ..errors import TrackingError
     from .store import say_closed
 
-    answer = _read_owed(helper, "check")
+    try:
+        answer = _read_owed(helper, "check")
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while MLflow's half of the check runs
+        from ..errors import Terminated
+
+        _interrupt(helper, signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGUSR1)
+        raise
     if answer is None:
         if folder is None:
             from .store import check_store as in_process
