@@ -111,9 +111,10 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """The server and its worker processes (one process group), politely, then for good."""
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+def stop_process_group(proc: subprocess.Popen, *, term_wait: float = 10, kill_wait: float = 5) -> None:
+    """A server started with ``start_new_session=True`` and the workers it started (one process
+    group): SIGTERM, then after ``term_wait`` seconds SIGKILL. Nothing happens if it already ended."""
+    for sig, wait in ((signal.SIGTERM, term_wait), (signal.SIGKILL, kill_wait)):
         if proc.poll() is not None:
             break
         try:
@@ -178,7 +179,7 @@ def serve(uri: str, *, port: int = 5000, workers: int = 1, wait_s: float = 120, 
         print("Stopping the MLflow UI.", flush=True)
         return 0
     finally:
-        _stop(proc)
+        stop_process_group(proc)
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="ui")

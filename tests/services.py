@@ -23,13 +23,13 @@ import glob
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from cli import free_port, start_mlflow_server
+from ragexp.ui import stop_process_group
 
 #: The cluster's superuser, the name clients log in with (trust authentication: no password).
 PG_USER = "ragexp"
@@ -175,12 +175,7 @@ class MlflowServer:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc, term_wait=20)
         deadline = time.time() + 10  # the port is free again once uvicorn's workers are gone
         while time.time() < deadline:
             try:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli import run_cli
+from ragexp.ui import stop_process_group
 
 pytest.importorskip("ray", reason="the Ray launcher needs the .[cluster] extra (ray)")
 
@@ -289,7 +290,6 @@ def ray_head(tmp_path):
     """A Ray cluster started with ``ray start --head`` from a bare environment (as on another machine:
     its workers inherit none of the launching shell's variables), stopped with its process group."""
     import shutil
-    import signal
     import subprocess
     import sys
     import time
@@ -307,16 +307,7 @@ def ray_head(tmp_path):
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        stop_process_group(proc, term_wait=30, kill_wait=10)
 
 
 def test_a_sweep_joins_an_existing_ray_cluster_and_its_jobs_get_ragexps_environment(tmp_path, ray_head):

@@ -22,6 +22,7 @@ from typing import Callable
 import pytest
 
 from cli import free_port, parent_and_children, run_cli, runs, start_mlflow_server
+from ragexp.ui import stop_process_group
 from judge_server import JudgeServer
 
 ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
@@ -41,12 +42,7 @@ def _kill_server(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    _kill_server(proc, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        _kill_server(proc)
-        proc.wait()
+    stop_process_group(proc, term_wait=20)
 
 
 class Gate:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-
 import pytest
 
 from cli import free_port, parent_and_children, run_cli, start_mlflow_server
+from ragexp.ui import stop_process_group
 
 
 @pytest.fixture
@@ -17,12 +14,7 @@ def mlflow_server(tmp_path):
     proc = start_mlflow_server(tmp_path / "server", port)
     url = f"http://127.0.0.1:{port}"
     yield url
-    os.killpg(proc.pid, signal.SIGTERM)  # the server and the uvicorn workers it started
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    stop_process_group(proc, term_wait=20)  # the server and the uvicorn workers it started
 
 
 def test_joblib_sweep_against_a_real_mlflow_server(tmp_path, data_dir, mlflow_server):

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from cli import free_port, parent_and_children, run_cli
+from ragexp.ui import stop_process_group
 
 from ragexp.results import status_column
 
@@ -94,12 +95,7 @@ def ui(sweep_store, tmp_path):
             pytest.fail(f"the UI did not answer at {base}: {(tmp_path / 'ui.log').read_text()[-3000:]}")
         time.sleep(1)
     yield base, sweep_store
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    stop_process_group(proc, term_wait=30)
     log.close()
 
 
