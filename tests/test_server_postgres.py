@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cli import parent_and_children, run_cli, runs
 from judge_server import JudgeServer
-from test_tracking_failures import Gate, _comparable, _env, _judge_args, _lines, _popen
+from test_tracking_failures import Gate, _comparable, _env, _judge_args, _popen, _results_of_failed_logging
 
 
 def _server_args(uri: str) -> list[str]:
@@ -118,15 +118,7 @@ def test_the_server_stopped_mid_run_fails_in_seconds_keeps_the_results_and_the_u
         took = time.monotonic() - stopped
     print(f"run ended {took:.1f} s after the server stopped")
     assert took < 60, f"a dead server should fail the run within its HTTP bounds, took {took:.0f} s"
-    lines = _lines(err)
-    assert proc.returncode == 2 and "Traceback" not in err, err[-3000:]
-    assert len(lines) == 1 and lines[0].startswith(f"ragexp: error: could not log to {server.uri}"), lines
-    folder = Path(lines[0].split("the results are in ")[1].split(";")[0])
-    command = lines[0].split("log them later with: ")[1]
-    assert command == f"python -m ragexp.tracking.upload {folder}"
-    assert folder.is_relative_to(launch / "outputs"), "the job's Hydra output folder"
-    saved = json.loads((folder / "summary.json").read_text())
-    assert saved["metrics"]["answer_similarity"] is not None
+    folder, command, saved = _results_of_failed_logging(proc, out, err, server.uri, launch)
     assert len(json.loads((folder / "per_sample.json").read_text())["data"]) > 0
     _assert_nothing_local(launch)
 

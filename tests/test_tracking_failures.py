@@ -70,6 +70,23 @@ def _lines(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if ln.strip()]
 
 
+def _results_of_failed_logging(proc: subprocess.Popen, out: str, err: str, uri: str,
+                               launch: Path) -> tuple[Path, str, dict]:
+    """A run whose store died while it worked: exit 2, one line naming the store, the results folder
+    and the upload command, the table printed and summary.json saved. Returns (folder, command, the saved summary)."""
+    lines = _lines(err)
+    assert proc.returncode == 2 and "Traceback" not in err, err[-3000:]
+    assert len(lines) == 1 and lines[0].startswith(f"ragexp: error: could not log to {uri}"), lines
+    assert "answer_similarity" in out, "the table is printed before logging"
+    folder = Path(lines[0].split("the results are in ")[1].split(";")[0])
+    command = lines[0].split("log them later with: ")[1]
+    assert command == f"python -m ragexp.tracking.upload {folder}"
+    assert folder.is_relative_to(launch / "outputs"), "the job's Hydra output folder"
+    saved = json.loads((folder / "summary.json").read_text())
+    assert saved["metrics"]["answer_similarity"] is not None
+    return folder, command, saved
+
+
 def _judge_args(data_dir: Path, url: str) -> list[str]:
     return [f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=answer_similarity", "judge=openai_compatible",
             f"judge.api_base={url}", "judge.max_concurrency=2", "progress=false"]
@@ -174,16 +191,7 @@ def test_a_tracking_server_killed_mid_run_loses_nothing_and_the_printed_command_
             out, err = proc.communicate(timeout=120)  # MLflow's own retries alone would take ~50 minutes
     finally:
         _stop(server)
-    lines = _lines(err)
-    assert proc.returncode == 2 and "Traceback" not in err, err[-3000:]
-    assert len(lines) == 1 and lines[0].startswith(f"ragexp: error: could not log to {url}")
-    assert "answer_similarity" in out, "the table is printed before logging"
-    folder = Path(lines[0].split("the results are in ")[1].split(";")[0])
-    command = lines[0].split("log them later with: ")[1]
-    assert command == f"python -m ragexp.tracking.upload {folder}"
-    assert folder.is_relative_to(launch / "outputs"), "the job's Hydra output folder"
-    saved = json.loads((folder / "summary.json").read_text())
-    assert saved["metrics"]["answer_similarity"] is not None
+    folder, command, saved = _results_of_failed_logging(proc, out, err, url, launch)
 
     server = start_mlflow_server(store, port, env=_env())  # the server is back, on the same address
     try:
