@@ -77,6 +77,12 @@ class _Helper:
             self.proc.wait(timeout=5)
         except (OSError, subprocess.SubprocessError):
             pass
+        for pipe in (self.proc.stdin, self.proc.stdout):  # closed here, not left to the garbage collector
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
 
 
 _HELPERS: list[_Helper] = []
