@@ -17,11 +17,10 @@ import pytest
 
 from ragexp.judge import build_judge
 from ragexp.judge.cache import PG_TABLE, JudgeCache, PostgresJudgeCache, cache_key
-from ragexp.records import Record
 
 from cli import free_port, run_cli, runs
 from judge_server import JudgeServer, Reply, judge_specs
-from test_judge_robust import _faulty, judge_cfg
+from test_judge_robust import _faulty, faulty_records, judge_cfg
 from test_tracking_failures import _env
 
 
@@ -59,9 +58,7 @@ def test_the_postgres_cache_stores_replaces_and_counts_as_the_sqlite_one_does(tm
 
 def test_a_healthy_rerun_asks_again_exactly_the_unreadable_replies_on_postgres(tmp_path, cache_url):
     """tests/test_judge_robust.py's test of what is cached, with the PostgreSQL backend."""
-    records = [Record(id=str(i), query=f"What is the capital of France? [{tag}] (question {i})",
-                      contexts=["Paris is the capital of France.", "Bananas are yellow fruit."])
-               for i, tag in enumerate(["ok", "prose", "garbled", "prose", "ok", "garbled"])]
+    records = faulty_records()
     s = judge_specs("retrieval_precision")
     with JudgeServer(script=_faulty) as server:
         first, usage = build_judge(judge_cfg(server.url, tmp_path, cache_backend=cache_url), s).score(records, s)

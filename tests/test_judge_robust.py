@@ -43,6 +43,13 @@ def closed_port() -> int:
 
 # -- item 6: only replies that parsed are cached -----------------------------------------------------
 
+def faulty_records() -> list[Record]:
+    """Six questions whose tag tells :func:`_faulty` how to answer: two readable, two in prose, two garbled."""
+    return [Record(id=str(i), query=f"What is the capital of France? [{tag}] (question {i})",
+                   contexts=["Paris is the capital of France.", "Bananas are yellow fruit."])
+            for i, tag in enumerate(["ok", "prose", "garbled", "prose", "ok", "garbled"])]
+
+
 def _faulty(request):
     """Records tagged [prose] never get a readable reply; [garbled] ones get one on the re-ask."""
     if "[prose]" in request.first_user:
@@ -54,9 +61,7 @@ def _faulty(request):
 
 @pytest.mark.parametrize("model", ["hosted_vllm/judge", "openai/gpt-4o-mini"])
 def test_a_healthy_rerun_asks_again_exactly_the_unreadable_replies(tmp_path, model):
-    records = [Record(id=str(i), query=f"What is the capital of France? [{tag}] (question {i})",
-                      contexts=["Paris is the capital of France.", "Bananas are yellow fruit."])
-               for i, tag in enumerate(["ok", "prose", "garbled", "prose", "ok", "garbled"])]
+    records = faulty_records()
     s = judge_specs("retrieval_precision")
     with JudgeServer(script=_faulty) as server:
         first, usage = build_judge(judge_cfg(server.url, tmp_path, model=model), s).score(records, s)
