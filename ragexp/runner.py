@@ -184,11 +184,12 @@ def score_step(plan: Plan, records: list[Record], show: bool) -> Scored:
 def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Scored,
                  intervals: dict[str, Any]) -> dict[str, Any]:
     """``summary.json``: the aggregates with their intervals and counts, and what they were computed on."""
+    inputs = questions_digest(records)
     summary: dict[str, Any] = {
         "dataset": plan.dataset.name,
         "dataset_source": plan.dataset.source,
-        "dataset_digest": questions_digest(records),  # the inputs: the run's MLflow dataset digest
-        "questions_digest": questions_digest(records),  # the same value, the name compare reads
+        "dataset_digest": inputs,  # the inputs: the run's MLflow dataset digest
+        "questions_digest": inputs,  # the same value, the name compare reads
         "outputs_digest": outputs_digest(records),  # what the system produced: contexts, their ids, answers
         "n_samples": len(records),
         "fields": present_fields(records),
