@@ -239,8 +239,9 @@ def _sweep_note(overrides: list[str]) -> str:
     """The parent's description: the command, and where the comparison is."""
     command = " ".join(["python -m ragexp -m", *overrides])
     return (f"A sweep: `{command}`. Each job is a child run below (its description gives its means, "
-            "intervals and n); this run holds the comparison: `leaderboard.png`, `leaderboard.json` "
-            "and `sweep_results.json` (every child's params and metrics).")
+            "intervals and n); this run holds the comparison: `leaderboard.png`, `leaderboard.json`, "
+            "`heatmap.png` (every child against the headline metrics) and `sweep_results.json` (every "
+            "child's params and metrics).")
 
 
 def _stop_reason(exc: BaseException | None) -> str:
