@@ -33,18 +33,31 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS replies (
+
+def _create_table(table: str, real: str) -> str:
+    """The replies table, the same columns in SQLite and PostgreSQL (``real``: each one's float type)."""
+    return f"""
+CREATE TABLE IF NOT EXISTS {table} (
     key TEXT PRIMARY KEY,
     model TEXT NOT NULL,
     text TEXT NOT NULL,
     finish_reason TEXT,
     tokens_in INTEGER NOT NULL DEFAULT 0,
     tokens_out INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    created REAL NOT NULL
+    cost_usd {real} NOT NULL DEFAULT 0,
+    created {real} NOT NULL
 )
 """
+
+
+_SCHEMA = _create_table("replies", "REAL")
+#: What a cached reply is read as, in this order, by both backends.
+_REPLY_COLUMNS = ("text", "finish_reason", "tokens_in", "tokens_out", "cost_usd")
+_SELECT_REPLY = f"SELECT {', '.join(_REPLY_COLUMNS)} FROM {{table}} WHERE key = {{param}}"
+
+
+def _reply(row: tuple | None) -> dict[str, Any] | None:
+    return None if row is None else dict(zip(_REPLY_COLUMNS, row))
 
 
 class CacheError(Exception):
@@ -120,11 +133,8 @@ class JudgeCache:
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             row = self._retry(lambda: self._conn.execute(
-                "SELECT text, finish_reason, tokens_in, tokens_out, cost_usd FROM replies WHERE key = ?",
-                (key,)).fetchone())
-        if row is None:
-            return None
-        return {"text": row[0], "finish_reason": row[1], "tokens_in": row[2], "tokens_out": row[3], "cost_usd": row[4]}
+                _SELECT_REPLY.format(table="replies", param="?"), (key,)).fetchone())
+        return _reply(row)
 
     def put(self, key: str, *, model: str, text: str, finish_reason: str | None, tokens_in: int, tokens_out: int,
             cost_usd: float) -> None:
@@ -152,18 +162,7 @@ class JudgeCache:
 # --- PostgreSQL: one cache for every node of a cluster ------------------------------------------------------
 
 PG_TABLE = "ragexp_judge_replies"
-_PG_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS {PG_TABLE} (
-    key TEXT PRIMARY KEY,
-    model TEXT NOT NULL,
-    text TEXT NOT NULL,
-    finish_reason TEXT,
-    tokens_in INTEGER NOT NULL DEFAULT 0,
-    tokens_out INTEGER NOT NULL DEFAULT 0,
-    cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
-    created DOUBLE PRECISION NOT NULL
-)
-"""
+_PG_SCHEMA = _create_table(PG_TABLE, "DOUBLE PRECISION")
 #: The advisory lock that serialises creating the table (two jobs starting at once would both create it).
 _SCHEMA_LOCK = 0x7261676578700001
 
@@ -235,11 +234,7 @@ class PostgresJudgeCache:
                 raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
 
     def get(self, key: str) -> dict[str, Any] | None:
-        row = self._run(f"SELECT text, finish_reason, tokens_in, tokens_out, cost_usd FROM {PG_TABLE} WHERE key = %s",
-                        (key,)).fetchone()
-        if row is None:
-            return None
-        return {"text": row[0], "finish_reason": row[1], "tokens_in": row[2], "tokens_out": row[3], "cost_usd": row[4]}
+        return _reply(self._run(_SELECT_REPLY.format(table=PG_TABLE, param="%s"), (key,)).fetchone())
 
     def put(self, key: str, *, model: str, text: str, finish_reason: str | None, tokens_in: int, tokens_out: int,
             cost_usd: float) -> None:
