@@ -152,6 +152,17 @@ def _read_owed(helper: _Helper, op: str) -> dict[str, Any] | None:
     return None
 
 
+def _read_or_interrupt(helper: _Helper, op: str) -> dict[str, Any] | None:
+    """:func:`_read_owed`; a Ctrl-C or SIGTERM that arrives while waiting is passed on to the helper first."""
+    try:
+        return _read_owed(helper, op)
+    except KeyboardInterrupt as exc:
+        from ..errors import Terminated
+
+        _interrupt(helper, signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGUSR1)
+        raise
+
+
 def check_store(uri: str, experiment: str) -> None:
     """Before any work: the store can take runs (as :func:`ragexp.tracking.store.check_store`).
 
@@ -176,13 +187,7 @@ def _settle_check(helper: _Helper, uri: str, experiment: str, folder: Path | Non
     from ..errors import TrackingError
     from .store import say_closed
 
-    try:
-        answer = _read_owed(helper, "check")
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while MLflow's half of the check runs
-        from ..errors import Terminated
-
-        _interrupt(helper, signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGUSR1)
-        raise
+    answer = _read_or_interrupt(helper, "check")  # Ctrl-C or SIGTERM while MLflow's half of the check runs
     if answer is None:
         if folder is None:
             from .store import check_store as in_process
@@ -193,10 +198,9 @@ def _settle_check(helper: _Helper, uri: str, experiment: str, folder: Path | Non
     if "error" in answer:
         if folder is None:
             raise TrackingError(answer["error"])
-        from .log import later_command
+        from .log import where_saved
 
-        raise TrackingError(f"{answer['error']}; the results are in {folder}; log them later with: "
-                            f"{later_command(folder)}")
+        raise TrackingError(f"{answer['error']}; {where_saved(folder)}")
     say_closed([(r, p) for r, p in answer.get("closed", [])])
     return True
 
@@ -219,13 +223,7 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
     if not helper.send({"op": "log", "folder": str(folder), "uri": uri}):
         _gone()
         return log.log_run(folder, uri=uri)
-    try:
-        answer = _read_owed(helper, "log")
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while the helper logs: it closes the run FAILED
-        from ..errors import Terminated
-
-        _interrupt(helper, signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGUSR1)
-        raise
+    answer = _read_or_interrupt(helper, "log")  # Ctrl-C or SIGTERM while the helper logs: it closes the run FAILED
     if answer is None:  # the helper died: log here (a run it had opened is closed later as orphaned)
         return log.log_run(folder, uri=uri)
     log.CLOSED.extend(answer.get("closed", []))
@@ -233,8 +231,7 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
         raise TrackingError(answer["error"])
     if "interrupted" in answer:  # a signal reached the helper alone (this process was not interrupted)
         _gone()
-        raise TrackingError(f"the process logging the run was {answer['interrupted']}; the results are in "
-                            f"{folder}; log them later with: {log.later_command(folder)}")
+        raise TrackingError(f"the process logging the run was {answer['interrupted']}; {log.where_saved(folder)}")
     log.LOGGED.append((answer["run_id"], answer["uri"]))
     return answer["run_id"], answer["uri"]
 

@@ -268,6 +268,11 @@ def later_command(folder: Path) -> str:
     return f"{UPLOAD_COMMAND} {shlex.quote(str(folder))}"
 
 
+def where_saved(folder: Path) -> str:
+    """The end of every logging failure's line: where the results are and the command that logs them."""
+    return f"the results are in {folder}; log them later with: {later_command(folder)}"
+
+
 def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
     """Log a results folder written by :func:`save_results` as one MLflow run; return ``(run_id, uri)``.
 
@@ -281,7 +286,7 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
     folder = Path(folder).resolve()
     manifest = json.loads((folder / MANIFEST_FILE).read_text())
     uri = uri or manifest["tracking_uri"]
-    later = f"the results are in {folder}; log them later with: {later_command(folder)}"
+    later = where_saved(folder)
     run_id = None
     try:
         with bounded_http():
