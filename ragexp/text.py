@@ -3,7 +3,9 @@
 - :func:`squad_tokens` — SQuAD's answer normalisation: lowercase, drop ASCII punctuation,
   drop the articles a/an/the, split on white space (SPEC §2.1, §2.4).
 - :func:`keywords` — the keyword set of SPEC §2.5: lowercased word tokens of two or more
-  characters; runs of Chinese characters are segmented into words with jieba. A word is a run
+  characters; runs of Chinese characters are segmented into words as jieba segments them
+  (:func:`ragexp.segmentation.segment`: ``jieba.lcut``'s words, read from an index kept in the
+  user's cache directory instead of jieba's 0.5-1 s dictionary load). A word is a run
   of letters and digits; ``_`` inside a word belongs to it (``customer_id`` is one keyword, an
   identifier in a technical answer is one term), ``_`` at a word's ends does not
   (``_emphasis_`` → ``emphasis``); every other punctuation mark separates words.
@@ -53,19 +55,10 @@ def squad_tokens(text: str) -> list[str]:
     return list(_squad_tokens(text))
 
 
-_jieba = None
-
-
 def _segment_han(run: str) -> list[str]:
-    global _jieba
-    if _jieba is None:
-        import logging
+    from .segmentation import segment  # jieba.lcut's words without jieba's dictionary load
 
-        import jieba
-
-        jieba.setLogLevel(logging.WARNING)
-        _jieba = jieba
-    return [w for w in _jieba.lcut(run) if w.strip()]
+    return [w for w in segment(run) if w.strip()]
 
 
 def has_han(text: str) -> bool:
