@@ -285,6 +285,8 @@ def check_fields(specs: list[MetricSpec], records: list[Record], dataset: str,
 
 def _as_score(value: Any) -> Score:
     """A metric's return value as a Score: NaN or None is an undefined value (status ``undefined``), never a 0."""
+    if type(value) is float and value == value:  # the usual case first: a plain float, not NaN
+        return Score(value)
     if isinstance(value, Score):
         return value
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -292,23 +294,59 @@ def _as_score(value: Any) -> Score:
     return Score(float(value))
 
 
+def _option_key(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
 def score(records: list[Record], specs: Iterable[MetricSpec], progress: Callable[[Iterable], Iterable] | None = None
           ) -> dict[str, list[Score]]:
-    """Per-sample scores of every sample-level, non-judge metric, in record order."""
+    """Per-sample scores of every sample-level, non-judge metric, in record order.
+
+    Metrics that declare a shared first step (``MetricInfo.prepare``: the ranked metrics' relevance
+    judgement) get it done once per record and setting, and each finishes from it."""
     sample_specs = [s for s in specs if s.info.level == "sample" and not s.info.judge]
     out: dict[str, list[Score]] = {s.key: [] for s in sample_specs}
     # each spec's fields and options settled once, not per record
-    plans = [(s.fields, frozenset(s.fields), s.info.fn, s.call_options(), out[s.key].append) for s in sample_specs]
-    needed = frozenset().union(*(p[1] for p in plans))
+    plans = []
+    shared: dict[tuple, tuple] = {}  # (prepare, fields, its options) → (fields, set, prepare, options, members)
+    for s in sample_specs:
+        fields, opts, info = s.fields, s.call_options(), s.info
+        if info.prepare is None:
+            plans.append((fields, frozenset(fields), info.fn, opts, out[s.key].append))
+            continue
+        pre_opts = {k: opts[k] for k in info.prepare_options if k in opts}
+        key = (info.prepare, fields, tuple((k, _option_key(v)) for k, v in sorted(pre_opts.items())))
+        if key not in shared:
+            shared[key] = (fields, frozenset(fields), info.prepare, pre_opts, [])
+        shared[key][4].append((info.finish, opts, out[s.key].append))
+    groups = list(shared.values())
+    needed = frozenset().union(*(p[1] for p in plans), *(g[1] for g in groups))
     iterator = progress(records) if progress else records
     for record in iterator:
         # absent (None) is missing_field; a present but empty output goes to the metric, which scores it a miss
-        present = {f for f in needed if record.present(f)}
+        present = {f for f in needed if getattr(record, f, None) is not None}
         for fields, field_set, fn, opts, append in plans:
             if not field_set <= present:
                 append(Score.missing(f"no {', '.join(f for f in fields if f not in present)}"))
                 continue
             append(_as_score(fn(*[getattr(record, f) for f in fields], **opts)))
+        for fields, field_set, prepare, pre_opts, members in groups:
+            if not field_set <= present:
+                missing = Score.missing(f"no {', '.join(f for f in fields if f not in present)}")
+                for _, _, append in members:
+                    append(missing)
+                continue
+            prepared = prepare(*[getattr(record, f) for f in fields], **pre_opts)
+            if isinstance(prepared, Score):
+                for _, _, append in members:
+                    append(prepared)
+                continue
+            for finish, opts, append in members:
+                append(_as_score(finish(prepared, **opts)))
     return out
 
 

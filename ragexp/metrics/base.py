@@ -65,6 +65,13 @@ class MetricInfo:
     #: ``resolve(options, dataset_fields) -> options``: settles an option that depends on the
     #: dataset (ranked metrics' ``relevance: auto``) before the fields are checked
     resolve: Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any]] | None = None
+    #: a first step several metrics of a suite share on a record (the ranked metrics' relevance
+    #: judgement): ``prepare(*fields, **the options named in prepare_options)``, done once per record
+    #: and setting, then ``finish(prepared, **options)`` per metric — the same value as ``fn`` gives;
+    #: a prepared :class:`Score` (an undefined value) is every sharing metric's score
+    prepare: Callable[..., Any] | None = None
+    prepare_options: tuple[str, ...] = ()
+    finish: Callable[..., Any] | None = None
 
     def required_fields(self, options: dict[str, Any] | None = None) -> tuple[str, ...]:
         """The record fields this metric reads with these options."""
@@ -89,6 +96,9 @@ def register(
     variant_params: Sequence[str] = (),
     name: str | None = None,
     resolve: Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any]] | None = None,
+    prepare: Callable[..., Any] | None = None,
+    prepare_options: Sequence[str] = (),
+    finish: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a metric function under its own name (or ``name``).
 
@@ -97,8 +107,11 @@ def register(
     ``against``). ``variant_params`` are options that may be given a list, each value making
     one variant logged under ``name/<value>`` (``ndcg/k10``, ``context_recall/rouge_chunk``).
     ``resolve(options, dataset_fields)`` returns the options with dataset-dependent choices
-    settled; the runner calls it before checking fields.
+    settled; the runner calls it before checking fields. ``prepare``/``finish`` split the metric
+    into a step shared with other metrics and its own arithmetic (see :class:`MetricInfo`).
     """
+    if (prepare is None) != (finish is None):
+        raise ValueError("prepare and finish go together")
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         sig = inspect.signature(fn)
@@ -123,6 +136,9 @@ def register(
             variant_params=tuple(variant_params),
             uses_matcher="matcher" in options,
             resolve=resolve,
+            prepare=prepare,
+            prepare_options=tuple(prepare_options),
+            finish=finish,
         )
         if info.name in REGISTRY and REGISTRY[info.name].fn is not fn:
             raise RuntimeError(f"metric name '{info.name}' registered twice")

@@ -116,27 +116,110 @@ def judge_relevance(retrieved: list[str], truths: list[str], *, relevance: str =
     return flags, covered, m.n_truth_contexts
 
 
+def judgement(retrieved: list[str], truths: list[str], *, relevance: str = "auto",
+              matcher: Any = None) -> tuple[list[bool], list[int], int, int] | Score:
+    """What every ranked metric reads of a record: :func:`judge_relevance`'s flags, covered counts
+    and number of relevant items, and the number retrieved; an ``undefined`` Score when nothing is
+    relevant. A suite judges each record once and shares it among its metrics and cut-offs.
+
+    >>> judgement(["a", "x"], ["a"], relevance="ids")
+    ([True, False], [1, 1], 1, 2)
+    """
+    if isinstance(matcher, (str, dict)):
+        matcher = build_matcher(matcher)
+    flags, covered, n_relevant = judge_relevance(retrieved, truths, relevance=relevance, matcher=matcher)
+    if n_relevant == 0:
+        return Score.undefined("no relevant item (empty ground truth)")
+    return flags, covered, n_relevant, len(retrieved)
+
+
 @lru_cache(maxsize=64)
 def _judged(retrieved: tuple[str, ...], truths: tuple[str, ...], relevance: str, matcher: Any):
-    # a suite asks for the same record's relevance once per metric and cut-off: judge it once
-    return judge_relevance(list(retrieved), list(truths), relevance=relevance, matcher=matcher)
+    # called one metric at a time, a suite asks for the same record's relevance once per metric
+    # and cut-off: judge it once
+    return judgement(list(retrieved), list(truths), relevance=relevance, matcher=matcher)
 
 
-def _ranked(retrieved, truths, k, relevance, matcher):
+def _ranked(retrieved, truths, k, relevance, matcher, finish, **options):
     _check_k(k)
     if isinstance(matcher, (str, dict)):
         matcher = build_matcher(matcher)
-    flags, covered, n_relevant = _judged(tuple(retrieved), tuple(truths), relevance, matcher)
-    if n_relevant == 0:
-        return Score.undefined("no relevant item (empty ground truth)")
-    depth = len(flags) if k is None else min(k, len(flags))
-    return flags[:depth], covered, n_relevant, depth
+    judged = _judged(tuple(retrieved), tuple(truths), relevance, matcher)
+    if isinstance(judged, Score):
+        return judged
+    return finish(judged, k=k, **options)
 
 
-_REG = dict(fields_for=_fields, resolve=_resolve, variant_params=("k", "matcher"))
+def _depth(judged, k):
+    n = len(judged[0])
+    return n if k is None or k > n else k
 
 
-@register(**_REG)
+# Each metric's arithmetic on a judgement (``finish``), then the metric itself.
+
+def _hit_rate(judged, *, k: int | None = 10, **_) -> float:
+    return 1.0 if True in judged[0][:_depth(judged, k)] else 0.0
+
+
+def _mrr(judged, *, k: int | None = 10, **_) -> float:
+    flags = judged[0]
+    for rank in range(_depth(judged, k)):
+        if flags[rank]:
+            return 1.0 / (rank + 1)
+    return 0.0
+
+
+def _ndcg(judged, *, k: int | None = 10, **_) -> float:
+    flags, _, n_relevant, _ = judged
+    dcg = math.fsum([_GAIN[rank] if rank < len(_GAIN) else _gain(rank)
+                     for rank in range(_depth(judged, k)) if flags[rank]])
+    ideal_n = n_relevant if k is None else builtins.min(n_relevant, k)
+    return dcg / _ideal_dcg(ideal_n)
+
+
+def _map(judged, *, k: int | None = 10, denominator: str = "relevant", **_) -> float:
+    flags, _, n_relevant, _ = judged
+    hits, total = 0, 0.0
+    for rank in range(_depth(judged, k)):
+        if flags[rank]:
+            hits += 1
+            total += hits / (rank + 1)
+    if denominator == "hits":
+        return total / hits if hits else 0.0
+    return total / n_relevant
+
+
+def _precision_at_k(judged, *, k: int | None = 10, **_) -> float:
+    divisor = judged[3] if k is None else k
+    if divisor == 0:
+        return 0.0  # nothing retrieved: a miss (trec_eval's P of a query without results)
+    return sum(judged[0][:_depth(judged, k)]) / divisor
+
+
+def _recall_at_k(judged, *, k: int | None = 10, **_) -> float:
+    _, covered, n_relevant, _ = judged
+    depth = _depth(judged, k)
+    return (covered[depth - 1] if depth else 0) / n_relevant
+
+
+def _gain(rank: int) -> float:
+    """The discounted gain of 0-based ``rank``: ``1 / log2(rank + 2)``."""
+    return 1.0 / math.log2(rank + 2)
+
+
+_GAIN = [_gain(rank) for rank in range(100)]
+
+
+@lru_cache(maxsize=1024)
+def _ideal_dcg(n: int) -> float:
+    return math.fsum([_gain(rank) for rank in range(n)])
+
+
+_REG = dict(fields_for=_fields, resolve=_resolve, variant_params=("k", "matcher"), prepare=judgement,
+            prepare_options=("relevance", "matcher"))
+
+
+@register(**_REG, finish=_hit_rate)
 def hit_rate(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",
              matcher: Any = None) -> float | Score:
     """1 if a relevant item is among the first k retrieved, else 0; range [0, 1].
@@ -144,13 +227,10 @@ def hit_rate(retrieved: list[str], relevant: list[str], *, k: int | None = 10, r
     >>> hit_rate(["x", "y", "a"], ["a"], k=2), hit_rate(["x", "y", "a"], ["a"], k=3)
     (0.0, 1.0)
     """
-    r = _ranked(retrieved, relevant, k, relevance, matcher)
-    if isinstance(r, Score):
-        return r
-    return 1.0 if any(r[0]) else 0.0
+    return _ranked(retrieved, relevant, k, relevance, matcher, _hit_rate)
 
 
-@register(**_REG)
+@register(**_REG, finish=_mrr)
 def mrr(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",
         matcher: Any = None) -> float | Score:
     """Reciprocal rank of the first relevant item among the first k, 0 if none; range [0, 1].
@@ -158,16 +238,10 @@ def mrr(retrieved: list[str], relevant: list[str], *, k: int | None = 10, releva
     >>> mrr(["x", "a", "b"], ["a", "b"]) == 1 / 2
     True
     """
-    r = _ranked(retrieved, relevant, k, relevance, matcher)
-    if isinstance(r, Score):
-        return r
-    for rank, flag in enumerate(r[0], start=1):
-        if flag:
-            return 1.0 / rank
-    return 0.0
+    return _ranked(retrieved, relevant, k, relevance, matcher, _mrr)
 
 
-@register(**_REG)
+@register(**_REG, finish=_ndcg)
 def ndcg(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",
          matcher: Any = None) -> float | Score:
     """Normalised discounted cumulative gain at k, binary gains; range [0, 1].
@@ -178,17 +252,10 @@ def ndcg(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relev
     >>> ndcg(["x", "a"], ["a", "b", "c"], k=2) == (1 / math.log2(3)) / (1 + 1 / math.log2(3))
     True
     """
-    r = _ranked(retrieved, relevant, k, relevance, matcher)
-    if isinstance(r, Score):
-        return r
-    flags, _, n_relevant, _ = r
-    dcg = math.fsum(1.0 / math.log2(rank + 1) for rank, flag in enumerate(flags, start=1) if flag)
-    ideal_n = n_relevant if k is None else builtins.min(n_relevant, k)
-    idcg = math.fsum(1.0 / math.log2(rank + 1) for rank in range(1, ideal_n + 1))
-    return dcg / idcg
+    return _ranked(retrieved, relevant, k, relevance, matcher, _ndcg)
 
 
-@register(**_REG)
+@register(**_REG, finish=_map)
 def map(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",  # noqa: A001
         matcher: Any = None, denominator: str = "relevant") -> float | Score:
     """Average precision at k (averaged over the run: MAP); range [0, 1].
@@ -205,21 +272,10 @@ def map(retrieved: list[str], relevant: list[str], *, k: int | None = 10, releva
     """
     if denominator not in ("relevant", "hits"):
         raise ValueError(f"denominator must be 'relevant' or 'hits', got {denominator!r}")
-    r = _ranked(retrieved, relevant, k, relevance, matcher)
-    if isinstance(r, Score):
-        return r
-    flags, _, n_relevant, _ = r
-    hits, total = 0, 0.0
-    for rank, flag in enumerate(flags, start=1):
-        if flag:
-            hits += 1
-            total += hits / rank
-    if denominator == "hits":
-        return total / hits if hits else 0.0
-    return total / n_relevant
+    return _ranked(retrieved, relevant, k, relevance, matcher, _map, denominator=denominator)
 
 
-@register(**_REG)
+@register(**_REG, finish=_precision_at_k)
 def precision_at_k(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",
                    matcher: Any = None) -> float | Score:
     """Relevant items among the first k / k; range [0, 1].
@@ -234,17 +290,10 @@ def precision_at_k(retrieved: list[str], relevant: list[str], *, k: int | None =
     >>> precision_at_k([], ["a"], k=None)     # nothing retrieved: a miss
     0.0
     """
-    r = _ranked(retrieved, relevant, k, relevance, matcher)
-    if isinstance(r, Score):
-        return r
-    flags = r[0]
-    divisor = len(retrieved) if k is None else k
-    if divisor == 0:
-        return 0.0  # nothing retrieved: a miss (trec_eval's P of a query without results)
-    return sum(flags) / divisor
+    return _ranked(retrieved, relevant, k, relevance, matcher, _precision_at_k)
 
 
-@register(**_REG)
+@register(**_REG, finish=_recall_at_k)
 def recall_at_k(retrieved: list[str], relevant: list[str], *, k: int | None = 10, relevance: str = "auto",
                 matcher: Any = None) -> float | Score:
     """Relevant items among the first k / number of relevant items; range [0, 1].
@@ -252,8 +301,4 @@ def recall_at_k(retrieved: list[str], relevant: list[str], *, k: int | None = 10
     >>> recall_at_k(["a", "x", "b"], ["a", "b", "c"], k=2) == 1 / 3
     True
     """
-    r = _ranked(retrieved, relevant, k, relevance, matcher)
-    if isinstance(r, Score):
-        return r
-    _, covered, n_relevant, depth = r
-    return (covered[depth - 1] if depth else 0) / n_relevant
+    return _ranked(retrieved, relevant, k, relevance, matcher, _recall_at_k)
