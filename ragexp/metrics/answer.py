@@ -32,6 +32,7 @@ from functools import lru_cache
 from ..matchers.rouge import rouge_l, rouge_n
 from ..text import squad_normalize, squad_tokens
 from .base import Score, register
+from .bleu_stats import sentence_bleu
 
 
 def _references(reference_answers: list[str]) -> list[str] | Score:
@@ -87,21 +88,14 @@ def answer_token_f1(answer: str, reference_answers: list[str]) -> float | Score:
     return max(squad_f1(answer, r) for r in refs)
 
 
-@lru_cache(maxsize=16)
-def _bleu(lowercase: bool, tokenize: str, smooth_method: str, smooth_value: float | None):
-    from sacrebleu.metrics import BLEU
-
-    return BLEU(lowercase=lowercase, tokenize=tokenize, smooth_method=smooth_method,
-                smooth_value=smooth_value, effective_order=True)
-
-
 @register(bounds=(0.0, 100.0))
 def bleu(answer: str, reference_answers: list[str], *, lowercase: bool = False, tokenize: str = "13a",
          smooth_method: str = "exp", smooth_value: float | None = None) -> float | Score:
     """sacrebleu's sentence BLEU against all references at once; range [0, 100].
 
     The same number as ``sacrebleu.sentence_bleu(answer, reference_answers, ...)`` with these
-    options (effective order, as sentence BLEU always uses).
+    options (effective order, as sentence BLEU always uses), computed by
+    :func:`ragexp.metrics.bleu_stats.sentence_bleu` with sacrebleu's tokenizer.
 
     >>> round(bleu("It really like to be a programmer, but I think artist is my passion.",
     ...            ["I want to be a artist, but I end up to be a programmer."], lowercase=True), 4)
@@ -114,8 +108,8 @@ def bleu(answer: str, reference_answers: list[str], *, lowercase: bool = False, 
         return refs
     if not answer.strip():
         return 0.0  # an empty answer: no n-gram matches (sacrebleu says 0.0 too)
-    scorer = _bleu(bool(lowercase), tokenize, smooth_method, smooth_value)
-    return float(scorer.sentence_score(answer, refs).score)
+    return float(sentence_bleu(answer, refs, lowercase=bool(lowercase), tokenize=tokenize,
+                               smooth_method=smooth_method, smooth_value=smooth_value))
 
 
 def _best(answer: str, reference_answers: list[str], n: int | None, use_stemmer: bool) -> float | Score:
