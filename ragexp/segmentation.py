@@ -51,7 +51,6 @@ _FORMAT = 1  # bump when the index's tables change
 _MIN_FLOAT = -3.14e100  # jieba's "impossible" log-probability for a missing HMM entry
 _STATES = "BMES"
 _PREVIOUS = {"B": "ES", "M": "MB", "S": "SE", "E": "BM"}  # the states each state can follow
-_UNSET = object()
 
 # jieba's default block pattern (cut, accurate mode), its white-space pattern, and the two patterns
 # its HMM (finalseg) splits a buffer with
@@ -143,7 +142,7 @@ def build_index(path: Path, dictionary: Path, key: str) -> None:
 
 
 class Index:
-    """Read-only lookups in a built index, each remembered: ``freq(word)`` and ``emit(char)``."""
+    """Read-only lookups in a built index, each remembered: ``freq[word]`` and ``emit[char]``."""
 
     def __init__(self, path: Path, key: str):
         import sqlite3
@@ -165,8 +164,10 @@ class Index:
         self.total = int(meta["total"])
         self.start = {y: tables[f"start {y}"] for y in _STATES}
         self.trans = {(a, b): tables.get(f"trans {a}{b}", _MIN_FLOAT) for a in _STATES for b in _STATES}
-        self._freq: dict[str, int | None] = {}
-        self._emit: dict[str, dict[str, float]] = {}
+        #: jieba's FREQ[word]: a count (0 for a prefix that is not itself a word), None when absent
+        self.freq: dict[str, int | None] = _Memo(self._count)
+        #: the HMM's emission log-probability of a character in each state (jieba's floor when it has none)
+        self.emit: dict[str, dict[str, float]] = _Memo(self._emission)
 
     def _connect(self):
         import sqlite3
@@ -176,31 +177,35 @@ class Index:
         uri = f"file:{quote(str(self.path))}?mode=ro&immutable=1"
         return sqlite3.connect(uri, uri=True, check_same_thread=False)
 
-    def _one(self, sql: str, arg: str):
+    def _one(self, sql: str, arg: str) -> tuple | None:
         with self._lock:
             if self._pid != os.getpid():  # a forked child does not share its parent's connection
                 self._pid, self._con = os.getpid(), self._connect()
             return self._con.execute(sql, (arg,)).fetchone()
 
-    def freq(self, word: str) -> int | None:
-        """jieba's FREQ[word]: a count (0 for a prefix that is not itself a word), None when absent."""
-        n = self._freq.get(word, _UNSET)
-        if n is _UNSET:
-            row = self._one("SELECT n FROM freq WHERE word = ?", word)
-            n = row[0] if row else None
-            if len(self._freq) >= _MEMO_LIMIT:
-                self._freq.clear()
-            self._freq[word] = n
-        return n
+    def _count(self, word: str) -> int | None:
+        row = self._one("SELECT n FROM freq WHERE word = ?", word)
+        return row[0] if row else None
 
-    def emit(self, ch: str) -> dict[str, float]:
-        """The HMM's emission log-probability of ``ch`` in each state (jieba's floor when it has none)."""
-        p = self._emit.get(ch)
-        if p is None:
-            row = self._one("SELECT b, m, e, s FROM emit WHERE ch = ?", ch) or (None,) * 4
-            p = {y: _MIN_FLOAT if v is None else v for y, v in zip(_STATES, row)}
-            self._emit[ch] = p
-        return p
+    def _emission(self, ch: str) -> dict[str, float]:
+        row = self._one("SELECT b, m, e, s FROM emit WHERE ch = ?", ch) or (None,) * 4
+        return {y: _MIN_FLOAT if v is None else v for y, v in zip(_STATES, row)}
+
+
+class _Memo(dict):
+    """A dict that asks ``fetch`` for a key it does not hold yet and keeps the answer: a hit costs what a
+    dict lookup costs (the segmenter makes hundreds of thousands), a miss one indexed query."""
+
+    def __init__(self, fetch: Callable[[str], object]):
+        super().__init__()
+        self._fetch = fetch
+
+    def __missing__(self, key: str):
+        value = self._fetch(key)
+        if len(self) >= _MEMO_LIMIT:
+            self.clear()
+        self[key] = value
+        return value
 
 
 def open_index(dictionary: str | Path | None = None, cache: str | Path | None = None) -> Index:
@@ -250,14 +255,14 @@ class Segmenter:
         dag = []
         for k in range(n):
             ends = []
-            i, count = k, freq(block[k])
+            i, count = k, freq[block[k]]
             while count is not None:  # block[k:i+1] is a word or the prefix of one
                 if count:
                     ends.append(i)
                 i += 1
                 if i == n:
                     break
-                count = freq(block[k:i + 1])
+                count = freq[block[k:i + 1]]
             dag.append(ends or [k])
         return dag
 
@@ -268,7 +273,7 @@ class Segmenter:
         # the tuple comparison takes the larger index on a tie, as jieba's does
         best: list[tuple[float, int]] = [(0, 0)] * (n + 1)
         for k in range(n - 1, -1, -1):
-            best[k] = max((log(freq(block[k:x + 1]) or 1) - logtotal + best[x + 1][0], x) for x in dag[k])
+            best[k] = max((log(freq[block[k:x + 1]] or 1) - logtotal + best[x + 1][0], x) for x in dag[k])
         singles = ""  # consecutive one-character words, given to the HMM unless they form a known word
         k = 0
         while k < n:
@@ -287,7 +292,7 @@ class Segmenter:
     def _flush(self, singles: str, words: list[str]) -> None:
         if len(singles) == 1:
             words.append(singles)
-        elif not self.index.freq(singles):
+        elif not self.index.freq[singles]:
             self._hmm(singles, words)
         else:
             words.extend(singles)
@@ -302,11 +307,11 @@ class Segmenter:
 
     def _viterbi(self, text: str) -> list[str]:
         start, trans, emit = self.index.start, self.index.trans, self.index.emit
-        first = emit(text[0])
+        first = emit[text[0]]
         score = {y: start[y] + first[y] for y in _STATES}
         path = {y: y for y in _STATES}
         for ch in text[1:]:
-            e = emit(ch)
+            e = emit[ch]
             new_score, new_path = {}, {}
             for y in _STATES:
                 p, before = max((score[y0] + trans[y0, y] + e[y], y0) for y0 in _PREVIOUS[y])

@@ -117,7 +117,7 @@ def test_unknown_words_go_through_the_hmm_as_in_jieba(segmenter):
     assert _differences(segmenter, texts) == []
     # the HMM really ran: at least one of these has a word that dict.txt does not hold
     words = {w for t in texts for w in jieba.lcut(t)}
-    assert any(len(w) > 1 and not segmenter.index.freq(w) for w in words)
+    assert any(len(w) > 1 and not segmenter.index.freq[w] for w in words)
 
 
 def test_long_runs(segmenter, data_runs):
@@ -192,7 +192,7 @@ def test_an_index_built_for_another_dictionary_is_not_used(tmp_path):
     b = open_index(b_dict, cache)
     b.path.write_bytes(a.path.read_bytes())  # a file holding another key under b's name
     rebuilt = open_index(b_dict, cache)
-    assert rebuilt.built and rebuilt.freq("琪瑶岚翎") == 5000
+    assert rebuilt.built and rebuilt.freq["琪瑶岚翎"] == 5000
 
 
 def _python(script: str, env: dict[str, str], cwd: Path) -> subprocess.Popen:
