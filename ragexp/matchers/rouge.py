@@ -139,13 +139,27 @@ def _ngrams(seq: Sequence[str], n: int) -> Counter:
     return Counter(zip(*(seq[i:] for i in range(n)))) if len(seq) >= n else Counter()
 
 
+@lru_cache(maxsize=300_000)
+def _ngram_counts(text: str, n: int, use_stemmer: bool) -> tuple[dict[tuple[str, ...], int], int]:
+    # a text's n-gram counts and their total, once per text: a run scores the same reference
+    # (and rouge1/rouge2 the same answer) many times
+    counts = _ngrams(tokens(text, use_stemmer).seq, n)
+    return dict(counts), sum(counts.values())
+
+
 def rouge_n(target: str, prediction: str, n: int, use_stemmer: bool = False) -> tuple[float, float, float]:
     """(precision, recall, F) of ROUGE-N, as rouge-score's ``rouge{n}``."""
-    t = _ngrams(tokens(target, use_stemmer).seq, n)
-    p = _ngrams(tokens(prediction, use_stemmer).seq, n)
-    overlap = sum((t & p).values())
-    precision = overlap / max(sum(p.values()), 1)
-    recall = overlap / max(sum(t.values()), 1)
+    t, t_total = _ngram_counts(target, n, use_stemmer)
+    p, p_total = _ngram_counts(prediction, n, use_stemmer)
+    if len(p) > len(t):
+        t, p = p, t  # the overlap is symmetric: walk the smaller
+    overlap = 0
+    for gram, c in p.items():
+        other = t.get(gram)
+        if other is not None:
+            overlap += c if c < other else other
+    precision = overlap / max(p_total, 1)
+    recall = overlap / max(t_total, 1)
     return precision, recall, fmeasure(precision, recall)
 
 

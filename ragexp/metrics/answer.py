@@ -52,8 +52,18 @@ def exact_match(answer: str, reference_answers: list[str]) -> float | Score:
     refs = _references(reference_answers)
     if isinstance(refs, Score):
         return refs
-    norm = squad_normalize(answer)
-    return 1.0 if any(norm == squad_normalize(r) for r in refs) else 0.0
+    norm = _normalized(answer)
+    return 1.0 if any(norm == _normalized(r) for r in refs) else 0.0
+
+
+#: each text normalised once: a run meets the same reference (and answer) in several metrics
+_normalized = lru_cache(maxsize=200_000)(squad_normalize)
+
+
+@lru_cache(maxsize=200_000)
+def _token_counts(text: str) -> tuple[dict[str, int], int]:
+    toks = squad_tokens(text)
+    return dict(Counter(toks)), len(toks)
 
 
 def squad_f1(prediction: str, reference: str) -> float:
@@ -65,13 +75,17 @@ def squad_f1(prediction: str, reference: str) -> float:
     >>> squad_f1("the cat sat", "a cat sat down") == 2 * (2/2 * 2/3) / (2/2 + 2/3)
     True
     """
-    p, r = squad_tokens(prediction), squad_tokens(reference)
-    if not p or not r:
-        return float(p == r)
-    same = sum((Counter(p) & Counter(r)).values())
+    (p, p_len), (r, r_len) = _token_counts(prediction), _token_counts(reference)
+    if not p_len or not r_len:
+        return float(p_len == r_len)
+    same = 0
+    for tok, c in p.items():
+        other = r.get(tok)
+        if other is not None:
+            same += c if c < other else other
     if same == 0:
         return 0.0
-    precision, recall = same / len(p), same / len(r)
+    precision, recall = same / p_len, same / r_len
     return 2 * precision * recall / (precision + recall)
 
 
