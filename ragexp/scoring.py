@@ -407,15 +407,24 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
     """An :class:`~ragexp.stats.intervals.Interval` for every aggregate: sample metrics over their ``ok``
     values, the keyword confusion metrics by resampling records, ``latency/<stage>`` over the
     records that timed the stage. Sample metrics share one resample draw per set of ``ok`` samples."""
-    from .stats.intervals import Interval, mean_intervals, ratio_interval
+    from .stats.intervals import Interval, mean_intervals, ratio_intervals
 
     opts = dict(clusters=clusters, resamples=int(resamples), confidence=float(confidence), seed=int(seed),
                 method=str(method))
     columns: dict[str, list[float | None]] = {}
+    ratios: dict[str, tuple[list[float], list[float]]] = {}
     out: dict[str, Any] = {}
+    confusions: dict[str, list[tuple[int, int, int, int]]] = {}  # the four metrics share each record's judgement
     for spec in specs:
         if spec.info.level == "dataset":
-            out[spec.key] = _dataset_interval(spec, records, opts, ratio_interval, Interval)
+            parts = _confusion_parts(spec, records, confusions)
+            if parts is None:
+                value = dataset_value(spec, records)
+                out[spec.key] = Interval(value, None, None, None, len(records), None, opts["confidence"],
+                                         note="a dataset-level metric without a resampling rule: no interval")
+            else:
+                ratios[spec.key] = parts
+                out[spec.key] = None  # keeps the specs' order
             continue
         per = scores.get(spec.key)
         if per is not None:
@@ -423,25 +432,26 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
     stages = sorted({stage for r in records for stage in (r.timings or {})})
     for stage in stages:
         columns[f"latency/{stage}"] = [(r.timings or {}).get(stage) for r in records]
-    opts.pop("_confusions", None)
+    ratio_opts = {k: v for k, v in opts.items() if k != "method"}
     try:
+        if ratios:
+            out.update(ratio_intervals(ratios, **ratio_opts))
         out.update(mean_intervals(columns, **opts))
     except ValueError as exc:
         raise ConfigError(f"stats: {exc}") from None
     return out
 
 
-def _dataset_interval(spec: MetricSpec, records: list[Record], opts: dict[str, Any], ratio_interval, Interval):
-    """A confusion metric's interval from per-record counts; other dataset metrics get none (said in ``note``)."""
+def _confusion_parts(spec: MetricSpec, records: list[Record], cache: dict[str, list[tuple[int, int, int, int]]]
+                     ) -> tuple[list[float], list[float]] | None:
+    """A confusion metric's per-record numerator and denominator parts; None for a dataset metric
+    without a resampling rule."""
     from .metrics import keyword
 
     name = spec.info.name
     if spec.info.fn is not getattr(keyword, name, None) or name not in _CONFUSION_RATIOS:
-        value = dataset_value(spec, records)
-        return Interval(value, None, None, None, len(records), None, opts["confidence"],
-                        note="a dataset-level metric without a resampling rule: no interval")
+        return None
     conf_opts = {k: v for k, v in spec.call_options().items() if k in ("threshold", "inclusive", "stopwords")}
-    cache = opts.setdefault("_confusions", {})  # the four metrics share each record's judgement
     cache_key = repr(sorted(conf_opts.items()))
     if cache_key not in cache:
         cache[cache_key] = []
@@ -449,13 +459,7 @@ def _dataset_interval(spec: MetricSpec, records: list[Record], opts: dict[str, A
             c = keyword.confusion([r.label], [r.answer], [r.reference_answers], **conf_opts)
             cache[cache_key].append((c["tp"], c["fn"], c["fp"], c["tn"]))
     num_of, den_of = _CONFUSION_RATIOS[name]
-    num = [num_of(*parts) for parts in cache[cache_key]]
-    den = [den_of(*parts) for parts in cache[cache_key]]
-    try:
-        return ratio_interval(num, den, clusters=opts["clusters"], resamples=opts["resamples"],
-                              confidence=opts["confidence"], seed=opts["seed"])
-    except ValueError as exc:
-        raise ConfigError(f"stats: {exc}") from None
+    return [num_of(*parts) for parts in cache[cache_key]], [den_of(*parts) for parts in cache[cache_key]]
 
 
 def stage_latencies(records: list[Record]) -> dict[str, float]:

@@ -11,7 +11,7 @@ from scipy import stats
 
 from cli import run_cli
 from ragexp.results import status_column
-from ragexp.stats.intervals import mean_interval, mean_intervals, ratio_interval
+from ragexp.stats.intervals import mean_interval, mean_intervals, ratio_interval, ratio_intervals
 
 # a skewed, continuous sample (token-F1-like values) and a 0/1 sample (hit-rate-like)
 SKEWED = [round(v, 4) for v in np.random.default_rng(7).beta(0.6, 1.8, size=60)]
@@ -163,6 +163,28 @@ def test_ratio_interval_against_a_loop_over_the_same_resamples():
     p = num.sum() / den.sum()
     tol = 6 * math.sqrt(2) * math.sqrt(0.025 * 0.975 / B) * math.sqrt(p * (1 - p) / den.sum()) / stats.norm.pdf(1.96)
     assert abs(iv.ci_low - ref.low) < tol and abs(iv.ci_high - ref.high) < tol
+
+
+def test_ratio_intervals_of_the_four_confusion_metrics_equal_each_alone(data_dir):
+    # HaluEval's answers, each judged by keyword overlap against the right answer, against its label
+    from ragexp.datasets.halueval import load_halueval
+    from ragexp.metrics.keyword import confusion
+
+    records = load_halueval(str(data_dir / "halueval" / "qa_one-turn_data.json")).records[:400]
+    parts = [confusion([r.label], [r.answer], [r.reference_answers]) for r in records]
+    tp, fn, fp, tn = (np.array([c[k] for c in parts], dtype=float) for k in ("tp", "fn", "fp", "tn"))
+    ratios = {"accuracy": (tp + tn, tp + fn + fp + tn), "precision": (tp, tp + fp), "recall": (tp, tp + fn),
+              "f1": (2 * tp, 2 * tp + fp + fn), "none": (tp * 0, tp * 0)}
+    clusters = [r.id.rsplit("-", 1)[0][-1] for r in records]  # ten clusters: few, noted
+    for cl in (None, clusters):
+        both = ratio_intervals(ratios, clusters=cl, resamples=2000, seed=5)
+        assert list(both) == list(ratios)
+        for key, (num, den) in ratios.items():
+            assert both[key] == ratio_interval(num, den, clusters=cl, resamples=2000, seed=5)
+        assert both["precision"].mean == tp.sum() / (tp.sum() + fp.sum())
+        assert both["none"].mean is None and both["none"].n == 0
+    with pytest.raises(ValueError, match="one part per record"):
+        ratio_intervals({"a": ([1, 0], [1, 1]), "b": ([1], [1])})
 
 
 def test_bad_settings_say_what_was_expected():

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import lru_cache
 from typing import Sequence
 
 from ..text import keywords, stopword_set
@@ -59,6 +60,13 @@ def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str
 
 
 def _judged(answer: str, refs: Sequence[str], threshold: float, inclusive: bool, stops: frozenset[str]) -> bool | None:
+    return _judged_once(answer, tuple(refs), threshold, inclusive, stops)
+
+
+@lru_cache(maxsize=100_000)
+def _judged_once(answer: str, refs: tuple[str, ...], threshold: float, inclusive: bool, stops: frozenset[str]
+                 ) -> bool | None:
+    # the four confusion metrics and their intervals judge the same records: once per record
     value = keyword_overlap(answer, list(refs), stopwords=sorted(stops))
     if isinstance(value, Score):
         return None

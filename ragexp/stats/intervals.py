@@ -3,7 +3,7 @@
 :func:`mean_interval` gives one mean its interval; :func:`mean_intervals` does the same for
 many metrics over the same records at once (one resample draw, one matrix product), and
 :func:`ratio_interval` covers the dataset-level metrics that are a ratio of counts
-(accuracy, precision, recall and F1 of the keyword confusion).
+(accuracy, precision, recall and F1 of the keyword confusion; :func:`ratio_intervals` all four at once).
 
 Which method:
 
@@ -347,37 +347,66 @@ def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], *
     >>> iv.mean == 2 / 4, iv.n
     (True, 4)
     """
+    return ratio_intervals({"x": (numerators, denominators)}, clusters=clusters, resamples=resamples,
+                           confidence=confidence, seed=seed, method=method)["x"]
+
+
+def ratio_intervals(ratios: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
+                    clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
+                    seed: int = 0, method: str = "percentile") -> dict[str, Interval]:
+    """:func:`ratio_interval` for every ``key → (numerators, denominators)``, over the same records:
+    one resample draw and one matrix product per chunk of it for all of them. Each result equals
+    what :func:`ratio_interval` gives for it alone (the resampled sums are sums of whole counts,
+    exact in float32 whatever the order of the additions)."""
     import numpy as np
 
     check_settings(confidence, "percentile", resamples)
-    num = np.asarray(numerators, dtype=float)
-    den = np.asarray(denominators, dtype=float)
-    n = int((den > 0).sum())
-    if n == 0:
-        return Interval(None, None, None, None, 0, None, confidence, note="empty denominator: no value")
-    value = float(num.sum() / den.sum())
-    if n == 1:
-        return Interval(value, None, None, None, 1, None, confidence, note="one sample: no spread to measure, no interval")
+    out: dict[str, Interval] = {}
+    boot_keys, columns, n_of, value_of = [], [], {}, {}
+    n_all = None
+    for key, (numerators, denominators) in ratios.items():
+        num = np.asarray(numerators, dtype=float)
+        den = np.asarray(denominators, dtype=float)
+        if n_all is not None and len(num) != n_all:
+            raise ValueError(f"every ratio needs one part per record ({n_all}), got {len(num)} for {key!r}")
+        n_all = len(num)
+        n = int((den > 0).sum())
+        if n == 0:
+            out[key] = Interval(None, None, None, None, 0, None, confidence, note="empty denominator: no value")
+            continue
+        value = float(num.sum() / den.sum())
+        if n == 1:
+            out[key] = Interval(value, None, None, None, 1, None, confidence,
+                                note="one sample: no spread to measure, no interval")
+            continue
+        boot_keys.append(key)
+        columns += [num, den]
+        n_of[key], value_of[key] = n, value
+    if not boot_keys:
+        return {k: out[k] for k in ratios}
     if clusters is None:
-        cluster_of = np.arange(len(num))
+        cluster_of = np.arange(n_all)
     else:
         _, cluster_of = np.unique(np.array([str(c) for c in clusters], dtype=object), return_inverse=True)
     g = int(cluster_of.max()) + 1
-    parts = np.zeros((g, 2))
-    np.add.at(parts, cluster_of, np.stack([num, den], axis=1))
-    boot = np.empty(int(resamples))
+    parts = np.zeros((g, len(columns)))
+    np.add.at(parts, cluster_of, np.stack(columns, axis=1))
+    parts32 = parts.astype(np.float32)
+    boot = np.empty((int(resamples), len(boot_keys)))
     for start, size, c in _draws(seed, g, int(resamples)):
-        s = (c @ parts.astype(np.float32)).astype(float)
+        s = (c @ parts32).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
-            boot[start:start + size] = s[:, 0] / s[:, 1]
-    kept = boot[np.isfinite(boot)]
-    dropped = len(boot) - len(kept)
-    notes = [f"{dropped} of {len(boot)} resamples had an empty denominator and were left out"] if dropped else []
-    if clusters is not None and g < FEW_CLUSTERS:
-        notes.append(_few_clusters(g))
-    note = "; ".join(notes) or None
+            boot[start:start + size] = s[:, 0::2] / s[:, 1::2]
     alpha = (1 - confidence) / 2
-    lo, hi = np.quantile(kept, [alpha, 1 - alpha])
     label = "cluster-percentile" if clusters is not None else "percentile"
-    return Interval(value, float(kept.std(ddof=1)), float(lo), float(hi), n, label, confidence,
-                    g if clusters is not None else None, note)
+    for j, key in enumerate(boot_keys):
+        col = boot[:, j]
+        kept = col[np.isfinite(col)]
+        dropped = len(col) - len(kept)
+        notes = [f"{dropped} of {len(col)} resamples had an empty denominator and were left out"] if dropped else []
+        if clusters is not None and g < FEW_CLUSTERS:
+            notes.append(_few_clusters(g))
+        lo, hi = np.quantile(kept, [alpha, 1 - alpha])
+        out[key] = Interval(value_of[key], float(kept.std(ddof=1)), float(lo), float(hi), n_of[key], label,
+                            confidence, g if clusters is not None else None, "; ".join(notes) or None)
+    return {k: out[k] for k in ratios}
