@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -42,6 +43,12 @@ _CHUNK_CELLS = 4_000_000
 #: inside :func:`shared_draws`, draws of at most this many cells (~64 MB as float32) are kept for reuse
 _SHARED_CELLS = 16_000_000
 _SHARED: list[dict[tuple[int, int, int], list[tuple[int, int, Any]]]] = []
+#: the most recent draws, kept as one byte per cell (at most this many cells in all, ~16 MB): a
+#: process that computes intervals over the same number of units again (the systems of a
+#: comparison scored on the same questions, a notebook's second call) converts the counts back
+#: instead of drawing 10,000 × n random indices anew — the same numbers either way
+_KEPT_CELLS = 16_000_000
+_DRAWN: OrderedDict[tuple[int, int, int], list[tuple[int, int, Any]]] = OrderedDict()
 
 METHODS = ("percentile", "bca")
 
@@ -197,17 +204,22 @@ def shared_draws() -> Iterator[None]:
 
 def _draws(seed: int, groups: int, resamples: int) -> Iterator[tuple[int, int, Any]]:
     """``(start, size, counts)`` chunks of the seeded draw of ``resamples`` resamples of ``groups`` units."""
+    import numpy as np
+
     key = (int(seed), int(groups), int(resamples))
     cache = _SHARED[-1] if _SHARED and groups * resamples <= _SHARED_CELLS else None
     if cache is not None and key in cache:
         yield from cache[key]
         return
-    rng = _rng(seed)
-    chunk = max(1, _CHUNK_CELLS // groups)
     kept = []
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        part = (start, size, _counts(rng, groups, size))
+    drawn = _DRAWN.get(key)
+    if drawn is not None:
+        with contextlib.suppress(KeyError):  # another thread may have let it go meanwhile
+            _DRAWN.move_to_end(key)
+        parts = ((start, size, small.astype(np.float32)) for start, size, small in drawn)
+    else:
+        parts = _draw(key)
+    for part in parts:
         if cache is not None:
             kept.append(part)
         yield part
@@ -215,18 +227,45 @@ def _draws(seed: int, groups: int, resamples: int) -> Iterator[tuple[int, int, A
         cache[key] = kept
 
 
+def _draw(key: tuple[int, int, int]) -> Iterator[tuple[int, int, Any]]:
+    """Draw the chunks afresh; keep them (as bytes) for the next interval over the same number of units."""
+    import numpy as np
+
+    seed, groups, resamples = key
+    rng = _rng(seed)
+    chunk = max(1, _CHUNK_CELLS // groups)
+    small: list[tuple[int, int, Any]] | None = [] if groups * resamples <= _KEPT_CELLS else None
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        counts = _counts(rng, groups, size)
+        if small is not None:
+            if counts.max() > 255:
+                small = None  # a count that does not fit a byte (a draw over very few units): not kept
+            else:
+                small.append((start, size, counts.astype(np.uint8)))
+        yield start, size, counts.astype(np.float32)
+    if small is not None:
+        _DRAWN[key] = small
+        while len(_DRAWN) > 1 and sum(g * r for _, g, r in list(_DRAWN)) > _KEPT_CELLS:
+            with contextlib.suppress(KeyError):
+                _DRAWN.popitem(last=False)
+
+
 def _counts(rng, groups: int, size: int):
     """``size`` resamples of ``groups`` units with replacement, as a size × groups count matrix.
 
-    float32: the counts are small integers (exact), and the matrix products that turn them into
-    resampled sums run twice as fast; their rounding (~1e-7 relative) is far below the
+    Used as float32: the counts are small integers (exact), and the matrix products that turn
+    them into resampled sums run twice as fast; their rounding (~1e-7 relative) is far below the
     bootstrap's own Monte-Carlo error.
     """
     import numpy as np
 
-    idx = rng.integers(0, groups, size=(size, groups))
-    idx += (np.arange(size) * groups)[:, None]
-    return np.bincount(idx.ravel(), minlength=size * groups).reshape(size, groups).astype(np.float32)
+    # int32: the same draws as numpy's default int64 (a range below 2**32 takes 32-bit draws), in
+    # half the memory; size × groups stays below 2**31 (a chunk is about _CHUNK_CELLS)
+    dtype = np.int32 if size * groups < 2 ** 31 else np.int64
+    idx = rng.integers(0, groups, size=(size, groups), dtype=dtype)
+    idx += (np.arange(size, dtype=dtype) * groups)[:, None]
+    return np.bincount(idx.ravel(), minlength=size * groups).reshape(size, groups)
 
 
 def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: int, confidence: float, seed: int,
