@@ -122,3 +122,42 @@ def test_exact_chunk_relevance_equals_id_relevance_on_squad(squad_run):
             by_ids = fn(r["context_ids"], r["gt_context_ids"], k=5, relevance="ids")
             by_text = fn(r["contexts"], r["gt_contexts"], k=5, relevance="matcher", matcher="exact_chunk")
             assert by_ids == by_text
+
+
+def test_a_suite_scored_together_equals_each_metric_alone_and_ranx(squad_run, compose):
+    """score() judges a record's relevance once and shares it among the 24 ranked keys of a suite
+    (MetricInfo.prepare/finish): the same values as each metric called alone, and as ranx."""
+    from ranx import Qrels, Run, evaluate
+
+    from ragexp.scoring import score
+
+    records = [to_record({k: r[k] for k in ("id", "contexts", "context_ids", "gt_contexts")}
+                         | {"query": "q", "gt_context_ids": r["relevant_ids"]}, path="squad", row=i)
+               for i, r in enumerate(squad_run, start=1)]
+    records.append(to_record({"query": "q", "contexts": ["a"], "context_ids": ["1"], "gt_contexts": [],
+                              "gt_context_ids": []}, path="x", row=0))  # nothing relevant: undefined everywhere
+    from omegaconf import OmegaConf
+
+    names = ("hit_rate", "mrr", "ndcg", "map", "precision_at_k", "recall_at_k")
+    configured = {n: OmegaConf.to_container(compose(f"metric={n}").metric[n]) for n in names}  # k: [1, 3, 5, 10]
+    for relevance in ("ids", "matcher"):
+        specs, _ = build_metrics({n: dict(c, relevance=relevance) for n, c in configured.items()}, "rouge_chunk")
+        specs, _ = check_fields(specs, records, "squad")
+        scores = score(records, specs)
+        assert len(scores) == 24
+        for spec in specs:
+            alone = [spec.call(*[getattr(r, f) for f in spec.fields]) for r in records]
+            assert [s.value for s in scores[spec.key][:-1]] == alone[:-1], spec.key
+            assert scores[spec.key][-1].status == alone[-1].status == "undefined"
+    qrels = Qrels({r["id"]: {doc: 1 for doc in r["relevant_ids"]} for r in squad_run})
+    run = Run({r["id"]: {doc: float(len(r["context_ids"]) - i) for i, doc in enumerate(r["context_ids"])}
+               for r in squad_run})
+    specs, _ = build_metrics({n: dict(c, relevance="ids") for n, c in configured.items()}, "exact_chunk")
+    scores = score(records[:-1], specs)
+    ranx_name = {"precision_at_k": "precision", "recall_at_k": "recall"}
+    for spec in specs:
+        name, k = spec.key.split("/k")
+        metric = f"{ranx_name.get(name, name)}@{k}"
+        evaluate(qrels, run, [metric], make_comparable=True)
+        for r, s in zip(squad_run, scores[spec.key]):
+            assert abs(s.value - run.scores[metric][r["id"]]) <= 1e-9, (spec.key, r["id"])
