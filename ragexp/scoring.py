@@ -283,10 +283,22 @@ def check_fields(specs: list[MetricSpec], records: list[Record], dataset: str,
     return kept, skipped
 
 
+#: Score is immutable: the ok Score of a value met before is shared (0, 1 and the few fractions of the
+#: ranked metrics make most of a run's scores) instead of building one per sample
+_OK_SCORES: dict[float, Score] = {0.0: Score(0.0), 1.0: Score(1.0)}
+
+
 def _as_score(value: Any) -> Score:
     """A metric's return value as a Score: NaN or None is an undefined value (status ``undefined``), never a 0."""
     if type(value) is float and value == value:  # the usual case first: a plain float, not NaN
-        return Score(value)
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            return Score(value)  # -0.0 keeps its own Score (it is a key equal to 0.0)
+        kept = _OK_SCORES.get(value)
+        if kept is None:
+            kept = Score(value)
+            if len(_OK_SCORES) < 4096:
+                _OK_SCORES[value] = kept
+        return kept
     if isinstance(value, Score):
         return value
     if value is None or (isinstance(value, float) and math.isnan(value)):

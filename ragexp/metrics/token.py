@@ -63,18 +63,44 @@ def _prf(passage: str, truth: str) -> tuple[float, float, float]:
     return p, r, 2 * p * r / (p + r)
 
 
-def _token_scores(passages: list[str], truths: list[str], which: int) -> Score | float:
+def _best_per_passage(passages: list[str], truths: list[str]) -> list[tuple[float, float, float]] | Score:
+    """Per passage, its best token precision, recall and F1 against any ground truth (each its own
+    maximum); what the three token metrics share on a record."""
     truths = [t for t in truths if _counts(t)[1]]  # a ground truth without a token is no ground truth
     if not truths:
         return Score.undefined("no ground truth with a token (empty ground truth)")
-    if not passages:
+    best = []
+    for p in passages:
+        scores = [_prf(p, g) for g in truths]
+        best.append((max([s[0] for s in scores]), max([s[1] for s in scores]), max([s[2] for s in scores])))
+    return best
+
+
+def _mean_of(best: list[tuple[float, float, float]], which: int) -> float:
+    if not best:
         return 0.0  # nothing retrieved: a miss, as trec_eval scores a query without results
     # an empty passage shares no token with anything: it scores 0 and counts in the mean
-    per_passage = [max(_prf(p, g)[which] for g in truths) for p in passages]
-    return sum(per_passage) / len(per_passage)
+    return sum([b[which] for b in best]) / len(best)
 
 
-@register(fields_for=_fields)
+def _token_scores(passages: list[str], truths: list[str], which: int) -> Score | float:
+    best = _best_per_passage(passages, truths)
+    return best if isinstance(best, Score) else _mean_of(best, which)
+
+
+def _precision_of(best, **_):
+    return _mean_of(best, 0)
+
+
+def _recall_of(best, **_):
+    return _mean_of(best, 1)
+
+
+def _f1_of(best, **_):
+    return _mean_of(best, 2)
+
+
+@register(fields_for=_fields, prepare=_best_per_passage, finish=_precision_of)
 def token_precision(contexts: list[str], truths: list[str], *, against: str = "reference_answers") -> float | Score:
     """Mean over passages of the best token precision against any ground truth; range [0, 1].
 
@@ -89,7 +115,7 @@ def token_precision(contexts: list[str], truths: list[str], *, against: str = "r
     return _token_scores(contexts, truths, 0)
 
 
-@register(fields_for=_fields)
+@register(fields_for=_fields, prepare=_best_per_passage, finish=_recall_of)
 def token_recall(contexts: list[str], truths: list[str], *, against: str = "reference_answers") -> float | Score:
     """Mean over passages of the best token recall against any ground truth; range [0, 1].
 
@@ -101,7 +127,7 @@ def token_recall(contexts: list[str], truths: list[str], *, against: str = "refe
     return _token_scores(contexts, truths, 1)
 
 
-@register(fields_for=_fields)
+@register(fields_for=_fields, prepare=_best_per_passage, finish=_f1_of)
 def token_f1(contexts: list[str], truths: list[str], *, against: str = "reference_answers") -> float | Score:
     """Mean over passages of the best per-passage token F1; range [0, 1].
 

@@ -1,0 +1,66 @@
+"""scoring.score's fast paths give what each metric gives alone: metrics sharing a first step on a
+record (MetricInfo.prepare/finish: the token metrics' per-passage best scores) scored together on
+real records, and a metric's return value turned into a Score (shared ok Scores, -0.0, NaN, None)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ragexp.metrics.base import Score
+from ragexp.metrics.token import token_f1, token_precision, token_recall
+from ragexp.scoring import _as_score, build_metrics, check_fields, score
+
+
+@pytest.fixture(scope="module")
+def records(data_dir):
+    # BM25 over SQuAD's paragraphs: real questions, ten retrieved passages, the gold passage, SQuAD's answers
+    from squad_bm25 import squad_bm25_run
+
+    from ragexp.records import to_record
+
+    fields = ("id", "query", "contexts", "gt_contexts", "reference_answers")
+    return [to_record({f: r[f] for f in fields}, path="squad", row=i)
+            for i, r in enumerate(squad_bm25_run(str(data_dir), 200), start=1)]
+
+
+@pytest.mark.parametrize("against", ["reference_answers", "gt_contexts"])
+def test_token_metrics_scored_together_equal_each_alone(records, against):
+    cfg = {name: {"_target_": f"ragexp.metrics.token.{name}", "against": against}
+           for name in ("token_precision", "token_recall", "token_f1")}
+    specs, _ = check_fields(build_metrics(cfg)[0], records, "squad")
+    assert {s.info.prepare for s in specs} == {specs[0].info.prepare} is not None  # one shared step
+    scores = score(records, specs)
+    for fn in (token_precision, token_recall, token_f1):
+        alone = [fn(r.contexts, getattr(r, against), against=against) for r in records]
+        together = [s.value for s in scores[fn.__name__]]
+        assert together == alone
+        assert len(set(together)) > 20  # real spread, not a constant
+
+
+def test_token_metrics_rules_survive_the_shared_step():
+    specs, _ = build_metrics({n: {"_target_": f"ragexp.metrics.token.{n}"}
+                              for n in ("token_precision", "token_recall", "token_f1")})
+    from ragexp.records import to_record
+
+    rows = [to_record(raw, path="x.jsonl", row=i) for i, raw in enumerate([
+        {"query": "q", "contexts": [], "reference_answers": ["paris"]},            # nothing retrieved: 0
+        {"query": "q", "contexts": ["paris", ""], "reference_answers": ["paris"]},  # an empty passage counts
+        {"query": "q", "contexts": ["paris"], "reference_answers": ["", "the"]},   # no token in any truth
+        {"query": "q", "contexts": ["paris"]},                                      # no reference field
+    ], start=1)]
+    out = score(rows, specs)
+    assert [s.value for s in out["token_f1"][:2]] == [0.0, (1 + 0) / 2]
+    assert [s.status for s in out["token_precision"][2:]] == ["undefined", "missing_field"]
+
+
+def test_as_score_shares_ok_scores_but_keeps_every_value():
+    assert _as_score(0.25) == Score(0.25) and _as_score(0.25) is _as_score(0.25)
+    negative_zero = _as_score(-0.0)
+    assert negative_zero.value == 0.0 and math.copysign(1.0, negative_zero.value) == -1.0
+    assert math.copysign(1.0, _as_score(0.0).value) == 1.0
+    assert _as_score(math.nan).status == "undefined" and _as_score(None).status == "undefined"
+    assert _as_score(1).value == 1.0 and type(_as_score(1).value) is float
+    missing = Score.missing("no answer")
+    assert _as_score(missing) is missing
