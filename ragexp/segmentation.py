@@ -3,10 +3,12 @@
 :func:`segment` returns the words ``jieba.lcut(text)`` returns (accurate mode, HMM on, jieba's
 default dictionary) — the segmentation SPEC §2.5 keywords and RAGQuestEval's answer tokens use.
 
-Why not call jieba: its first cut loads a prefix dictionary of ~580,000 entries (every word of its
-``dict.txt`` and every prefix of one) — 0.5-1 s, a third of a demo run. Segmenting a sentence reads
-only the entries for the fragments of that sentence, so here they are read from an on-disk index
-when first needed and remembered (a dict in front of the index):
+Why not call jieba: its first cut loads a prefix dictionary of ~500,000 entries (the 349,046 words
+of its ``dict.txt`` and every prefix of one) — 0.5-1 s, a third of a demo run. Segmenting a sentence
+reads only the entries for the fragments of that sentence, so here they are read from an on-disk
+index when first needed and remembered (a dict in front of the index; after 100,000 distinct
+fragments in a process the whole table is read at once, so a very large input pays about what
+jieba's load costs, never much more):
 
 - The index is an SQLite file built once from jieba's own data — its ``dict.txt`` read by jieba's
   own ``Tokenizer.gen_pfdict`` (so the counts and the total are jieba's) and the HMM tables of
@@ -23,8 +25,8 @@ when first needed and remembered (a dict in front of the index):
   not checked against), :func:`segment` quietly uses jieba itself, with its usual dictionary load.
 
 The cut is jieba's algorithm on these lookups: split the text into jieba's "Han" blocks (CJK ideographs
-U+4E00-U+9FD5, ASCII letters and digits, ``+#&._%-``; every other character is a word of its own, a run
-of white space one word); in a block, every dictionary word starting at each position (the DAG), the
+U+4E00-U+9FD5, ASCII letters and digits, ``+#&._%-``; every other character is a word of its own,
+``\r\n`` too); in a block, every dictionary word starting at each position (the DAG), the
 most probable path through it by the words' log-frequencies (ties to the longer word), and runs of
 single characters that are not a dictionary word given to the HMM (Viterbi over the B/M/E/S states).
 Each comparison and each sum is made in jieba's order, so ties and floating-point rounding fall the
@@ -40,7 +42,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from math import log
 from pathlib import Path
 
@@ -59,7 +61,9 @@ _SPACE = re.compile("(\r\n|\\s)")
 _HMM_HAN = re.compile("([\u4E00-\u9FD5]+)")
 _HMM_OTHER = re.compile("([a-zA-Z0-9]+(?:\\.\\d+)?%?)")
 
-_MEMO_LIMIT = 1_000_000  # remembered lookups before the memo starts over (bounds memory on huge inputs)
+# distinct fragments looked up one at a time before the whole table is read instead (~1 s of queries,
+# as long as reading it all; text that large would pay jieba's whole load anyway)
+_READ_ALL_AFTER = 100_000
 
 
 class IndexUnavailable(Exception):
@@ -165,7 +169,7 @@ class Index:
         self.start = {y: tables[f"start {y}"] for y in _STATES}
         self.trans = {(a, b): tables.get(f"trans {a}{b}", _MIN_FLOAT) for a in _STATES for b in _STATES}
         #: jieba's FREQ[word]: a count (0 for a prefix that is not itself a word), None when absent
-        self.freq: dict[str, int | None] = _Memo(self._count)
+        self.freq: dict[str, int | None] = _Memo(self._count, self._all_counts)
         #: the HMM's emission log-probability of a character in each state (jieba's floor when it has none)
         self.emit: dict[str, dict[str, float]] = _Memo(self._emission)
 
@@ -177,34 +181,45 @@ class Index:
         uri = f"file:{quote(str(self.path))}?mode=ro&immutable=1"
         return sqlite3.connect(uri, uri=True, check_same_thread=False)
 
-    def _one(self, sql: str, arg: str) -> tuple | None:
+    def _rows(self, sql: str, *args: str) -> list[tuple]:
         with self._lock:
             if self._pid != os.getpid():  # a forked child does not share its parent's connection
                 self._pid, self._con = os.getpid(), self._connect()
-            return self._con.execute(sql, (arg,)).fetchone()
+            return self._con.execute(sql, args).fetchall()
 
     def _count(self, word: str) -> int | None:
-        row = self._one("SELECT n FROM freq WHERE word = ?", word)
-        return row[0] if row else None
+        rows = self._rows("SELECT n FROM freq WHERE word = ?", word)
+        return rows[0][0] if rows else None
+
+    def _all_counts(self) -> list[tuple[str, int]]:
+        return self._rows("SELECT word, n FROM freq")
 
     def _emission(self, ch: str) -> dict[str, float]:
-        row = self._one("SELECT b, m, e, s FROM emit WHERE ch = ?", ch) or (None,) * 4
-        return {y: _MIN_FLOAT if v is None else v for y, v in zip(_STATES, row)}
+        rows = self._rows("SELECT b, m, e, s FROM emit WHERE ch = ?", ch) or [(None,) * 4]
+        return {y: _MIN_FLOAT if v is None else v for y, v in zip(_STATES, rows[0])}
 
 
 class _Memo(dict):
     """A dict that asks ``fetch`` for a key it does not hold yet and keeps the answer: a hit costs what a
-    dict lookup costs (the segmenter makes hundreds of thousands), a miss one indexed query."""
+    dict lookup costs (the segmenter makes hundreds of thousands), a miss one indexed query. After
+    ``_READ_ALL_AFTER`` misses it takes every row from ``fetch_all`` at once, and a key still missing
+    is then absent (None)."""
 
-    def __init__(self, fetch: Callable[[str], object]):
+    def __init__(self, fetch: Callable[[str], object], fetch_all: Callable[[], Iterable[tuple]] | None = None):
         super().__init__()
-        self._fetch = fetch
+        self._fetch, self._fetch_all = fetch, fetch_all
+        self.complete = False
+        self._misses = 0
 
     def __missing__(self, key: str):
-        value = self._fetch(key)
-        if len(self) >= _MEMO_LIMIT:
-            self.clear()
-        self[key] = value
+        if self.complete:
+            return None
+        self._misses += 1
+        if self._fetch_all is not None and self._misses > _READ_ALL_AFTER:
+            self.update(self._fetch_all())
+            self.complete = True
+            return self.get(key)
+        value = self[key] = self._fetch(key)
         return value
 
 
@@ -364,5 +379,5 @@ def segment(text: str) -> list[str]:
 
 
 def backend() -> str:
-    """Which segmenter :func:`segment` uses in this process: ``"index"``, ``"jieba"``, or ``""`` before its first call."""
+    """Which segmenter :func:`segment` uses in this process: ``"index"``, ``"jieba"`` (``""`` before its first call)."""
     return _backend

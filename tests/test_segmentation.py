@@ -136,6 +136,19 @@ def test_random_mixes_of_rare_and_common_characters(segmenter, data_runs):
     assert _differences(segmenter, texts) == []
 
 
+def test_after_many_lookups_the_whole_table_is_read_with_the_same_words(cache, data_runs, monkeypatch):
+    # large inputs switch from one query per new fragment to reading every row once; 50 misses here
+    monkeypatch.setattr(segmentation, "_READ_ALL_AFTER", 50)
+    segmenter = Segmenter(open_index(cache=cache))  # a new Index: its own, empty memo
+    assert not segmenter.index.freq.complete
+    assert _differences(segmenter, data_runs[:2000]) == []
+    freq = segmenter.index.freq
+    assert freq.complete  # and it holds jieba's whole prefix dictionary, count for count
+    assert all(freq.get(word) == n for word, n in jieba.dt.FREQ.items()) and len(jieba.dt.FREQ) > 490_000
+    assert segmenter.index.total == jieba.dt.total
+    assert _differences(segmenter, data_runs[2000:4000] + ["他来到了网易杭研大厦"]) == []
+
+
 def _small_dictionary(path: Path, extra: str = "") -> Path:
     """The first 2,000 entries of jieba's dict.txt (most of a text then goes through the HMM)."""
     lines = (segmentation.jieba_dir() / "dict.txt").read_text("utf-8").splitlines()[:2000]
