@@ -379,5 +379,5 @@ def segment(text: str) -> list[str]:
 
 
 def backend() -> str:
-    """Which segmenter :func:`segment` uses in this process: ``"index"``, ``"jieba"`` (``""`` before its first call)."""
+    """The segmenter :func:`segment` uses in this process: ``"index"``, ``"jieba"`` (``""`` before a first call)."""
     return _backend
