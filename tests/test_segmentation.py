@@ -149,6 +149,30 @@ def test_after_many_lookups_the_whole_table_is_read_with_the_same_words(cache, d
     assert _differences(segmenter, data_runs[2000:4000] + ["他来到了网易杭研大厦"]) == []
 
 
+def test_threads_and_a_forked_child_share_nothing_broken(cache, data_runs):
+    # a metric may run in threads (the judge's workers) and a launcher may fork after a first run
+    from concurrent.futures import ThreadPoolExecutor
+
+    segmenter = Segmenter(open_index(cache=cache))
+    chunks = [data_runs[i::4][:500] for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        words = list(pool.map(lambda runs: [segmenter.cut(r) for r in runs], chunks))
+    assert words == [[jieba.lcut(r) for r in runs] for runs in chunks]
+    read, write = os.pipe()
+    pid = os.fork()  # the child inherits the open connection and the memo
+    if pid == 0:
+        try:
+            with os.fdopen(write, "w", encoding="utf-8") as out:
+                json.dump([segmenter.cut(r) for r in data_runs[-300:]], out)
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, encoding="utf-8") as child:
+        in_child = json.loads(child.read() or "null")
+    os.waitpid(pid, 0)
+    assert in_child == [jieba.lcut(r) for r in data_runs[-300:]]
+
+
 def _small_dictionary(path: Path, extra: str = "") -> Path:
     """The first 2,000 entries of jieba's dict.txt (most of a text then goes through the HMM)."""
     lines = (segmentation.jieba_dir() / "dict.txt").read_text("utf-8").splitlines()[:2000]
