@@ -23,6 +23,8 @@ jieba's load costs, never much more):
   user's cache directory) is the one file it may leave, as jieba itself leaves ``/tmp/jieba.cache``.
 - When the index cannot be built or opened (a read-only home, no home, a jieba version this code was
   not checked against), :func:`segment` quietly uses jieba itself, with its usual dictionary load.
+- It is jieba's dictionary as installed: words a program adds to jieba while it runs
+  (``jieba.add_word``, ``jieba.load_userdict``, ``suggest_freq``) do not change ragexp's keywords.
 
 The cut is jieba's algorithm on these lookups: split the text into jieba's "Han" blocks (CJK ideographs
 U+4E00-U+9FD5, ASCII letters and digits, ``+#&._%-``; every other character is a word of its own,
