@@ -21,6 +21,7 @@ too, and no score object with its formatted strings is built per call.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from functools import lru_cache
 from typing import Sequence
 
@@ -44,31 +45,29 @@ def segment_ngrams(text: str, lowercase: bool = False, tokenize: str = "13a") ->
 
     >>> counts, n = segment_ngrams("a b a b")
     >>> n, counts[0], counts[1]
-    (4, {('a',): 2, ('b',): 2}, {('a', 'b'): 2, ('b', 'a'): 1})
+    (4, Counter({('a',): 2, ('b',): 2}), Counter({('a', 'b'): 2, ('b', 'a'): 1}))
     """
     if lowercase:
         text = text.lower()
     toks = _tokenizer(tokenize)(text.rstrip()).split()
-    per_order = []
-    for n in range(1, MAX_ORDER + 1):
-        counts: dict[tuple[str, ...], int] = {}
-        for gram in zip(*[toks[i:] for i in range(n)]):
-            counts[gram] = counts.get(gram, 0) + 1
-        per_order.append(counts)
-    return tuple(per_order), len(toks)
+    per_order = (Counter(zip(toks)), Counter(zip(toks, toks[1:])), Counter(zip(toks, toks[1:], toks[2:])),
+                 Counter(zip(toks, toks[1:], toks[2:], toks[3:])))
+    return per_order, len(toks)
 
 
 @lru_cache(maxsize=100_000)
 def _references(references: tuple[str, ...], lowercase: bool, tokenize: str) -> tuple[tuple[dict, ...], tuple[int, ...]]:
     """The references' n-gram counts, each the largest over the references, and their lengths."""
-    merged: list[dict] | None = None
+    merged: list[dict] | tuple[dict, ...] | None = None
     lengths = []
     for ref in references:
         counts, n = segment_ngrams(ref, lowercase, tokenize)
         lengths.append(n)
         if merged is None:
-            merged = [dict(c) for c in counts]
+            merged = counts  # one reference: its own (cached, never changed) counts
             continue
+        if isinstance(merged, tuple):
+            merged = [dict(c) for c in merged]  # a second one: merge into copies
         for into, more in zip(merged, counts):
             for gram, c in more.items():
                 if c > into.get(gram, 0):

@@ -56,7 +56,12 @@ def _prf(passage: str, truth: str) -> tuple[float, float, float]:
     tc, tn = _counts(truth)
     if pn == 0 or tn == 0:
         return 0.0, 0.0, 0.0
-    overlap = sum(min(pc[t], tc[t]) for t in pc.keys() & tc.keys())  # multiset overlap, as (pc & tc)
+    small, large = (pc, tc) if len(pc) <= len(tc) else (tc, pc)
+    overlap = 0  # multiset overlap, as sum((pc & tc).values()); walks the smaller counter
+    for t, c in small.items():
+        other = large.get(t)
+        if other is not None:
+            overlap += c if c < other else other
     if overlap == 0:
         return 0.0, 0.0, 0.0
     p, r = overlap / pn, overlap / tn
