@@ -97,12 +97,11 @@ def sentence_bleu(hypothesis: str, references: Sequence[str], *, lowercase: bool
     correct = [0] * MAX_ORDER
     total = [0] * MAX_ORDER
     for n in range(MAX_ORDER):
-        ref_n = ref[n] if ref else {}
+        hyp_n, ref_n = hyp[n], (ref[n] if ref else {})
         matched = 0
-        for gram, c in hyp[n].items():
-            r = ref_n.get(gram)
-            if r is not None:
-                matched += c if c < r else r
+        for gram in hyp_n.keys() & ref_n.keys():
+            c, r = hyp_n[gram], ref_n[gram]
+            matched += c if c < r else r
         correct[n] = matched
         total[n] = max(hyp_len - n, 0)
     return _compute(correct, total, hyp_len, ref_len, smooth_method, smooth_value)
