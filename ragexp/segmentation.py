@@ -16,7 +16,7 @@ jieba's load costs, never much more):
   ``~/.cache/ragexp/``), about 10 MB, named ``jieba-<key>.sqlite3``. The key covers this module's
   index format and the path, size and modification time of ``dict.txt``, jieba's ``__init__.py``
   (which holds its version) and its HMM tables: upgrading jieba gives a new key and a new build.
-  The build (2-4 s, once) writes a temporary file in the same folder and renames it into place,
+  The build (2-5 s, once) writes a temporary file in the same folder and renames it into place,
   so a process never opens half an index; two processes building at once each write their own
   file and the last rename wins (both hold the same rows).
 - ``ragexp.evaluate(..., log=False)`` writes nothing in the working directory; this cache (under the
