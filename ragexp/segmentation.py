@@ -138,6 +138,8 @@ def build_index(path: Path, dictionary: Path, key: str) -> None:
             con.commit()
         finally:
             con.close()
+        with open(tmp, "rb") as f:  # on disk before it has its name: a crash leaves no torn index
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
