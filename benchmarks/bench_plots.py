@@ -1,8 +1,9 @@
 """What a run's pictures cost (``tracking.plots``), against writing its two per-sample tables.
 
-The demo (50 questions, the default suite: 44 metric keys) is evaluated once with
-``ragexp.evaluate(..., log=False)``; then, in this process, each step is timed (wall and CPU):
-writing ``per_sample.json`` (trimmed) and ``per_sample_full.json``; importing matplotlib; drawing
+The demo (50 questions, the default suite: 43 metric keys) is scored once as the CLI scores it
+(``ragexp.runner.execute``, nothing saved); then, in this process, each step is timed (wall and
+CPU) on the run's plain per-sample columns, as ``python -m ragexp`` does them: writing
+``per_sample.json`` (trimmed) and ``per_sample_full.json``; importing matplotlib; drawing
 ``metrics.png`` + ``histograms.png`` the first time and again. The ratio to the tables is printed.
 
     python benchmarks/bench_plots.py
@@ -25,24 +26,29 @@ def timed(fn, *args, **kwargs):
 
 
 def main() -> None:
-    import ragexp
-    from ragexp.plots import pyplot, run_plots
-    from ragexp.results import table_frame
+    from hydra import compose, initialize_config_dir
 
-    result = ragexp.evaluate("demo", log=False)
-    full, summary = result.per_sample, result.summary
+    from ragexp.confdir import conf_dir
+    from ragexp.plots import pyplot, run_plots
+    from ragexp.results import split_json, table_columns
+    from ragexp.runner import execute
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["progress=false"])
+    outcome = execute(cfg, save=False, show=False)
+    full, summary = outcome.per_sample, outcome.summary
     folder = Path(tempfile.mkdtemp(prefix="bench_plots_"))
 
     def tables():
-        (folder / "per_sample_full.json").write_text(full.to_json(orient="split", index=False))
-        (folder / "per_sample.json").write_text(table_frame(full).to_json(orient="split", index=False))
+        (folder / "per_sample_full.json").write_text(split_json(full))
+        (folder / "per_sample.json").write_text(split_json(table_columns(full)))
 
     _, base_wall, base_cpu = timed(tables)
     _, imp_wall, imp_cpu = timed(pyplot)
     _, first_wall, first_cpu = timed(run_plots, folder, full, summary)
     _, again_wall, again_cpu = timed(run_plots, folder, full, summary)
     load = os.getloadavg()[0]
-    print(f"demo: {len(full)} samples, {len(summary['metrics'])} metric keys; load average {load:.1f} "
+    print(f"demo: {summary['n_samples']} samples, {len(summary['metrics'])} metric keys; load average {load:.1f} "
           f"on {os.cpu_count()} CPUs")
     print(f"{'step':<34}{'wall s':>9}{'CPU s':>9}{'× tables (CPU)':>16}")
     for name, wall, cpu in (("tables (baseline)", base_wall, base_cpu),

@@ -208,7 +208,9 @@ def _result(outcome: Any, config: dict[str, Any]) -> EvaluationResult:
     metrics = pd.DataFrame(rows, columns=["metric", "value", "ci_low", "ci_high", "stderr", "n"]).set_index("metric")
     for col in ("value", "ci_low", "ci_high", "stderr"):
         metrics[col] = metrics[col].astype(float)
-    return EvaluationResult(per_sample=outcome.per_sample, metrics=metrics, summary=summary,
+    from .results import frame_of
+
+    return EvaluationResult(per_sample=frame_of(outcome.per_sample), metrics=metrics, summary=summary,
                             run_id=summary.get("run_id"), tracking_uri=summary.get("tracking_uri"),
                             config=copy.deepcopy(config))
 

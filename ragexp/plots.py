@@ -159,18 +159,23 @@ RUN_PLOT_FILES = (METRICS_PLOT, HISTOGRAMS_PLOT)
 HEADLINE_MAX = 8
 
 
-def _range(key: str) -> tuple[float, float] | None:
-    """The metric's range from the registry (``ndcg/k10`` → ``ndcg``'s), None when unbounded (latency)."""
+def _ranges(keys: list[str]) -> dict[str, tuple[float, float] | None]:
+    """Each metric's range from the registry (``ndcg/k10`` → ``ndcg``'s), None when unbounded (latency)."""
     import math
 
     from .metrics.base import load_all
 
-    base = key.split("/", 1)[0]
-    if base == "latency":
-        return None
-    info = load_all().get(base)
-    lo, hi = info.bounds if info is not None else (0.0, 1.0)
-    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) and hi > lo else None
+    registry = load_all()
+    out: dict[str, tuple[float, float] | None] = {}
+    for key in keys:
+        base = key.split("/", 1)[0]
+        if base == "latency":
+            out[key] = None
+            continue
+        info = registry.get(base)
+        lo, hi = info.bounds if info is not None else (0.0, 1.0)
+        out[key] = (lo, hi) if math.isfinite(lo) and math.isfinite(hi) and hi > lo else None
+    return out
 
 
 def headline_metrics(keys: list[str], *, primary: str | None = None, objective: str | None = None,
@@ -178,7 +183,8 @@ def headline_metrics(keys: list[str], *, primary: str | None = None, objective: 
     """The metrics a picture leads with: ``stats.primary``, the ``objective``, then the suite's metrics
     in their order, one key per metric (``hit_rate/k1`` stands for ``hit_rate/k3``…) before any second
     cut-off, bounded metrics only (a latency is not a score); at most ``limit``."""
-    bounded = [k for k in keys if _range(k) is not None]
+    ranges = _ranges(keys)
+    bounded = [k for k in keys if ranges[k] is not None]
     chosen = [k for k in (primary, objective) if k and k in keys]
     seen = {k.split("/", 1)[0] for k in chosen}
     for k in bounded:
@@ -198,121 +204,198 @@ def headline_metrics(keys: list[str], *, primary: str | None = None, objective: 
 def run_plots(folder: str | Path, per_sample: Any, summary: dict[str, Any], *,
               objective: str | None = None) -> list[Path]:
     """A single run's pictures in ``folder``: ``metrics.png`` (every bounded metric's mean with its
-    CI) and ``histograms.png`` (the per-sample values of the headline metrics); returns the files."""
+    CI) and ``histograms.png`` (the per-sample values of the headline metrics); returns the files.
+    ``per_sample``: the per-sample table, plain columns or a DataFrame."""
     folder = Path(folder)
     intervals = summary.get("intervals") or {}
     keys = [k for k in (summary.get("metrics") or {}) if (intervals.get(k) or {}).get("mean") is not None]
     primary = (summary.get("stats") or {}).get("primary")
     headline = headline_metrics(keys, primary=primary, objective=objective)
-    title = f"{summary.get('dataset', '')} · {summary.get('n_samples', len(per_sample))} samples"
+    n = summary.get("n_samples", _row_count(per_sample))
+    title = f"{summary.get('dataset', '')} · {n} samples"
+    ranges = _ranges(keys)
     out = []
-    bars = metric_bars(intervals, [k for k in keys if _range(k) is not None], headline, title,
-                       folder / METRICS_PLOT, confidence=float((summary.get("stats") or {}).get("confidence", 0.95)))
+    bars = metric_bars(intervals, [k for k in keys if ranges[k] is not None], headline, title,
+                       folder / METRICS_PLOT, confidence=float((summary.get("stats") or {}).get("confidence", 0.95)),
+                       samples=n)
     if bars is not None:
         out.append(bars)
-    hist = histograms(per_sample, headline, title, folder / HISTOGRAMS_PLOT)
+    hist = histograms(per_sample, headline, title, folder / HISTOGRAMS_PLOT, of=len(keys))
     if hist is not None:
         out.append(hist)
     return out
 
 
+#: Drawing cost: matplotlib 3.11 draws text glyph by glyph in Python (about 0.1 ms a glyph, 1 ms a
+#: text), so the run's pictures are made of few texts and few artists: the bars, whiskers and
+#: histogram bins are one collection each, on one Axes per figure (an Axes with its ticks costs
+#: 10-20 ms), saved with PNG's fastest compression (python benchmarks/bench_plots.py).
+_PNG = {"compress_level": 1}
+
+
+def _figure(width: float, height: float) -> Any:
+    """A figure outside pyplot (no global state to close), drawn by Agg when saved."""
+    pyplot()  # matplotlib on Agg, as every picture here
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
+
+
+def _title(fig: Any, height: float, text: str) -> None:
+    """The figure's title at its top left (a fixed place: an Axes title is placed by measuring its ticks)."""
+    fig.text(0.012, 1 - 0.12 / height, text, fontsize=10, ha="left", va="top")
+
+
+def _save(fig: Any, path: str | Path, dpi: int) -> Path:
+    path = Path(path)
+    fig.savefig(path, format="png", dpi=dpi, pil_kwargs=_PNG)
+    return path
+
+
 def metric_bars(intervals: dict[str, Any], keys: list[str], headline: list[str], title: str, path: str | Path, *,
-                confidence: float = 0.95) -> Path | None:
+                confidence: float = 0.95, samples: int | None = None) -> Path | None:
     """One horizontal bar per metric (its mean, as a fraction of its range when that is not [0, 1]) with
-    its confidence interval as an error bar and ``mean [low, high] n=`` beside it; headline metrics blue."""
+    its confidence interval as a whisker and its mean written beside it, with ``n=`` where the metric
+    is over fewer than the run's ``samples`` (the title says so); headline metrics blue."""
     if not keys:
         return None
-    plt = pyplot()
+    from matplotlib.collections import LineCollection, PolyCollection
+
+    ranges = _ranges(keys)
     height = 1.1 + 0.26 * len(keys)
-    fig, ax = plt.subplots(figsize=(9, height))
-    ys = list(range(len(keys)))[::-1]
-    means, err_lo, err_hi, labels, texts = [], [], [], [], []
-    for key in keys:
+    fig = _figure(9, height)
+    ax = fig.add_axes((0.2, 0.55 / height, 0.5, 1 - 1.0 / height))  # fixed margins: no layout pass
+    across = ax.get_yaxis_transform()  # x in axes fractions, y in rows
+    boxes, colours, whiskers = [], [], []
+    for i, key in enumerate(keys):
+        y = len(keys) - 1 - i
         iv = intervals[key]
-        lo_r, hi_r = _range(key)
+        lo_r, hi_r = ranges[key]
         width = hi_r - lo_r
         mean = (iv["mean"] - lo_r) / width
-        means.append(mean)
+        boxes.append([(0, y - 0.31), (mean, y - 0.31), (mean, y + 0.31), (0, y + 0.31)])
+        colours.append("tab:blue" if key in headline else "0.62")
         if iv.get("ci_low") is not None and iv.get("ci_high") is not None:
-            err_lo.append(max(mean - (iv["ci_low"] - lo_r) / width, 0))
-            err_hi.append(max((iv["ci_high"] - lo_r) / width - mean, 0))
-            text = f"{_num(iv['mean'])} [{_num(iv['ci_low'])}, {_num(iv['ci_high'])}]"
-        else:
-            err_lo.append(0)
-            err_hi.append(0)
-            text = _num(iv["mean"])
-        texts.append(f"{text}  n={iv.get('n')}")
-        labels.append(key if (lo_r, hi_r) == (0.0, 1.0) else f"{key} (÷{width:g})")
-    colours = ["tab:blue" if k in headline else "0.62" for k in keys]
-    ax.barh(ys, means, height=0.62, color=colours, alpha=0.85)  # one call each: drawing is the cost here
-    ax.errorbar(means, ys, xerr=[err_lo, err_hi], fmt="none", ecolor="0.15", elinewidth=1, capsize=2.5)
-    for y, text in zip(ys, texts):
-        ax.text(1.01, y, text, transform=ax.get_yaxis_transform(), va="center", fontsize=7.5, color="0.2")
-    ax.set_yticks(ys)
-    ax.set_yticklabels(labels, fontsize=8)
+            low, high = (iv["ci_low"] - lo_r) / width, (iv["ci_high"] - lo_r) / width
+            whiskers += [[(low, y), (high, y)], [(low, y - 0.12), (low, y + 0.12)], [(high, y - 0.12), (high, y + 0.12)]]
+        text = _num(iv["mean"]) + (f"  n={iv.get('n')}" if samples is None or iv.get("n") != samples else "")
+        label = key if (lo_r, hi_r) == (0.0, 1.0) else f"{key} (÷{width:g})"
+        ax.text(-0.015, y, label, transform=across, ha="right", va="center", fontsize=8)
+        ax.text(1.015, y, text, transform=across, ha="left", va="center", fontsize=7.5, color="0.2")
+    ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors="none", alpha=0.85))
+    ax.add_collection(LineCollection(whiskers, colors="0.15", linewidths=1))
     ax.set_ylim(-0.6, len(keys) - 0.4)
     ax.set_xlim(0, 1)
+    ax.set_yticks([])
+    ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1], ["0", "0.2", "0.4", "0.6", "0.8", "1"])
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    for side in ("top", "right"):
+    for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
     level = round(100 * confidence, 2)
-    ax.set_xlabel(f"mean with its {level:g}% CI (as a fraction of the metric's range)")
-    ax.set_title(f"{title}: every metric (blue: the headline metrics)", fontsize=10, loc="left")
-    # fixed margins rather than a tight bounding box: measuring the text costs a second drawing
-    fig.subplots_adjust(left=0.2, right=0.7, top=1 - 0.45 / height, bottom=0.55 / height)
-    return save_png(fig, path, tight=False, dpi=100)
+    ax.set_xlabel(f"mean (bar, value at the right) with its {level:g}% CI (whisker), as a fraction of the "
+                  f"metric's range", fontsize=9)
+    over = f"; each over all {samples} samples unless n= says" if samples is not None else ""
+    _title(fig, height, f"{title}: every metric, the headline ones blue{over}")
+    return _save(fig, path, dpi=100)
 
 
-def histograms(per_sample: Any, keys: list[str], title: str, path: str | Path) -> Path | None:
-    """One panel per headline metric: how its per-sample values spread (``ok`` samples only; the panel
-    says how many, and how many had no value), with the mean as a dashed line."""
+def _row_count(table: Any) -> int:
+    """Rows of a per-sample table: a DataFrame, or plain columns."""
+    if hasattr(table, "columns"):
+        return len(table)
+    return len(next(iter(table.values()), []))
+
+
+def _column(table: Any, name: str) -> list[Any] | None:
+    """One column of a per-sample table (a DataFrame or plain columns) as a list, None when absent."""
+    names = table.columns if hasattr(table, "columns") else table
+    return list(table[name]) if name in names else None
+
+
+def bin_counts(values: list[float], lo: float, hi: float, bins: int = 10) -> list[int]:
+    """How many of ``values`` fall in each of ``bins`` equal bins over [lo, hi], as ``numpy.histogram``
+    counts them: each bin holds [edge, next edge), the last one [edge, hi]; values outside are left out."""
+    import bisect
+
+    step = (hi - lo) / bins
+    edges = [j * step + lo for j in range(bins)] + [hi]  # numpy.linspace's edges, to the last bit
+    counts = [0] * bins
+    for v in values:
+        if lo <= v <= hi:
+            counts[min(bisect.bisect_right(edges, v) - 1, bins - 1)] += 1
+    return counts
+
+
+def histograms(per_sample: Any, keys: list[str], title: str, path: str | Path, *, of: int | None = None
+               ) -> Path | None:
+    """How the per-sample values of the headline metrics spread: one row per metric, its values in ten
+    bins over the metric's range (``ok`` samples only), bars scaled to the row's tallest bin (its count
+    at the right), the mean as a dashed line; the row says the mean, n, and how many had no value.
+    ``per_sample``: plain columns or a DataFrame; ``of``: how many metric keys the run has (the title
+    says these are the first ``len(keys)`` of them)."""
     import math
 
     from .results import status_column
 
-    panels = []
+    ranges = _ranges(keys)
+    total = _row_count(per_sample)
+    rows = []
     for key in keys:
-        if key not in per_sample.columns:
+        values, statuses = _column(per_sample, key), _column(per_sample, status_column(key))
+        if values is None or ranges[key] is None:
             continue
-        statuses = per_sample[status_column(key)] if status_column(key) in per_sample.columns else None
-        values = [float(v) for i, v in enumerate(per_sample[key])
-                  if v is not None and not (isinstance(v, float) and math.isnan(v))
-                  and (statuses is None or statuses.iloc[i] == "ok")]
-        panels.append((key, values, len(per_sample) - len(values)))
-    if not panels:
+        kept = [float(v) for i, v in enumerate(values) if v is not None and not (isinstance(v, float) and math.isnan(v))
+                and (statuses is None or statuses[i] == "ok")]
+        rows.append((key, kept, total - len(kept)))
+    if not rows:
         return None
-    plt = pyplot()
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.collections import LineCollection, PolyCollection
 
-    cols = min(4, len(panels))
-    rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.5 * rows + 0.5), squeeze=False)
-    for ax in axes.flat[len(panels):]:
-        ax.set_visible(False)
-    for ax, (key, values, without) in zip(axes.flat, panels):
-        lo, hi = _range(key)
-        bins = [lo + (hi - lo) * i / 10 for i in range(11)]
+    height = 1.05 + 0.62 * len(rows)
+    fig = _figure(8, height)
+    ax = fig.add_axes((0.25, 0.55 / height, 0.66, 1 - 1.0 / height))
+    across = ax.get_yaxis_transform()
+    bins, means = [], []
+    for i, (key, values, without) in enumerate(rows):
+        base = len(rows) - 1 - i
+        lo, hi = ranges[key]
+        counts = bin_counts(values, lo, hi)
+        tallest = max(counts)
+        for j, count in enumerate(counts):
+            if count:
+                top = base + 0.8 * count / tallest
+                bins.append([(j / 10 + 0.004, base), (j / 10 + 0.096, base), (j / 10 + 0.096, top),
+                             (j / 10 + 0.004, top)])
         if values:
-            ax.hist(values, bins=bins, color="tab:blue", alpha=0.85, edgecolor="white")
             mean = sum(values) / len(values)
-            ax.axvline(mean, color="0.15", linestyle="--", linewidth=1)
+            x = (mean - lo) / (hi - lo)
+            means.append([(x, base), (x, base + 0.9)])
             head = f"mean {_num(mean)}, n={len(values)}"
         else:
             head = "no value"
         if without:
             head += f" ({without} without)"
-        ax.set_title(f"{key}\n{head}", fontsize=8.5)
-        ax.set_xlim(lo, hi)
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of samples
-        ax.tick_params(labelsize=7.5)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
-    axes[0, 0].set_ylabel("samples", fontsize=8)
-    fig.suptitle(f"{title}: per-sample values of the headline metrics", fontsize=10, x=0.01, ha="left")
-    fig.subplots_adjust(left=0.06, right=0.98, top=1 - 0.75 / (2.5 * rows + 0.5), bottom=0.35 / (2.5 * rows + 0.5),
-                        hspace=0.55, wspace=0.3)
-    return save_png(fig, path, tight=False, dpi=100)
+        label = key if (lo, hi) == (0.0, 1.0) else f"{key} (÷{hi - lo:g})"
+        ax.text(-0.02, base + 0.4, f"{label}\n{head}", transform=across, ha="right", va="center", fontsize=8)
+        if tallest:
+            ax.text(1.01, base + 0.8, str(tallest), transform=across, ha="left", va="center", fontsize=7.5,
+                    color="0.3")
+    ax.add_collection(PolyCollection(bins, facecolors="tab:blue", edgecolors="none", alpha=0.85))
+    ax.add_collection(LineCollection(means, colors="0.1", linewidths=1.1, linestyles=(0, (3, 2))))
+    ax.add_collection(LineCollection([[(0, b), (1, b)] for b in range(len(rows))], colors="0.55", linewidths=0.6))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.1, len(rows))
+    ax.set_yticks([])
+    ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1], ["0", "0.2", "0.4", "0.6", "0.8", "1"])
+    ax.tick_params(labelsize=8)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlabel("per-sample value, as a fraction of the metric's range (10 bins); at the right: the samples "
+                  "in the row's tallest bin", fontsize=8)
+    shown = f" ({len(rows)} of the run's {of} metric keys)" if of and of > len(rows) else ""
+    _title(fig, height, f"{title}: per-sample values of the headline metrics{shown}")
+    return _save(fig, path, dpi=100)
 
 
 def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], title: str,

@@ -1,8 +1,9 @@
-"""What a run leaves for people to read, as tables: the per-sample frame (one row per record: its
-fields, then every metric's value, status and detail; :func:`table_frame` trims it for MLflow's
-table view), the column names every reader uses (:func:`status_column`, :func:`detail_column`), the
-dataset frame logged as the run's MLflow dataset, and the
-digest of the questions that tells two runs over the same evaluation set apart from others.
+"""What a run leaves for people to read, as tables: the per-sample table (one row per record: its
+fields, then every metric's value, status and detail) as plain columns (:func:`per_sample_columns`;
+:func:`table_columns` trims it for MLflow's table view; :func:`split_json` writes either as pandas'
+split JSON, so the CLI never imports pandas), the column names every reader uses
+(:func:`status_column`, :func:`detail_column`), the dataset columns logged as the run's MLflow
+dataset, and the digest of the questions that tells two runs over the same evaluation set apart.
 """
 
 from __future__ import annotations
@@ -59,44 +60,43 @@ def current_columns(columns) -> list[str]:
     return out
 
 
-def per_sample_frame(records, scores: dict[str, list[Score]], cluster_by: str | None = None):
-    """The FULL per-sample table, one row per sample: the record's fields in :data:`RECORD_COLUMNS`
-    order (lists kept as lists; a field no record has is left out), the ``stats.cluster_by`` column
-    when set, label, latency, a pipeline error, then each metric's value, status and detail.
+def per_sample_columns(records, scores: dict[str, list[Score]], cluster_by: str | None = None) -> dict[str, list]:
+    """The FULL per-sample table as plain columns (name → one value per sample, in record order): the
+    record's fields in :data:`RECORD_COLUMNS` order (lists kept as lists; a field no record has is left
+    out), the ``stats.cluster_by`` column when set, label, latency, a pipeline error, then each metric's
+    value, status and detail. No pandas: the CLI writes it as JSON with :func:`split_json`.
 
-    :func:`table_frame` makes the trimmed copy logged as the MLflow table."""
-    import pandas as pd
-
+    :func:`frame_of` makes it a DataFrame; :func:`table_columns` trims it for MLflow's table view."""
     clusters = cluster_labels(records, cluster_by, dataset="", source="") if cluster_by else None
     present = [f for f in RECORD_COLUMNS[3:] if any(r.has(f) for r in records)]
     # a column some rows lack is still in its place for all (blank there), so the order holds
-    label = any(r.label is not None for r in records)
-    latency = any(r.latency_s is not None for r in records)
-    failed = any(r.extra.get("pipeline_error") for r in records)
-    details = [key for key, per in scores.items() if any(s.detail is not None for s in per)]
-    rows = []
-    for i, r in enumerate(records):
-        row: dict[str, Any] = {"id": r.id, "query": r.query, "answer": r.answer}
-        for f in present:
-            value = getattr(r, f)
-            row[f] = list(value) if value is not None else None
-        if clusters is not None:
-            row[cluster_by] = clusters[i]
-        if label:
-            row["label"] = r.label
-        if latency:
-            row["latency_s"] = r.latency_s
-        if failed:  # why a stage left this sample's fields empty
-            row["pipeline_error"] = r.extra.get("pipeline_error") or None
-        for key, per in scores.items():
-            s = per[i]
-            row[key] = s.value
-            row[status_column(key)] = s.status
-            if key in details:
-                row[detail_column(key)] = None if s.detail is None else s.detail if isinstance(s.detail, str) \
-                    else str(s.detail)
-        rows.append(row)
-    return pd.DataFrame(rows)
+    columns: dict[str, list] = {"id": [r.id for r in records], "query": [r.query for r in records],
+                                "answer": [r.answer for r in records]}
+    for f in present:
+        columns[f] = [None if (value := getattr(r, f)) is None else list(value) for r in records]
+    if clusters is not None:
+        columns[cluster_by] = list(clusters)
+    if any(r.label is not None for r in records):
+        columns["label"] = [r.label for r in records]
+    if any(r.latency_s is not None for r in records):
+        columns["latency_s"] = [r.latency_s for r in records]
+    if any(r.extra.get("pipeline_error") for r in records):  # why a stage left a sample's fields empty
+        columns["pipeline_error"] = [r.extra.get("pipeline_error") or None for r in records]
+    for key, per in scores.items():
+        columns[key] = [s.value for s in per]
+        columns[status_column(key)] = [s.status for s in per]
+        if any(s.detail is not None for s in per):
+            columns[detail_column(key)] = [None if s.detail is None else s.detail if isinstance(s.detail, str)
+                                           else str(s.detail) for s in per]
+    return columns
+
+
+def frame_of(columns: dict[str, list]):
+    """A pandas DataFrame of plain columns, one row per sample, in column order (``ragexp.evaluate``'s
+    ``per_sample`` is the frame of :func:`per_sample_columns`)."""
+    import pandas as pd
+
+    return pd.DataFrame(columns, columns=list(columns))
 
 
 def trim(text: Any, width: int = TRIM_CHARS) -> Any:
@@ -115,25 +115,63 @@ def _cell(value: Any, texts: bool) -> Any:
     return trim(", ".join(str(v) for v in value))
 
 
+#: The list columns whose cells are passages: numbered in the trimmed table (``[1] … [2] …``)
+TEXT_LIST_COLUMNS = ("contexts", "gt_contexts", "reference_answers")
+
+
+def table_columns(full: dict[str, list]) -> dict[str, list]:
+    """The per-sample columns as MLflow's table view shows them: every text cut to :data:`TRIM_CHARS`
+    with an ellipsis, list cells as one string (``p1, p4``; ``[1] first passage [2] …``). Numbers,
+    statuses and ids are never cut."""
+    return {name: values if name == "id" else [_cell(v, name in TEXT_LIST_COLUMNS) for v in values]
+            for name, values in full.items()}
+
+
 def table_frame(full):
-    """The per-sample table as MLflow's table view shows it: the columns of :func:`per_sample_frame`,
-    every text cut to :data:`TRIM_CHARS` with an ellipsis, list cells as one string (``p1, p4``;
-    ``[1] first passage [2] …``). Numbers, statuses and ids are never cut."""
+    """:func:`table_columns` for a DataFrame (a table read back from a run): the same cells, trimmed."""
     from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
     out = full.copy()
     for col in out.columns:
         if col == "id" or is_numeric_dtype(out[col]) or is_bool_dtype(out[col]):
             continue
-        texts = col in ("contexts", "gt_contexts", "reference_answers")
-        out[col] = [_cell(v, texts) for v in out[col]]
+        out[col] = [_cell(v, col in TEXT_LIST_COLUMNS) for v in out[col]]
     return out
 
 
-def dataset_frame(records):
-    import pandas as pd
+def split_json(columns: dict[str, list]) -> str:
+    """Plain columns as the JSON of pandas' ``to_json(orient="split", index=False)`` — the layout of an
+    MLflow table (``{"columns": [...], "data": [[row], ...]}``): a missing or non-finite number is
+    ``null``, text ASCII with ``\\u`` escapes, floats to their shortest exact digits."""
+    import json
 
-    return pd.DataFrame([{f: getattr(r, f) for f in FIELDS if r.has(f)} for r in records])
+    names = list(columns)
+    rows = [[_json_cell(v) for v in row] for row in zip(*columns.values())]
+    return json.dumps({"columns": names, "data": rows}, separators=(",", ":"), allow_nan=False, default=str)
+
+
+def _json_cell(value: Any) -> Any:
+    """A cell JSON can hold: NaN and infinities are ``null`` (as pandas writes them), numpy scalars plain."""
+    if isinstance(value, float):
+        return value if value - value == 0 else None  # nan - nan and inf - inf are nan
+    if isinstance(value, (list, tuple)):
+        return [_json_cell(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_cell(v) for k, v in value.items()}
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy's int64, bool_, float32
+        return _json_cell(value.item())
+    return value
+
+
+def dataset_columns(records) -> dict[str, list]:
+    """The records' canonical fields as plain columns (a field no record holds is left out; blank where a
+    record lacks it), in the order they first appear: the run's MLflow dataset (its question fields)."""
+    names: dict[str, None] = {}
+    for r in records:
+        for f in FIELDS:
+            if f not in names and r.has(f):
+                names[f] = None
+    return {f: [getattr(r, f) if r.has(f) else None for r in records] for f in names}
 
 
 #: The fields a system under test does not write: runs that agree on them asked the same questions.

@@ -25,7 +25,7 @@ from .scoring import (MetricSpec, aggregate, build_metrics, check_fields, cluste
                        uncertainty)
 from .metrics.base import Score
 from .records import Record, present_fields
-from .results import dataset_frame, outputs_digest, per_sample_frame, questions_digest
+from .results import dataset_columns, outputs_digest, per_sample_columns, questions_digest
 
 
 def load_dataset(dataset_cfg: DictConfig) -> Dataset:
@@ -80,7 +80,7 @@ class Outcome:
     full per-sample table and the intervals, without reading the results folder back."""
 
     summary: dict[str, Any]
-    per_sample: Any  # pandas DataFrame: ragexp.results.per_sample_frame, untrimmed
+    per_sample: dict[str, list]  # plain columns: ragexp.results.per_sample_columns, untrimmed
     intervals: dict[str, Any]  # aggregate key → ragexp.stats.intervals.Interval
     records: list[Record]
     folder: Path | None
@@ -107,7 +107,7 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
     intervals = uncertainty_step(plan.specs, scored.scores, records, plan.stats, plan.dataset)
     summary = summary_step(cfg, plan, records, scored, intervals)
     summary["seconds"] = round(time.perf_counter() - started, 3)
-    per_sample = per_sample_frame(records, scored.scores, plan.stats["cluster_by"])
+    per_sample = per_sample_columns(records, scored.scores, plan.stats["cluster_by"])  # no pandas
     folder = None
     if save:
         folder = save_step(cfg, tracking, plan, records, scored, intervals, summary, per_sample)  # before logging
@@ -224,7 +224,7 @@ def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: li
     folder = save_results(
         results_folder(), config=OmegaConf.to_container(cfg, resolve=True), tracking=tracking,
         run_name=cfg.get("run_name") or job_name, dataset_name=plan.dataset.name,
-        dataset_digest=summary["dataset_digest"], dataset_frame=dataset_frame(records),
+        dataset_digest=summary["dataset_digest"], dataset_frame=dataset_columns(records),
         per_sample=per_sample,
         metrics=scored.values, extra_metrics={**scored.extra, **interval_metrics(intervals)}, summary=summary,
         hydra_dir=hydra_dir, sweep_dir=sweep_dir,

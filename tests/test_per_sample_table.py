@@ -144,3 +144,48 @@ def test_old_runs_with_dotted_columns_still_compare():
     out = compare_tables(RunTable("old", new, rows_b), RunTable("new", new, rows_c), resamples=500)
     assert out["metrics"]["mrr"]["n"] == 20
     assert out["metrics"]["mrr"]["diff"] == pytest.approx(1 - 10 / 20)
+
+
+def _same_cell(a, b) -> bool:
+    """Equal cells; a float equal to pandas' 10 decimal places (its JSON writer rounds there)."""
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return b == pytest.approx(a, abs=1e-10)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_cell(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def test_the_cli_writes_without_pandas_what_pandas_would_write(compose):
+    """The run's per-sample columns (the demo, every deterministic metric) written by ``split_json`` read
+    back as the same table pandas' ``to_json(orient="split")`` writes from the frame: same columns, in
+    order, and the same cells (pandas rounds floats to 10 decimals; ours keep every digit); the trimmed
+    table likewise; the frame ``ragexp.evaluate`` returns is the frame of those rows."""
+    from ragexp.results import frame_of, split_json, table_columns
+    from ragexp.runner import execute
+
+    columns = execute(compose("progress=false"), save=False, show=False).per_sample
+    rows = [dict(zip(columns, row)) for row in zip(*columns.values())]
+    frame = pd.DataFrame(rows)  # how the table was built before: from rows
+    pd.testing.assert_frame_equal(frame_of(columns), frame)
+    for ours, theirs in ((split_json(columns), frame.to_json(orient="split", index=False)),
+                         (split_json(table_columns(columns)), table_frame(frame).to_json(orient="split", index=False))):
+        ours, theirs = json.loads(ours), json.loads(theirs)
+        assert ours["columns"] == theirs["columns"] and len(ours["data"]) == len(theirs["data"]) == 50
+        mismatched = [(i, c) for i, (a, b) in enumerate(zip(ours["data"], theirs["data"]))
+                      for c, x, y in zip(ours["columns"], a, b) if not _same_cell(x, y)]
+        assert not mismatched, mismatched[:5]
+
+
+def test_split_json_writes_what_json_can_hold():
+    import math
+
+    import numpy as np
+
+    from ragexp.results import split_json
+
+    columns = {"id": ["a", "b", "c"], "v": [math.nan, math.inf, np.float32(0.5)], "k": [np.int64(3), None, True],
+               "texts": [["é", "x/y"], [], None]}
+    table = json.loads(split_json(columns))
+    assert table == {"columns": ["id", "v", "k", "texts"],
+                     "data": [["a", None, 3, ["é", "x/y"]], ["b", None, None, []], ["c", 0.5, True, None]]}
+    assert "NaN" not in split_json(columns) and "\\u00e9" in split_json(columns)  # ASCII, as pandas writes it

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from ragexp.plots import HEADLINE_MAX, heatmap, headline_metrics, histograms, metric_bars, run_plots
+from ragexp.plots import HEADLINE_MAX, bin_counts, heatmap, headline_metrics, histograms, metric_bars, run_plots
 from ragexp.results import status_column
 
 
@@ -77,3 +77,24 @@ def test_heatmap_with_a_failed_child_and_unequal_counts(tmp_path):
 def test_tiny_runs_still_draw(tmp_path, n):
     frame, summary = _run(n + 1)
     assert len(run_plots(tmp_path, frame, summary)) == 2
+
+
+def test_plain_columns_draw_the_pictures_a_dataframe_draws(tmp_path):
+    """The CLI hands the plots plain columns (no pandas in its process); a notebook hands a DataFrame."""
+    frame, summary = _run()
+    columns = {c: [None if v != v else v for v in frame[c].tolist()] for c in frame.columns}
+    (tmp_path / "frame").mkdir()
+    (tmp_path / "columns").mkdir()
+    drawn = [run_plots(tmp_path / side, table, summary) for side, table in (("frame", frame), ("columns", columns))]
+    assert [p.name for p in drawn[1]] == ["metrics.png", "histograms.png"]
+    for a, b in zip(*drawn):
+        assert a.read_bytes() == b.read_bytes(), a.name
+
+
+@pytest.mark.parametrize("lo, hi", [(0.0, 1.0), (0.0, 100.0), (-1.0, 1.0)])
+def test_histogram_bins_count_as_numpy_does(lo, hi):
+    import numpy as np
+
+    edges = [lo + (hi - lo) * j / 10 for j in range(11)]  # every edge, as the data often hits them (0.3, 0.7)
+    values = edges + [lo + (hi - lo) * j / 37 for j in range(38)] + [lo - 1, hi + 1]
+    assert bin_counts(values, lo, hi) == np.histogram(values, bins=10, range=(lo, hi))[0].tolist()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import __version__
-from .secrets import redact, scrub, scrub_frame
+from .secrets import redact, scrub, scrub_columns
 from .store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
                     owner_tags, resolve_uri, retrying)
 
@@ -128,8 +128,8 @@ def save_results(
     run_name: str | None,
     dataset_name: str,
     dataset_digest: str,
-    dataset_frame: Any,
-    per_sample: Any,
+    dataset_frame: Mapping[str, list] | None,
+    per_sample: Mapping[str, list],
     metrics: Mapping[str, float | None],
     extra_metrics: Mapping[str, float],
     summary: Mapping[str, Any],
@@ -140,6 +140,8 @@ def save_results(
 
     ``summary.json``, ``per_sample.json`` (an MLflow table) and ``config.yaml`` are the artifacts as
     they will be logged; ``mlflow_run.json`` holds the params, metrics, tags and dataset input.
+    ``per_sample`` and ``dataset_frame`` are plain columns (:func:`ragexp.results.per_sample_columns`,
+    :func:`ragexp.results.dataset_columns`), written as pandas' split JSON without importing pandas.
     :func:`log_run` logs the folder, now or later (``python -m ragexp.tracking.upload <folder>``).
     """
     import yaml
@@ -147,12 +149,11 @@ def save_results(
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2, ensure_ascii=False, default=str))
-    from ..results import FULL_TABLE_FILE, table_frame
+    from ..results import FULL_TABLE_FILE, split_json, table_columns
 
-    full = scrub_frame(per_sample)  # every record whole in per_sample_full.json; trimmed for MLflow's table view
-    _write(folder / FULL_TABLE_FILE, full.to_json(orient="split", index=False, date_format="iso"))
-    table = scrub_frame(table_frame(full)).to_json(orient="split", index=False, date_format="iso")
-    _write(folder / TABLE_FILE, table)
+    full = scrub_columns(dict(per_sample))  # every record whole in per_sample_full.json; trimmed for the table view
+    _write(folder / FULL_TABLE_FILE, split_json(full))
+    _write(folder / TABLE_FILE, split_json(scrub_columns(table_columns(full))))
     if tracking.get("plots", True):  # metrics.png, histograms.png (tracking.plots=false skips matplotlib)
         from ..plots import run_plots
 
@@ -214,7 +215,7 @@ def _relative(path: Path, folder: Path) -> str:
 DATASET_FRAME_FILE = "dataset_frame.json"
 
 
-def _save_dataset_frame(folder: Path, frame: Any, name: str, digest: str,
+def _save_dataset_frame(folder: Path, frame: Mapping[str, list] | None, name: str, digest: str,
                         source: str | None = None) -> dict[str, Any] | None:
     """The dataset input as it will be logged: its rows in ``dataset_frame.json`` (pandas' split JSON,
     which reads back to a frame with the same MLflow schema), its name, digest and source.
@@ -223,10 +224,9 @@ def _save_dataset_frame(folder: Path, frame: Any, name: str, digest: str,
     not the system's outputs: every job of a sweep over one dataset logs the same dataset."""
     if frame is None:
         return None
-    from ..results import QUESTION_FIELDS
+    from ..results import QUESTION_FIELDS, split_json
 
-    frame = frame[[c for c in frame.columns if c in QUESTION_FIELDS]]
-    _write(folder / DATASET_FRAME_FILE, frame.to_json(orient="split", index=False, date_format="iso"))
+    _write(folder / DATASET_FRAME_FILE, split_json({c: v for c, v in frame.items() if c in QUESTION_FIELDS}))
     return {"frame_file": DATASET_FRAME_FILE, "name": name, "digest": digest, "source": source}
 
 

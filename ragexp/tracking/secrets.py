@@ -103,10 +103,8 @@ def holds_secret(text: str) -> bool:
     return scrub(text) != text
 
 
-def scrub_frame(frame: Any) -> Any:
-    """A pandas DataFrame with every text cell scrubbed (the per-sample table: details quote errors)."""
-    from pandas.api.types import is_object_dtype, is_string_dtype
-
+def _cell_scrubber() -> Any:
+    """``clean(cell)``: a text cell scrubbed (each distinct text once), any other cell as it is."""
     secrets = _env_secrets()
     # a cell that holds none of these cannot change: one regex search instead of a full scrub
     maybe = re.compile("|".join([re.escape(v) for v in secrets] + ["://", "=", "sk-", "AIza", "hf_"]))
@@ -119,20 +117,13 @@ def scrub_frame(frame: Any) -> Any:
             done[v] = scrub(v, secrets)
         return done[v]
 
-    out = frame.copy()
-    for column in out.columns:
-        values = out[column]
-        if is_string_dtype(values.dtype) and not is_object_dtype(values.dtype):  # pandas 3's str: vectorised
-            try:
-                hit = values.str.contains(maybe.pattern, regex=True, na=False)
-            except Exception:  # noqa: BLE001 - a pattern the string engine rejects: cell by cell
-                out[column] = [clean(v) for v in values.tolist()]
-                continue
-            if hit.any():
-                out.loc[hit, column] = [scrub(v, secrets) for v in values[hit]]
-        elif is_object_dtype(values.dtype):
-            out[column] = [clean(v) for v in values.tolist()]
-    return out
+    return clean
+
+
+def scrub_columns(columns: dict[str, list]) -> dict[str, list]:
+    """Plain columns (the per-sample table: details quote errors) with every text cell scrubbed."""
+    clean = _cell_scrubber()
+    return {name: [clean(v) for v in values] for name, values in columns.items()}
 
 
 class RedactingFilter:
