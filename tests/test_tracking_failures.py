@@ -188,7 +188,7 @@ def test_a_tracking_server_killed_mid_run_loses_nothing_and_the_printed_command_
             _kill_server(server)  # the tracking server dies while the judge works
             server.wait()
             gate.open()
-            out, err = proc.communicate(timeout=120)  # MLflow's own retries alone would take ~50 minutes
+            out, err = proc.communicate(timeout=300)  # MLflow's own retries alone would take ~50 minutes
     finally:
         _stop(server)
     folder, command, saved = _results_of_failed_logging(proc, out, err, url, launch)
@@ -255,7 +255,7 @@ def _sigterm_while_the_judge_waits(args_for: Callable[[str], list[str]], cwd: Pa
         assert gate.arrived.wait(timeout=300)
         proc.send_signal(signal.SIGTERM)
         gate.open()
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=300)  # a hang guard: the exit waits for the helper's store check
     assert proc.returncode == 143 and "Traceback" not in err, err[-3000:]
     return _lines(err)
 
@@ -332,7 +332,7 @@ def test_only_runs_of_dead_processes_of_this_host_are_closed(tmp_path):
     client, exp = check_store(uri, "ragexp")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(900)"])  # killed below; alive until then
     try:
         host = socket.gethostname()
         live_tags = {HOST_TAG: host, PID_TAG: str(alive.pid)}
