@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import http.server
 import json
+import shutil
 import sqlite3
+import subprocess
 import threading
 from pathlib import Path
 
@@ -97,6 +99,10 @@ def _logged(folder: Path) -> dict:
 
 
 def test_a_run_logged_by_the_helper_is_the_run_logged_without_it(tmp_path):
+    if shutil.which("git"):  # the runs' commit tag is this repository's, not ragexp's checkout (which others commit to)
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        subprocess.run(["git", "-c", "user.name=ragexp tests", "-c", "user.email=tests@ragexp.invalid", "commit", "-q",
+                        "--allow-empty", "-m", "the runs' commit"], cwd=tmp_path, check=True)
     (tmp_path / "helper").mkdir()
     (tmp_path / "in_process").mkdir()
     run_cli(*DEMO, "run_name=same", cwd=tmp_path / "helper")
@@ -112,34 +118,50 @@ def test_a_run_logged_by_the_helper_is_the_run_logged_without_it(tmp_path):
     assert helper["params"] == in_process["params"]
 
 
-def test_sigterm_while_the_helper_logs_stops_it_at_once_and_says_how_to_log_later(tmp_path):
-    """The store is locked once the run has saved its results, so the helper's logging waits on it;
-    a SIGTERM to the run stops it within a bound, leaves no run RUNNING, the one line names the saved
-    folder and the upload command, and that command then logs it."""
+def test_sigterm_while_the_helper_logs_stops_it_at_once_and_says_how_to_log_later(tmp_path, data_dir):
+    """The store is locked from the moment the run computes (its checks are done: the judge holds its
+    first request), so the helper's logging of the saved results waits on it; a SIGTERM to the run
+    stops it within a bound, leaves no run RUNNING, the one line names the saved folder and the
+    upload command, and that command then logs it."""
     import os
     import signal
-    import subprocess
     import sys
     import time
+
+    from judge_server import JudgeServer
 
     run_cli(*DEMO, cwd=tmp_path)  # the store and its experiment exist: the check needs no MLflow
     saved = set(tmp_path.rglob("mlflow_run.json"))
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
+    arrived, release = threading.Event(), threading.Event()
+
+    def hold(request):  # the judge holds the run's first request until the store is locked
+        arrived.set()
+        release.wait(timeout=300)
+
     lock = sqlite3.connect(tmp_path / "mlflow.db", timeout=120, isolation_level=None)
-    proc = subprocess.Popen([sys.executable, "-m", "ragexp", *DEMO], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 300
-        while not set(tmp_path.rglob("mlflow_run.json")) - saved:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
-            time.sleep(0.02)
-        lock.execute("BEGIN EXCLUSIVE")
-        time.sleep(3)  # the run now waits for the helper, which waits for the store
-        proc.send_signal(signal.SIGTERM)
-        sent = time.monotonic()
-        _, err = proc.communicate(timeout=120)
-        waited = time.monotonic() - sent
+        with JudgeServer(script=hold) as judge:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ragexp", *DEMO, f"data_dir={data_dir}", "dataset=memory_eval_true",
+                 "metric=answer_similarity", "judge=openai_compatible", f"judge.api_base={judge.url}"],
+                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert arrived.wait(timeout=300), "the run never reached the judge"
+            # past the run's own store checks (the write probe); the helper's check only reads: a write
+            # lock now lets it finish and holds every write of the logging to come, whenever it starts
+            lock.execute("BEGIN IMMEDIATE")
+            release.set()
+            deadline = time.monotonic() + 300
+            while not set(tmp_path.rglob("mlflow_run.json")) - saved:  # the results are saved
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+                time.sleep(0.02)
+            time.sleep(3)  # the run hands the folder to the helper, whose first write waits on the lock (a
+            # signal that came before the hand-over would end the same way: results saved, nothing logged)
+            proc.send_signal(signal.SIGTERM)
+            sent = time.monotonic()
+            _, err = proc.communicate(timeout=120)
+            waited = time.monotonic() - sent
     finally:
         if lock.in_transaction:
             lock.execute("ROLLBACK")
