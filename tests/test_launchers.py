@@ -299,12 +299,20 @@ def ray_head(tmp_path):
     ray = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
     port = free_port()
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(tmp_path)), "RAY_USAGE_STATS_ENABLED": "0",
-           "RAY_AUTH_MODE": "disabled"}  # no token shared with the other local Ray instances of this machine
-    proc = subprocess.Popen([ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-                             "--disable-usage-stats", "--block"], env=env, cwd=tmp_path, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(3)
+           "RAY_AUTH_MODE": "disabled",  # no token shared with the other local Ray instances of this machine
+           "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}  # stopped at once: Ray 2.60 drains a SIGTERMed head for 30 s
+    said = tmp_path / "ray_start.log"
+    with open(said, "w") as out:
+        proc = subprocess.Popen([ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+                                 "--disable-usage-stats", "--block"], env=env, cwd=tmp_path, start_new_session=True,
+                                stdout=out, stderr=subprocess.STDOUT)
     try:
+        # ready once it says so (17-20 s measured at load 8; a fixed 3 s wait left the sweep to Ray's own
+        # patience while it joined a head still starting)
+        deadline = time.monotonic() + 300
+        while "Ray runtime started." not in said.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, said.read_text()[-3000:]
+            time.sleep(0.2)
         yield f"127.0.0.1:{port}"
     finally:
         stop_process_group(proc, term_wait=30, kill_wait=10)
