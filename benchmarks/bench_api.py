@@ -189,7 +189,7 @@ def main(argv=None) -> int:
         print(line("baseline: bare metrics", bare))
     unseen(args.data_dir)
     print("\nthe faster paths against the code they replaced, same process, same records "
-          f"(median of {args.repeats}; CPU s; values checked equal):")
+          f"(median of {3 * args.repeats}, called in turn; CPU s; values checked equal):")
     for name in ("full", "demo_x20"):
         frame, columns = loads[name]
         replaced_paths(frame, columns, name, args.repeats)
@@ -272,8 +272,7 @@ def replaced_paths(frame, columns, name: str, repeats: int) -> None:
         return [bleu_stats.sentence_bleu(a, refs) for a, refs in pairs]
 
     assert theirs() == ours()
-    t_theirs = statistics.median(_cpu(theirs) for _ in range(repeats))
-    t_ours = statistics.median(_cpu(ours) for _ in range(repeats))
+    t_theirs, t_ours = _interleaved(theirs, ours, 3 * repeats)
     n = len(pairs)
     print(f"  {name}: sentence BLEU, {n} answers: sacrebleu {n / t_theirs:8,.0f} /s, ragexp {n / t_ours:8,.0f} /s "
           f"(cold caches) = {t_theirs / t_ours:4.1f}x")
@@ -285,11 +284,19 @@ def replaced_paths(frame, columns, name: str, repeats: int) -> None:
     shared = sum(s.info.prepare is not None for s in specs)
     with_step, without = score(records, specs), score(records, alone)
     assert with_step == without
-    t_without = statistics.median(_cpu(lambda: score(records, alone)) for _ in range(repeats))
-    t_with = statistics.median(_cpu(lambda: score(records, specs)) for _ in range(repeats))
+    t_without, t_with = _interleaved(lambda: score(records, alone), lambda: score(records, specs), 3 * repeats)
     print(f"  {name}: score() of {len(specs)} keys ({shared} sharing a first step), {len(records)} records: "
           f"each alone {len(records) / t_without:7,.0f} rec/s, shared {len(records) / t_with:7,.0f} rec/s "
           f"= {t_without / t_with:4.2f}x")
+
+
+def _interleaved(before, after, rounds: int) -> tuple[float, float]:
+    """Median CPU seconds of each, the two called in turn (a change in the machine's load touches both alike)."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(rounds):
+        times[0].append(_cpu(before))
+        times[1].append(_cpu(after))
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def _cpu(fn) -> float:
