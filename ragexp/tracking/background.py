@@ -30,13 +30,6 @@ from typing import Any
 #: Set to 1 to do the MLflow work in the run's own process (no helper).
 OFF_ENV = "RAGEXP_NO_HELPER"
 
-#: How long a run's exit waits for the helper's store check still under way. Creating a new SQLite
-#: store is the longest check: importing MLflow and the schema's migrations take 4-5 s of CPU, 13-22 s
-#: measured on 2 cores at load 6-8, and it grows with the load (30 s, the bound before, is reached near
-#: load 15 when a run is stopped at its start). Cut off (or by a second Ctrl-C), the store is left
-#: part-built, without the experiment, and MLflow completes its schema when it next opens it.
-EXIT_WAIT_S = 120.0
-
 
 class _Helper:
     """The parent's handle on one helper process."""
@@ -115,15 +108,16 @@ def prestart() -> None:
 
 
 def _stop_all() -> None:
-    """At exit: a store check under way is let finish (for :data:`EXIT_WAIT_S` at most), so the store and
-    the experiment exist as they would have, whatever ended the run early; an idle helper is simply stopped."""
+    """At exit: a store check under way is let finish (bounded), so the store and the experiment exist
+    as they would have, whatever ended the run early, and it is never cut off in the middle of
+    creating the schema; an idle helper is simply stopped."""
     while _HELPERS:
         helper = _HELPERS.pop()
         if "check" in helper.owed:
             try:
                 assert helper.proc.stdin is not None
                 helper.proc.stdin.close()
-                answer = helper.receive(timeout=EXIT_WAIT_S)
+                answer = helper.receive(timeout=30)
                 if answer is not None and answer.get("closed"):
                     from .store import say_closed
 
