@@ -143,7 +143,10 @@ def _ngrams(seq: Sequence[str], n: int) -> Counter:
 def _ngram_counts(text: str, n: int, use_stemmer: bool) -> tuple[dict[tuple[str, ...], int], int]:
     # a text's n-gram counts and their total, once per text: a run scores the same reference
     # (and rouge1/rouge2 the same answer) many times
-    counts = _ngrams(tokens(text, use_stemmer).seq, n)
+    tok = tokens(text, use_stemmer)
+    if n == 1:
+        return tok.counts, tok.n  # the unigrams are the tokens (keyed by token, not 1-tuple: both sides alike)
+    counts = _ngrams(tok.seq, n)
     return dict(counts), sum(counts.values())
 
 

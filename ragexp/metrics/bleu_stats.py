@@ -9,7 +9,7 @@ closest to the hypothesis length (the shorter on a tie); then sacrebleu's ``comp
 arithmetic, in its order — brevity penalty, smoothing (``exp``, ``floor``, ``add-k``, ``none``),
 effective order, ``bp * exp(sum(log p) / order)`` with log 0 taken as -9999999999.
 
-What differs is the work: a text's tokens and per-order n-gram counts are computed once and
+What differs is the work: a text's tokens and n-gram counts (orders 1-4 in one Counter) are computed once and
 cached (a suite or a run meets the same reference many times), the references' merged counts
 too, and no score object with its formatted strings is built per call.
 
@@ -39,40 +39,41 @@ def _tokenizer(tokenize: str):
 
 
 @lru_cache(maxsize=200_000)
-def segment_ngrams(text: str, lowercase: bool = False, tokenize: str = "13a") -> tuple[tuple[dict, ...], int]:
-    """Per order 1-4, the counts of the text's n-grams (after sacrebleu's preprocessing), and its
-    number of tokens.
+def segment_ngrams(text: str, lowercase: bool = False, tokenize: str = "13a") -> tuple[Counter, int]:
+    """The counts of the text's n-grams of orders 1-4 (after sacrebleu's preprocessing; an n-gram
+    is a tuple of n tokens, so its length is its order), and its number of tokens.
 
     >>> counts, n = segment_ngrams("a b a b")
-    >>> n, counts[0], counts[1]
-    (4, Counter({('a',): 2, ('b',): 2}), Counter({('a', 'b'): 2, ('b', 'a'): 1}))
+    >>> n, counts[("a",)], counts[("a", "b")], counts[("b", "a")], counts[("a", "b", "a", "b")]
+    (4, 2, 2, 1, 1)
     """
     if lowercase:
         text = text.lower()
     toks = _tokenizer(tokenize)(text.rstrip()).split()
-    per_order = (Counter(zip(toks)), Counter(zip(toks, toks[1:])), Counter(zip(toks, toks[1:], toks[2:])),
-                 Counter(zip(toks, toks[1:], toks[2:], toks[3:])))
-    return per_order, len(toks)
+    counts = Counter(zip(toks))
+    counts.update(zip(toks, toks[1:]))
+    counts.update(zip(toks, toks[1:], toks[2:]))
+    counts.update(zip(toks, toks[1:], toks[2:], toks[3:]))
+    return counts, len(toks)
 
 
 @lru_cache(maxsize=100_000)
-def _references(references: tuple[str, ...], lowercase: bool, tokenize: str) -> tuple[tuple[dict, ...], tuple[int, ...]]:
+def _references(references: tuple[str, ...], lowercase: bool, tokenize: str) -> tuple[dict, tuple[int, ...]]:
     """The references' n-gram counts, each the largest over the references, and their lengths."""
-    merged: list[dict] | tuple[dict, ...] | None = None
+    merged: dict | None = None
     lengths = []
-    for ref in references:
+    for i, ref in enumerate(references):
         counts, n = segment_ngrams(ref, lowercase, tokenize)
         lengths.append(n)
-        if merged is None:
+        if i == 0:
             merged = counts  # one reference: its own (cached, never changed) counts
             continue
-        if isinstance(merged, tuple):
-            merged = [dict(c) for c in merged]  # a second one: merge into copies
-        for into, more in zip(merged, counts):
-            for gram, c in more.items():
-                if c > into.get(gram, 0):
-                    into[gram] = c
-    return tuple(merged or ()), tuple(lengths)
+        if i == 1:
+            merged = dict(merged)  # a second one: merge into a copy
+        for gram, c in counts.items():
+            if c > merged.get(gram, 0):
+                merged[gram] = c
+    return merged if merged is not None else {}, tuple(lengths)
 
 
 def _closest(hyp_len: int, ref_lens: Sequence[int]) -> int:
@@ -95,15 +96,10 @@ def sentence_bleu(hypothesis: str, references: Sequence[str], *, lowercase: bool
     ref, ref_lens = _references(tuple(references), lowercase, tokenize)
     ref_len = _closest(hyp_len, ref_lens)
     correct = [0] * MAX_ORDER
-    total = [0] * MAX_ORDER
-    for n in range(MAX_ORDER):
-        hyp_n, ref_n = hyp[n], (ref[n] if ref else {})
-        matched = 0
-        for gram in hyp_n.keys() & ref_n.keys():
-            c, r = hyp_n[gram], ref_n[gram]
-            matched += c if c < r else r
-        correct[n] = matched
-        total[n] = max(hyp_len - n, 0)
+    for gram in hyp.keys() & ref.keys():
+        c, r = hyp[gram], ref[gram]
+        correct[len(gram) - 1] += c if c < r else r
+    total = [max(hyp_len - n, 0) for n in range(MAX_ORDER)]  # the number of n-grams of each order
     return _compute(correct, total, hyp_len, ref_len, smooth_method, smooth_value)
 
 
