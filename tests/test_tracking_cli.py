@@ -110,6 +110,17 @@ def test_multirun_basic_launcher_nests_children_under_one_parent(tmp_path, data_
         ("memory_eval_true", "0.3"), ("memory_eval_true", "0.6"), ("memory_eval_false", "0.3"), ("memory_eval_false", "0.6")}
 
 
+def test_multirun_with_tracking_disabled_logs_nothing_and_succeeds(tmp_path, data_dir):
+    # the jobs log nothing, so the sweep opens no parent run: no store, no "jobs never started"
+    proc = run_cli("-m", f"data_dir={data_dir}", "dataset.system=strong,weak", "metric=hit_rate",
+                   "tracking.enabled=false", "progress=false", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "mlruns").exists()
+    assert "never started" not in proc.stderr and "FAILED" not in proc.stderr
+    results = sorted(tmp_path.glob("multirun/**/summary.json"))
+    assert len(results) == 2, "each job still keeps its results in its folder"
+
+
 def test_multirun_joblib_parallel_jobs_share_one_sqlite_store(tmp_path, data_dir):
     run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"data_dir={data_dir}",
             "dataset=memory_eval_true,memory_eval_false", "metric=memory",
