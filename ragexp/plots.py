@@ -234,8 +234,8 @@ _PNG = {"compress_level": 1}
 
 
 def _figure(width: float, height: float) -> Any:
-    """A figure outside pyplot (no global state to close), drawn by Agg when saved."""
-    pyplot()  # matplotlib on Agg, as every picture here
+    """A figure outside pyplot (no global state to close, no backend to choose: ``savefig`` draws a bare
+    Figure with Agg for a PNG), so a run's two pictures never import pyplot (~0.15 s)."""
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height))
