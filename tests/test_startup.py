@@ -181,3 +181,16 @@ def test_sigterm_while_the_helper_logs_stops_it_at_once_and_says_how_to_log_late
     assert upload.returncode == 0, upload.stderr[-2000:]
     _, found = runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert [r.info.status for r in found] == ["FINISHED", "FINISHED"]
+
+
+def test_the_helper_ends_without_a_resource_warning_when_its_run_goes_away(tmp_path):
+    """A run stopped before it hands anything over (Ctrl-C during the judge) closes the helper's stdin:
+    the helper ends then, and nothing it leaves open may print after the run's last line."""
+    import os
+    import sys
+
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONWARNINGS": "always::ResourceWarning"}
+    proc = subprocess.run([sys.executable, "-m", "ragexp.tracking.background"], input="", capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ResourceWarning" not in proc.stderr, proc.stderr[-3000:]

@@ -305,9 +305,15 @@ def _serve() -> None:
     from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param  # noqa: F401
     from mlflow.store.tracking import sqlalchemy_store  # noqa: F401 - the SQLite store's module
 
-    for line in sys.stdin:
-        if line.strip():
-            replies.write(json.dumps(_answer(json.loads(line))) + "\n")
+    try:
+        for line in sys.stdin:
+            if line.strip():
+                replies.write(json.dumps(_answer(json.loads(line))) + "\n")
+    finally:  # closed here, not left to the interpreter's exit (a ResourceWarning there, after the run's last line)
+        try:
+            replies.close()
+        except OSError:  # the parent is gone: nothing left to flush to
+            pass
 
 
 if __name__ == "__main__":
