@@ -270,6 +270,37 @@ def test_with_joblib_a_killed_worker_stops_the_launcher_and_the_parent_says_what
         assert f"{never} of 4 jobs never started" in parent.data.tags["ragexp.failure_reason"]
 
 
+def test_results_a_killed_job_saved_but_never_logged_are_logged_at_the_sweeps_end(tmp_path, data_dir):
+    """A job killed between saving its results and logging them (loky ends every worker when one dies)
+    leaves ``mlflow_run.json`` with ``logged: null``: the sweep's end logs that folder as the job's run
+    under the parent, with the values the job saved."""
+    from omegaconf import OmegaConf
+
+    from ragexp.tracking.jobs import log_unlogged, unlogged_jobs
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    run_cli("-m", f"data_dir={data_dir}", "dataset.system=strong,weak", "metric=hit_rate", "progress=false",
+            f"tracking.uri={uri}", cwd=tmp_path)
+    client, parent, children = _sweep(uri)
+    sweep = next((tmp_path / "multirun").glob("*/*"))
+    manifests = sorted(sweep.glob("*/mlflow_run.json"))
+    assert len(manifests) == 2 and not unlogged_jobs(sweep)
+    killed = json.loads(manifests[0].read_text())
+    gone = killed["logged"]["run_id"]
+    client.delete_run(gone)  # as if its process had died before logging: results saved, no run
+    killed["logged"] = None
+    manifests[0].write_text(json.dumps(killed))
+    assert unlogged_jobs(sweep) == [manifests[0].parent]
+
+    assert log_unlogged(OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}})) == 1
+    now = json.loads(manifests[0].read_text())["logged"]
+    assert now is not None and now["run_id"] != gone and not unlogged_jobs(sweep)
+    run = client.get_run(now["run_id"])
+    assert run.info.status == "FINISHED" and run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    summary = json.loads((manifests[0].parent / "summary.json").read_text())
+    assert run.data.metrics["hit_rate/k1"] == summary["metrics"]["hit_rate/k1"]
+
+
 def test_the_planned_number_of_jobs_counts_the_command_line_and_the_sweepers_params(compose):
     from ragexp.tracking.jobs import sweep_size
 

@@ -26,8 +26,8 @@ from omegaconf import DictConfig, OmegaConf
 from .log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason,
                   launch_id)
 from .secrets import redact, redact_yaml_file, scrub
-from .store import (FAILURE_TAG, bounded_http, check_store, configure_http, first_line, open_client, owner_tags,
-                    resolve_uri, retrying, ui_command)
+from .store import (FAILURE_TAG, bounded_http, check_store, configure_http, fail_orphaned_runs, first_line,
+                    open_client, owner_tags, resolve_uri, retrying, ui_command)
 
 
 class ParentRunCallback(Callback):
@@ -118,6 +118,7 @@ class ParentRunCallback(Callback):
         with bounded_http():  # a server gone at the sweep's end fails in seconds, not minutes
             client = open_client(self.uri)
             record_unreported(config)  # jobs whose process was killed before they could report
+            fail_orphaned_runs(client)  # a run a killed job's process had opened and could not close
             parent = client.get_run(self.run_id)
             children = retrying(
                 client.search_runs, [parent.info.experiment_id],

@@ -118,10 +118,51 @@ def unreported_jobs(sweep_dir: str | Path) -> list[Path]:
     return found
 
 
+def unlogged_jobs(sweep_dir: str | Path) -> list[Path]:
+    """Job folders of the sweep whose results were saved (``mlflow_run.json``) but never logged and that
+    recorded no failure: their process was killed between the two (loky ends every worker when one dies)."""
+    from .log import MANIFEST_FILE
+
+    found = []
+    for f in sorted(Path(sweep_dir).glob(f"**/{MANIFEST_FILE}")):
+        if (f.parent / FAILED_FILE).exists():
+            continue
+        try:
+            logged = json.loads(f.read_text()).get("logged")
+        except (OSError, ValueError):
+            continue
+        if logged is None:
+            found.append(f.parent)
+    return found
+
+
+def log_unlogged(config: Any) -> int:
+    """Log, at the sweep's end, the results its killed jobs had saved (:func:`unlogged_jobs`): a finished
+    evaluation is a run, not a loss; how many were logged. One that cannot be logged says so in one line."""
+    import sys
+
+    from ..errors import RagexpError
+    from .log import log_run
+    from .secrets import scrub
+
+    done = 0
+    for folder in unlogged_jobs(str(config.hydra.sweep.dir)):
+        try:
+            log_run(folder)
+            done += 1
+        except Exception as exc:  # noqa: BLE001 - the other jobs are still to be counted; say it in one line
+            said = str(exc) if isinstance(exc, RagexpError) else f"{type(exc).__name__}: {exc}"
+            print(f"ragexp: warning: job {folder.name} saved its results but was stopped before logging them, "
+                  f"and they could not be logged now: {scrub(said)}", file=sys.stderr)
+    return done
+
+
 def record_unreported(config: Any) -> int:
-    """Record every killed job of the sweep (:func:`unreported_jobs`) as a FAILED run; how many."""
+    """Record every killed job of the sweep (:func:`unreported_jobs`) as a FAILED run; how many. The
+    results a killed job had saved but not logged are logged first (:func:`log_unlogged`)."""
     from omegaconf import OmegaConf, open_dict
 
+    log_unlogged(config)
     done = 0
     for folder in unreported_jobs(str(config.hydra.sweep.dir)):
         job = OmegaConf.create({"hydra": {"sweep": {"dir": str(config.hydra.sweep.dir)}}})
