@@ -39,8 +39,8 @@ class ParentRunCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from .. import __version__
 
-        tracking = OmegaConf.to_container(config.tracking, resolve=True) if config.get("tracking") else {}
-        if not config.get("tracking") or not tracking.get("enabled", True):
+        tracking = OmegaConf.to_container(config.tracking, resolve=True) if config.get("tracking") else None
+        if not tracking or not tracking.get("enabled", True):
             return  # tracking.enabled=false (or tracking=null): the jobs log nothing, so neither does the sweep
         configure_http(tracking)
         self.uri = resolve_uri(tracking.get("uri"))
