@@ -88,7 +88,7 @@ class Steps:
     """Wall time of the runner's score and uncertainty steps within each call."""
 
     def __init__(self):
-        from ragexp import runner
+        from ragexp.workflow import runner
 
         self.times: dict[str, float] = {}
         for name in ("score_step", "uncertainty_step"):
@@ -108,7 +108,7 @@ def bare_scoring(frame, columns) -> tuple[float, float]:
     """The metrics alone over the same records (no config composition, no intervals, no tables)."""
     from ragexp.api import _compose
     from ragexp.datasets.mapped import load_in_memory
-    from ragexp.scoring import aggregate, build_metrics, check_fields, score
+    from ragexp.core.scoring import aggregate, build_metrics, check_fields, score
 
     cfg = _compose(("dataset=mapped",))
     records = load_in_memory(frame, columns=columns).records
@@ -256,7 +256,7 @@ def replaced_paths(frame, columns, name: str, repeats: int) -> None:
     from ragexp.api import _compose
     from ragexp.datasets.mapped import load_in_memory
     from ragexp.metrics import bleu_stats
-    from ragexp.scoring import build_metrics, check_fields, score
+    from ragexp.core.scoring import build_metrics, check_fields, score
 
     records = load_in_memory(frame, columns=columns).records
     pairs = [(r.answer, [x for x in r.reference_answers if x.strip()]) for r in records

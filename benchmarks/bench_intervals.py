@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def real_runs(data_dir: Path) -> None:
     from hydra import compose, initialize_config_dir
 
-    from ragexp.scoring import aggregate, build_metrics, check_fields, score
+    from ragexp.core.scoring import aggregate, build_metrics, check_fields, score
     from ragexp.pipeline import build_pipeline
-    from ragexp.runner import load_dataset, stats_settings, uncertainty_step
+    from ragexp.workflow.runner import load_dataset, stats_settings, uncertainty_step
 
     for overrides in (["dataset.system=strong"],
                       ["dataset=squad2", "retriever=bm25", "retriever.top_k=5", "generator=extractive"]):

@@ -102,9 +102,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
-    from ragexp.scoring import build_metrics
+    from ragexp.core.scoring import build_metrics
     from ragexp.judge import build_judge
-    from ragexp.records import Record
+    from ragexp.common.records import Record
 
     proc, url = start_server(args.latency)
     try:

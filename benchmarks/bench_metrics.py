@@ -36,7 +36,7 @@ def build_workload(data_dir: Path, k: int = 10):
     import bm25s
 
     from ragexp.matchers import split_sentences
-    from ragexp.records import to_record
+    from ragexp.common.records import to_record
 
     d = json.loads((data_dir / "squad2" / "dev-v2.0.json").read_text(encoding="utf-8"))
     ids, texts, questions = [], [], []
@@ -66,7 +66,7 @@ def build_workload(data_dir: Path, k: int = 10):
 def clear_caches():
     from ragexp.matchers import _BUILT, rouge, sentences
     from ragexp.metrics import answer, bleu_stats, keyword, ranking, token
-    from ragexp import text
+    from ragexp.common import text
 
     rouge._plain_tokens.cache_clear()
     rouge._ngram_counts.cache_clear()
@@ -89,7 +89,7 @@ def clear_caches():
 def run_suite(records):
     from hydra import compose, initialize_config_dir
 
-    from ragexp.scoring import aggregate, build_metrics, check_fields, score
+    from ragexp.core.scoring import aggregate, build_metrics, check_fields, score
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[
@@ -102,7 +102,7 @@ def run_suite(records):
     # jieba loads its dictionary once per process (some SQuAD paragraphs hold Chinese); like an
     # import, that happens before the clock starts, and is printed on its own
     t0 = time.perf_counter()
-    from ragexp.text import word_tokens
+    from ragexp.common.text import word_tokens
 
     word_tokens("预热")
     print(f"jieba's one-time dictionary load: {time.perf_counter() - t0:.2f} s (not in the suite's time)")

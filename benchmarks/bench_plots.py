@@ -1,7 +1,7 @@
 """What a run's pictures cost (``tracking.plots``), against writing its two per-sample tables.
 
 The demo (50 questions, the default suite: 43 metric keys) is scored once as the CLI scores it
-(``ragexp.runner.execute``, nothing saved); then, in this process, each step is timed (wall and
+(``ragexp.workflow.runner.execute``, nothing saved); then, in this process, each step is timed (wall and
 CPU) on the run's plain per-sample columns, as ``python -m ragexp`` does them: writing
 ``per_sample.json`` (trimmed) and ``per_sample_full.json``; importing matplotlib; drawing
 ``metrics.png`` + ``histograms.png`` the first time and again. The ratio to the tables is printed.
@@ -28,10 +28,10 @@ def timed(fn, *args, **kwargs):
 def main() -> None:
     from hydra import compose, initialize_config_dir
 
-    from ragexp.confdir import conf_dir
-    from ragexp.plots import pyplot, run_plots
-    from ragexp.results import split_json, table_columns
-    from ragexp.runner import execute
+    from ragexp.common.paths import conf_dir
+    from ragexp.report.plots import pyplot, run_plots
+    from ragexp.core.results import split_json, table_columns
+    from ragexp.workflow.runner import execute
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose(config_name="config", overrides=["progress=false"])

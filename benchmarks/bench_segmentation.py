@@ -1,18 +1,18 @@
-"""Chinese segmentation: ragexp.segmentation (jieba's words from an on-disk index) against jieba itself.
+"""Chinese segmentation: ragexp.common.segmentation (jieba's words from an on-disk index) against jieba itself.
 
     python benchmarks/bench_segmentation.py                 # 5 fresh processes per case (--repeat N)
     python benchmarks/bench_segmentation.py --data-dir ../shared/data
 
 Workloads: the Chinese runs of the bundled demo data (what ``python -m ragexp`` segments) and every
 distinct Chinese run of the shared data (crud_questeval, memory_eval, halueval, …), each handed to
-the segmenter as ``ragexp.text`` hands it (a run of CJK characters).
+the segmenter as ``ragexp.common.text`` hands it (a run of CJK characters).
 
 Each case is a fresh ``python`` subprocess (``ragexp`` already imported, as in a run), the two cases
 round-robin so a change in the machine's load touches both alike; the median of each figure is
 printed with the ratio jieba / index:
 
 - first call: from before importing the segmenter to the first run's words (jieba: ``import jieba``
-  and its dictionary load from ``/tmp/jieba.cache``; index: importing ragexp.segmentation and opening
+  and its dictionary load from ``/tmp/jieba.cache``; index: importing ragexp.common.segmentation and opening
   the SQLite index);
 - the demo's runs, then every run of the data (each new to the process), then the data again (the
   index's memo warm; jieba's dictionary is all in memory from the start).
@@ -50,7 +50,7 @@ if backend == "jieba":
     jieba.setLogLevel(logging.WARNING)
     segment = jieba.lcut
 else:
-    from ragexp.segmentation import segment
+    from ragexp.common.segmentation import segment
 first = segment(demo[0])
 t1 = time.perf_counter()
 words = [segment(r) for r in demo]
@@ -60,7 +60,7 @@ t3 = time.perf_counter()
 again = [segment(r) for r in data]
 t4 = time.perf_counter()
 if backend == "index":
-    from ragexp.segmentation import backend as which
+    from ragexp.common.segmentation import backend as which
     assert which() == "index", which()
 digest = hashlib.sha1(json.dumps([first, words, again], ensure_ascii=False).encode()).hexdigest()
 print(json.dumps({"first": t1 - t0, "demo": t2 - t1, "data": t3 - t2, "again": t4 - t3, "digest": digest}))
@@ -123,7 +123,7 @@ def main() -> None:
         env = {**os.environ, "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
 
         t = time.perf_counter()
-        build = subprocess.run([sys.executable, "-c", "from ragexp.segmentation import open_index; "
+        build = subprocess.run([sys.executable, "-c", "from ragexp.common.segmentation import open_index; "
                                 "assert open_index().built"], env=env, capture_output=True, text=True)
         if build.returncode != 0:
             sys.exit(f"building the index failed:\n{build.stderr[-2000:]}")

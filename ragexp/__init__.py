@@ -16,7 +16,7 @@ _API = ("evaluate", "compare_results", "EvaluationResult", "ComparisonResult")
 
 def __getattr__(name: str):
     if name in _API:
-        from . import api
+        from ragexp import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'ragexp' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 :func:`evaluate` composes the same Hydra config groups as ``python -m ragexp`` (``metric="full",
 judge="gpt4o_mini"`` mean what they mean on the command line) and runs the same steps
-(:func:`ragexp.runner.execute`): one code path. It returns an :class:`EvaluationResult` holding
+(:func:`ragexp.workflow.runner.execute`): one code path. It returns an :class:`EvaluationResult` holding
 the per-sample table, the aggregates with their intervals, the summary and the MLflow run id.
 
     >>> import ragexp
@@ -120,9 +120,9 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     When every judge metric failed on every sample, :class:`~ragexp.errors.JudgeFailed` is raised
     with the result (each sample's status and reason) as its ``.result``.
     """
-    from .confdir import conf_dir
-    from .errors import ConfigError, JudgeFailed
-    from .runner import execute
+    from ragexp.common.paths import conf_dir
+    from ragexp.errors import ConfigError, JudgeFailed
+    from ragexp.workflow.runner import execute
 
     options = dict(options)
     groups: dict[str, Any] = {"metric": metric, "matcher": matcher, "judge": judge}
@@ -178,7 +178,7 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     cfg, container = _prepared(tuple(chosen) + tuple(str(o) for o in overrides), settings)
     dataset = None
     if in_memory is not None:
-        from .datasets.mapped import load_in_memory
+        from ragexp.datasets.mapped import load_in_memory
 
         ds = cfg.dataset
         dataset = load_in_memory(in_memory, columns=_plain(ds.get("columns")),
@@ -208,7 +208,7 @@ def _result(outcome: Any, config: dict[str, Any]) -> EvaluationResult:
     metrics = pd.DataFrame(rows, columns=["metric", "value", "ci_low", "ci_high", "stderr", "n"]).set_index("metric")
     for col in ("value", "ci_low", "ci_high", "stderr"):
         metrics[col] = metrics[col].astype(float)
-    from .results import frame_of
+    from ragexp.core.results import frame_of
 
     return EvaluationResult(per_sample=frame_of(outcome.per_sample), metrics=metrics, summary=summary,
                             run_id=summary.get("run_id"), tracking_uri=summary.get("tracking_uri"),
@@ -217,7 +217,7 @@ def _result(outcome: Any, config: dict[str, Any]) -> EvaluationResult:
 
 def _data_source(data: Any, conf: Path) -> tuple[Any, str | None, str | None]:
     """(rows in memory, the dataset option to compose, the file path) for what ``data`` is."""
-    from .errors import ConfigError
+    from ragexp.errors import ConfigError
 
     if hasattr(data, "to_dict") and hasattr(data, "columns") or isinstance(data, (list, tuple)):
         return data, "mapped", None
@@ -238,7 +238,7 @@ def _dotted(fn: Any) -> str:
     """``module.qualname`` of a callable that can be imported back by that name, else a ConfigError."""
     import importlib
 
-    from .errors import ConfigError
+    from ragexp.errors import ConfigError
 
     module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
     try:
@@ -290,8 +290,8 @@ def _compose_uncached(overrides: tuple[str, ...]) -> Any:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from .confdir import conf_dir
-    from .errors import ConfigError
+    from ragexp.common.paths import conf_dir
+    from ragexp.errors import ConfigError
 
     outer = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
     GlobalHydra.instance().clear()  # a Hydra app calling evaluate(): its own Hydra is put back below
@@ -311,7 +311,7 @@ def _apply(cfg: Any, settings: Mapping[str, Any]) -> None:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from .errors import ConfigError
+    from ragexp.errors import ConfigError
 
     for key, value in settings.items():
         parent, _, leaf = key.rpartition(".")
@@ -382,7 +382,7 @@ def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResul
             resamples: int | None = None, confidence: float | None = None, seed: int | None = None,
             min_match_fraction: float = 0.9, regressions: int = 10) -> ComparisonResult:
     """Is ``candidate`` really different from ``baseline``? A paired comparison by sample id, metric by
-    metric, with ``python -m ragexp.compare``'s statistics (:func:`ragexp.compare.compare_tables`).
+    metric, with ``python -m ragexp.compare``'s statistics (:func:`ragexp.cli.compare.compare_tables`).
 
     Each side is an :class:`EvaluationResult` or the id or name of a logged run (read from
     ``tracking_uri``, else the store ``python -m ragexp`` uses). ``resamples``, ``confidence`` and
@@ -391,7 +391,7 @@ def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResul
     """
     import pandas as pd
 
-    from .compare import compare_tables
+    from ragexp.cli.compare import compare_tables
 
     client: list[Any] = []
     tables = [_run_table(side, role, tracking_uri, client) for side, role in
@@ -410,8 +410,8 @@ def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResul
 
 def _run_table(side: Any, role: str, tracking_uri: str | None, client: list[Any]) -> Any:
     """The comparison's view of one side: a result's own per-sample table, or a logged run's."""
-    from .compare import RunTable, find_run, load_run
-    from .errors import ConfigError, RagexpError, TrackingError
+    from ragexp.cli.compare import RunTable, find_run, load_run
+    from ragexp.errors import ConfigError, RagexpError, TrackingError
 
     if isinstance(side, EvaluationResult):
         df = side.per_sample
@@ -423,8 +423,8 @@ def _run_table(side: Any, role: str, tracking_uri: str | None, client: list[Any]
                         metrics=metrics)
     if not isinstance(side, str):
         raise ConfigError(f"{role}: expected an EvaluationResult or a run id or name, got {type(side).__name__}")
-    from .tracking.secrets import redact_url
-    from .tracking.store import bounded_http, first_line, open_client, require_existing_store, resolve_uri
+    from ragexp.common.secrets import redact_url
+    from ragexp.tracking.store import bounded_http, first_line, open_client, require_existing_store, resolve_uri
 
     uri = resolve_uri(tracking_uri)
     try:

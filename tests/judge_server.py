@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from ragexp.text import keywords
+from ragexp.common.text import keywords
 
 UNANSWERABLE = "UNANSWERABLE"
 _TAG = re.compile(r"<(\w+)((?: [^>]*)?)>\n?(.*?)\n?</\1>", re.S)
@@ -90,7 +90,7 @@ _MODULE = {"questeval_recall": "questeval", "questeval_precision": "questeval"}
 
 def judge_specs(*names: str, **options: dict):
     """Built specs of the named judge metrics (``options[name]`` holds a metric's options), as tests score them."""
-    from ragexp.scoring import build_metrics
+    from ragexp.core.scoring import build_metrics
 
     cfg = {n: {"_target_": f"ragexp.metrics.{_MODULE.get(n, 'judge')}.{n}", **options.get(n, {})} for n in names}
     return build_metrics(cfg)[0]

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from cli import free_port, start_mlflow_server
-from ragexp.ui import stop_process_group
+from ragexp.cli.ui import stop_process_group
 
 #: The cluster's superuser, the name clients log in with (trust authentication: no password).
 PG_USER = "ragexp"

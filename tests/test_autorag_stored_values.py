@@ -17,7 +17,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from ragexp.scoring import build_metrics, score
+from ragexp.core.scoring import build_metrics, score
 
 # result file, dataset.retrieval (None: the loader's choice), the ids column scored, its metric-column prefix
 CASES = [

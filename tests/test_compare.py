@@ -14,10 +14,10 @@ import pytest
 
 from cli import run_cli
 
-from ragexp.compare import RunTable, compare_tables
+from ragexp.cli.compare import RunTable, compare_tables
 from ragexp.errors import ConfigError, DataError
-from ragexp.gate import add_override_prefix, drop_failures, flat_conditions, floor_failures, read_gate
-from ragexp.results import status_column
+from ragexp.core.gate import add_override_prefix, drop_failures, flat_conditions, floor_failures, read_gate
+from ragexp.core.results import status_column
 from ragexp.stats.paired import paired_compare
 
 
@@ -235,7 +235,7 @@ def test_agrees_with_ranx_compare_on_squad_bm25_vs_dense(squad_two_retrievers):
 def compare_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    return subprocess.run([sys.executable, "-m", "ragexp.compare", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ragexp.cli.compare", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
 
 
@@ -361,7 +361,7 @@ def test_cli_multirun_exits_1_when_a_job_missed_a_floor(tmp_path, launcher):
 def test_comparison_plot_is_a_png_with_a_panel_per_scale(tmp_path):
     from PIL import Image
 
-    from ragexp.plots import plot_paired_differences
+    from ragexp.report.plots import plot_paired_differences
 
     rng = np.random.default_rng(2)
     base = rng.uniform(0.2, 0.8, 80)
@@ -386,7 +386,7 @@ def test_cli_help(tmp_path):
 
 
 def test_too_few_resamples_for_holm_are_called_out(capsys):
-    from ragexp.compare import print_comparison
+    from ragexp.cli.compare import print_comparison
 
     rng = np.random.default_rng(5)
     keys = tuple(f"token_f1/v{i}" for i in range(30))

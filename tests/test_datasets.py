@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from hydra.utils import get_method
 
-from ragexp.records import present_fields
-from ragexp.runner import load_dataset, run
+from ragexp.common.records import present_fields
+from ragexp.workflow.runner import load_dataset, run
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 

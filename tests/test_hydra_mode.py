@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from cli import run_cli
 
-from ragexp.__main__ import _mode_from_the_command_line, _mode_is_settable
-from ragexp.confdir import conf_dir
+from ragexp.cli.main import _mode_from_the_command_line, _mode_is_settable
+from ragexp.common.paths import conf_dir
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def hydra_pair(monkeypatch, tmp_path):
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.config_search_path import SearchPathQuery
 
-    from ragexp.plugins import expose_plugins
+    from ragexp.cli.plugins import expose_plugins
 
     expose_plugins()
     stock = Hydra.get_mode

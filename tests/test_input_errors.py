@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragexp.errors import DataError, FieldsError
-from ragexp.runner import load_dataset, run
+from ragexp.workflow.runner import load_dataset, run
 
 
 @pytest.fixture

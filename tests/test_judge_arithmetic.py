@@ -13,7 +13,7 @@ from ragexp.metrics.judge import (TONIC_SCALE, answer_consistency_binary_value, 
                                   answer_similarity_value, augmentation_accuracy_value, augmentation_precision_value,
                                   overall_value, retrieval_precision_value)
 from ragexp.metrics.questeval import answer_f1, questeval_values
-from ragexp.text import answer_tokens
+from ragexp.common.text import answer_tokens
 
 JUDGE_METRICS = {"answer_similarity", "retrieval_precision", "augmentation_accuracy", "augmentation_precision",
                  "answer_consistency", "answer_consistency_binary", "overall_score", "questeval_recall",

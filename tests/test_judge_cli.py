@@ -13,7 +13,7 @@ import time
 import pytest
 
 from ragexp.errors import ConfigError
-from ragexp.results import detail_column, status_column
+from ragexp.core.results import detail_column, status_column
 
 from cli import run_cli, runs
 from judge_server import JudgeServer
@@ -94,7 +94,7 @@ def test_judge_group_composes(compose):
 
 
 def test_judge_metrics_without_a_judge_raise_before_any_work(compose):
-    from ragexp.runner import run
+    from ragexp.workflow.runner import run
 
     cfg = compose("dataset=memory_eval_true", "metric=judge")
     assert cfg.get("judge") is None

@@ -13,7 +13,7 @@ import pytest
 
 from ragexp.judge import build_judge
 from ragexp.metrics.base import mean_ok
-from ragexp.records import Record
+from ragexp.common.records import Record
 
 from judge_server import blocks, judge_specs
 

@@ -18,7 +18,7 @@ from ragexp.judge.cache import JudgeCache
 from ragexp.judge.client import Budget, JudgeClient, Usage
 from ragexp.judge.templates import load_prompt
 from ragexp.metrics.judge import answer_consistency
-from ragexp.records import Record
+from ragexp.common.records import Record
 
 from judge_server import Reply, judge_specs
 

@@ -18,7 +18,7 @@ from ragexp.judge import build_judge
 from ragexp.judge.cache import JudgeCache
 from ragexp.judge.client import JudgeUnreachable
 from ragexp.judge.parse import SCHEMAS
-from ragexp.records import Record
+from ragexp.common.records import Record
 
 from cli import run_cli, runs
 from judge_server import JudgeServer, Reply, blocks, judge_specs, sensible

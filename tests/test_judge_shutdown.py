@@ -106,11 +106,11 @@ def _loop_threads() -> list:
 def test_clients_are_closed_after_an_error_at_once_and_after_a_success_by_shutdown(tmp_path):
     import litellm
 
-    from ragexp.scoring import build_metrics
+    from ragexp.core.scoring import build_metrics
     from ragexp.judge import build_judge
     from ragexp.judge.client import JudgeUnreachable
     from ragexp.judge.loop import shutdown
-    from ragexp.records import Record
+    from ragexp.common.records import Record
 
     from test_judge_robust import closed_port, judge_cfg
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli import run_cli
-from ragexp.ui import stop_process_group
+from ragexp.cli.ui import stop_process_group
 
 pytest.importorskip("ray", reason="the Ray launcher needs the .[cluster] extra (ray)")
 

@@ -98,7 +98,7 @@ def test_which_metric_and_direction():
 
 
 def test_a_key_in_a_run_name_never_reaches_the_board():
-    from ragexp.tracking.secrets import redact
+    from ragexp.common.secrets import redact
 
     leaked = _entry("dataset.system=weak,judge.api_key=sk-abcdefabcdef1234567890", C)
     board = redact(rank([_entry("dataset.system=strong,judge.api_key=sk-abcdefabcdef1234567890", A), leaked],

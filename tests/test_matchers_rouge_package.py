@@ -170,7 +170,7 @@ def records(data_dir, pairs):
 
 
 def test_continuous_eval_suite_reproduces_continuous_eval(compose, records):
-    from ragexp.scoring import build_metrics
+    from ragexp.core.scoring import build_metrics
 
     cfg = compose("metric=continuous_eval")
     specs = {s.key: s for s in build_metrics(cfg.metric, cfg.matcher)[0]}

@@ -24,13 +24,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragexp.scoring import MetricSpec, aggregate, score
+from ragexp.core.scoring import MetricSpec, aggregate, score
 from ragexp.matchers import DEFAULTS, build_matcher
 from ragexp.metrics import STATUSES, Score, load_all
 from ragexp.metrics.context import context_f1, context_precision, context_recall
 from ragexp.metrics.ranking import hit_rate, mrr, ndcg, precision_at_k, recall_at_k
 from ragexp.metrics.ranking import map as average_precision
-from ragexp.records import Record
+from ragexp.common.records import Record
 
 REGISTRY = load_all()
 DETERMINISTIC = sorted(name for name, info in REGISTRY.items() if not info.judge)

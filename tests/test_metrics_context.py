@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragexp.scoring import build_metrics
+from ragexp.core.scoring import build_metrics
 from ragexp.matchers import build_matcher
 from ragexp.metrics.context import context_f1, context_precision, context_recall
 

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from ragexp.scoring import _as_score, build_metrics, check_fields, score
+from ragexp.core.scoring import _as_score, build_metrics, check_fields, score
 from ragexp.matchers import build_matcher
 from ragexp.metrics.answer import answer_token_f1, bleu, exact_match, rouge1, rouge2, rougeL
 from ragexp.metrics.base import STATUSES, Score
@@ -20,7 +20,7 @@ from ragexp.metrics.context import context_f1, context_precision, context_recall
 from ragexp.metrics.keyword import accuracy, avg_coverage, confusion, keyword_overlap
 from ragexp.metrics.ranking import hit_rate, map, mrr, ndcg, precision_at_k, recall_at_k
 from ragexp.metrics.token import token_f1, token_precision, token_recall
-from ragexp.records import Record, present_fields, to_record
+from ragexp.common.records import Record, present_fields, to_record
 
 RANKED = (hit_rate, mrr, ndcg, map, precision_at_k, recall_at_k)
 TOKEN = (token_precision, token_recall, token_f1)
@@ -167,7 +167,7 @@ def test_a_field_empty_in_every_record_is_still_a_field_of_the_dataset():
 def test_bm25_that_finds_nothing_counts_every_question(compose):
     """The issue's figure: BM25 finds nothing for the demo's Chinese questions (its tokens are
     Latin words); those questions score 0, so recall@5 is over all 50 questions, not 45."""
-    from ragexp.runner import run
+    from ragexp.workflow.runner import run
 
     cfg = compose("retriever=bm25", "retriever.top_k=5", "metric=recall_at_k", "metric.recall_at_k.k=5",
                   "tracking.enabled=false")

@@ -8,10 +8,10 @@ import math
 import pandas as pd
 import pytest
 
-from ragexp.scoring import build_metrics, check_fields
+from ragexp.core.scoring import build_metrics, check_fields
 from ragexp.errors import FieldsError
 from ragexp.metrics.ranking import hit_rate, judge_relevance, map, mrr, ndcg, precision_at_k, recall_at_k
-from ragexp.records import to_record
+from ragexp.common.records import to_record
 
 RUN = ["d3", "d1", "d2", "d4", "d9"]
 RELEVANT = ["d1", "d4", "d7"]
@@ -129,7 +129,7 @@ def test_a_suite_scored_together_equals_each_metric_alone_and_ranx(squad_run, co
     (MetricInfo.prepare/finish): the same values as each metric called alone, and as ranx."""
     from ranx import Qrels, Run, evaluate
 
-    from ragexp.scoring import score
+    from ragexp.core.scoring import score
 
     records = [to_record({k: r[k] for k in ("id", "contexts", "context_ids", "gt_contexts")}
                          | {"query": "q", "gt_context_ids": r["relevant_ids"]}, path="squad", row=i)

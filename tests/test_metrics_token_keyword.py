@@ -72,7 +72,7 @@ def test_keyword_overlap_and_coverage():
 def test_underscore_joins_a_word_never_splits_it():
     """`_` is part of a word (an identifier such as customer_id is one keyword, as \\w+ reads it);
     leading and trailing underscores (markdown _emphasis_, __init__) are not part of it."""
-    from ragexp.text import keywords
+    from ragexp.common.text import keywords
 
     assert keywords("Join on customer_id") == {"join", "on", "customer_id"}
     assert keywords("_emphasis_ and __init__") == {"emphasis", "and", "init"}

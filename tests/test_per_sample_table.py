@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragexp.compare import RunTable, compare_tables
-from ragexp.results import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys, status_column,
+from ragexp.cli.compare import RunTable, compare_tables
+from ragexp.core.results import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys, status_column,
                             table_frame, trim)
 
 LONG_QUERY = "Which city is the capital of France, " + "and which river crosses it on its way to the sea? " * 8
@@ -41,7 +41,7 @@ def logged(compose, tmp_path):
     """One real run over the two records above; its results folder and MLflow run."""
     from mlflow.tracking import MlflowClient
 
-    from ragexp.runner import run
+    from ragexp.workflow.runner import run
 
     path = tmp_path / "records.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in (CAPITAL_OF_FRANCE, NOTHING_RETRIEVED)))
@@ -119,7 +119,7 @@ def test_logged_run_has_both_tables_and_its_pictures(logged):
 
 
 def test_plots_can_be_switched_off(compose, tmp_path):
-    from ragexp.runner import run
+    from ragexp.workflow.runner import run
 
     path = tmp_path / "records.jsonl"
     path.write_text(json.dumps(CAPITAL_OF_FRANCE) + "\n")
@@ -160,8 +160,8 @@ def test_the_cli_writes_without_pandas_what_pandas_would_write(compose):
     back as the same table pandas' ``to_json(orient="split")`` writes from the frame: same columns, in
     order, and the same cells (pandas rounds floats to 10 decimals; ours keep every digit); the trimmed
     table likewise; the frame ``ragexp.evaluate`` returns is the frame of those rows."""
-    from ragexp.results import frame_of, split_json, table_columns
-    from ragexp.runner import execute
+    from ragexp.core.results import frame_of, split_json, table_columns
+    from ragexp.workflow.runner import execute
 
     columns = execute(compose("progress=false"), save=False, show=False).per_sample
     rows = [dict(zip(columns, row)) for row in zip(*columns.values())]
@@ -181,7 +181,7 @@ def test_split_json_writes_what_json_can_hold():
 
     import numpy as np
 
-    from ragexp.results import split_json
+    from ragexp.core.results import split_json
 
     columns = {"id": ["a", "b", "c"], "v": [math.nan, math.inf, np.float32(0.5)], "k": [np.int64(3), None, True],
                "texts": [["é", "x/y"], [], None]}

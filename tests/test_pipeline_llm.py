@@ -14,8 +14,8 @@ from judge_server import JudgeServer, Reply
 from ragexp.datasets.base import Dataset
 from ragexp.errors import CredentialsError, ConfigError
 from ragexp.pipeline import build_pipeline
-from ragexp.records import Record
-from ragexp.results import status_column
+from ragexp.common.records import Record
+from ragexp.core.results import status_column
 
 CITIES = {
     "paris": "Paris is the capital of France. The Eiffel Tower stands in Paris. It was built in 1889.",

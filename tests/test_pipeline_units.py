@@ -19,7 +19,7 @@ from ragexp.pipeline.chunking import Chunker, count_units, source_id, split_sent
 from ragexp.pipeline.compressors import SentenceCompressor, TruncateCompressor
 from ragexp.pipeline.generators import ExtractiveGenerator
 from ragexp.pipeline.retrievers import BM25Retriever, rrf
-from ragexp.records import Record
+from ragexp.common.records import Record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -241,7 +241,7 @@ def test_checking_a_dense_config_loads_no_model(tmp_path, data_dir):
 import sys
 from hydra import compose, initialize_config_dir
 from ragexp.datasets.base import Dataset
-from ragexp.records import Record
+from ragexp.common.records import Record
 from ragexp.pipeline import build_pipeline
 with initialize_config_dir(config_dir={str(ROOT / 'conf')!r}, version_base="1.3"):
     cfg = compose(config_name="config", overrides=["retriever=hybrid", "compressor=truncate", "generator=extractive"])

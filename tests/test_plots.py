@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from ragexp.plots import HEADLINE_MAX, bin_counts, heatmap, headline_metrics, histograms, metric_bars, run_plots
-from ragexp.results import status_column
+from ragexp.report.plots import HEADLINE_MAX, bin_counts, heatmap, headline_metrics, histograms, metric_bars, run_plots
+from ragexp.core.results import status_column
 
 
 def _png_size(path) -> tuple[int, int]:

@@ -7,7 +7,7 @@ import re
 
 from cli import ROOT
 
-from ragexp.records import FIELDS
+from ragexp.common.records import FIELDS
 
 
 def _records_section() -> str:

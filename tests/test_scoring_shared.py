@@ -10,7 +10,7 @@ import pytest
 
 from ragexp.metrics.base import Score
 from ragexp.metrics.token import token_f1, token_precision, token_recall
-from ragexp.scoring import _as_score, build_metrics, check_fields, score
+from ragexp.core.scoring import _as_score, build_metrics, check_fields, score
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def records(data_dir):
     # BM25 over SQuAD's paragraphs: real questions, ten retrieved passages, the gold passage, SQuAD's answers
     from squad_bm25 import squad_bm25_run
 
-    from ragexp.records import to_record
+    from ragexp.common.records import to_record
 
     fields = ("id", "query", "contexts", "gt_contexts", "reference_answers")
     return [to_record({f: r[f] for f in fields}, path="squad", row=i)
@@ -42,7 +42,7 @@ def test_token_metrics_scored_together_equal_each_alone(records, against):
 def test_token_metrics_rules_survive_the_shared_step():
     specs, _ = build_metrics({n: {"_target_": f"ragexp.metrics.token.{n}"}
                               for n in ("token_precision", "token_recall", "token_f1")})
-    from ragexp.records import to_record
+    from ragexp.common.records import to_record
 
     rows = [to_record(raw, path="x.jsonl", row=i) for i, raw in enumerate([
         {"query": "q", "contexts": [], "reference_answers": ["paris"]},            # nothing retrieved: 0

@@ -92,7 +92,7 @@ def test_basic_launcher_multirun_and_sweep_results(tmp_path, data_dir):
 
 
 def test_what_counts_as_a_secret(monkeypatch):
-    from ragexp.tracking.secrets import RedactingFilter, scrub
+    from ragexp.common.secrets import RedactingFilter, scrub
 
     monkeypatch.setenv("MY_SERVICE_TOKEN", SERVICE_TOKEN)
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "sometimes")  # a setting, not a token

@@ -1,4 +1,4 @@
-"""ragexp.segmentation gives exactly ``jieba.lcut``'s words: over every Chinese run in the shared data,
+"""ragexp.common.segmentation gives exactly ``jieba.lcut``'s words: over every Chinese run in the shared data,
 the seeds and the demo, and over adversarial texts; its on-disk index is rebuilt when missing or stale,
 survives two processes building it at once, and a cache that cannot be written falls back to jieba."""
 
@@ -17,13 +17,13 @@ from pathlib import Path
 import jieba
 import pytest
 
-from ragexp import segmentation
-from ragexp.segmentation import Segmenter, open_index
+from ragexp.common import segmentation
+from ragexp.common.segmentation import Segmenter, open_index
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = Path(os.environ.get("RAGEXP_SEEDS_DIR", ROOT.parent / "shared" / "seeds"))
 DEMO = ROOT / "ragexp" / "datasets" / "demo"
-HAN_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # what ragexp.text hands to segment()
+HAN_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # what ragexp.common.text hands to segment()
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -240,8 +240,8 @@ def _python(script: str, env: dict[str, str], cwd: Path) -> subprocess.Popen:
 
 _SEGMENT_AND_REPORT = """
     import json, sys
-    from ragexp import segmentation
-    from ragexp.text import keywords
+    from ragexp.common import segmentation
+    from ragexp.common.text import keywords
     texts = json.loads({texts!r})
     words = [segmentation.segment(t) for t in texts]
     print(json.dumps({{"words": words, "backend": segmentation.backend(), "jieba": "jieba" in sys.modules,
@@ -276,7 +276,7 @@ def test_two_processes_building_the_index_at_once(tmp_path):
         from pathlib import Path
         while not Path({str(go)!r}).exists():
             time.sleep(0.01)
-        from ragexp.segmentation import Segmenter, open_index
+        from ragexp.common.segmentation import Segmenter, open_index
         index = open_index()
         print(json.dumps({{"built": index.built, "words": [Segmenter(index).cut(t) for t in {TEXTS!r}]}}))
     """
@@ -314,7 +314,7 @@ def test_a_jieba_version_not_checked_falls_back_to_jieba(tmp_path):
     script = """
         import json, jieba
         jieba.__version__ = "0.99"  # as if jieba had been upgraded past the version this code reproduces
-        from ragexp import segmentation
+        from ragexp.common import segmentation
         print(json.dumps({"words": segmentation.segment("他来到了网易杭研大厦"), "backend": segmentation.backend()}))
     """
     proc = _python(script, {"XDG_CACHE_HOME": str(tmp_path / "xdg"), "TMPDIR": str(tmp_path)}, tmp_path)

@@ -65,7 +65,7 @@ def test_a_sweep_into_the_postgres_backed_server_logs_runs_tables_leaderboard_an
     assert "sweep leaderboard · answer_token_f1" in sweep.stdout
     # python -m ragexp.compare reads both runs' tables through the server and logs its comparison there
     by_system = {("strong" if "strong" in c.info.run_name else "weak"): c.info.run_id for c in mine}
-    compare = subprocess.run([sys.executable, "-m", "ragexp.compare", f"baseline={by_system['strong']}",
+    compare = subprocess.run([sys.executable, "-m", "ragexp.cli.compare", f"baseline={by_system['strong']}",
                               f"candidate={by_system['weak']}", "tracking=server", f"tracking.uri={uri}"],
                              cwd=tmp_path, env=_env(),
                              capture_output=True, text=True, timeout=300)

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from cli import run_cli
-from ragexp.results import status_column
+from ragexp.core.results import status_column
 from ragexp.stats.intervals import mean_interval, mean_intervals, ratio_interval, ratio_intervals
 
 # a skewed, continuous sample (token-F1-like values) and a 0/1 sample (hit-rate-like)
@@ -236,7 +236,7 @@ def test_a_run_reports_every_aggregate_with_its_interval(compose, tmp_path):
 
     from mlflow.tracking import MlflowClient
 
-    from ragexp.runner import run
+    from ragexp.workflow.runner import run
 
     summary = run(compose("dataset.system=weak", "stats.resamples=2000"))
     folder = Path(summary["results_folder"])
@@ -274,7 +274,7 @@ def test_a_run_reports_every_aggregate_with_its_interval(compose, tmp_path):
 
 def test_clustered_run_uses_the_column_and_carries_it(compose):
 
-    from ragexp.runner import run
+    from ragexp.workflow.runner import run
 
     summary = run(compose("dataset.system=strong", "stats.cluster_by=lang", "stats.resamples=2000"))
     frame = _per_sample(Path(summary["results_folder"]))
@@ -330,8 +330,8 @@ def test_clustered_stderr_matches_statsmodels_cluster_robust_mean():
 
 def test_a_record_without_its_cluster_label_is_named():
     from ragexp.errors import DataError
-    from ragexp.scoring import cluster_labels
-    from ragexp.records import to_record
+    from ragexp.core.scoring import cluster_labels
+    from ragexp.common.records import to_record
 
     rows = [{"query": "q1", "group": "doc-a"}, {"query": "q2", "group": 7}, {"query": "q3"}]
     records = [to_record(r, path="mine.jsonl", row=i) for i, r in enumerate(rows, start=1)]

@@ -9,7 +9,7 @@ import pandas as pd
 import yaml
 
 from cli import parent_and_children, run_cli, runs
-from ragexp.results import status_column
+from ragexp.core.results import status_column
 
 
 def test_default_command_leaves_a_complete_run_in_launch_dir_sqlite(tmp_path, data_dir):

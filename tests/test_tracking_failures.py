@@ -22,7 +22,7 @@ from typing import Callable
 import pytest
 
 from cli import free_port, parent_and_children, run_cli, runs, start_mlflow_server
-from ragexp.ui import stop_process_group
+from ragexp.cli.ui import stop_process_group
 from judge_server import JudgeServer
 
 ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cli import free_port, parent_and_children, run_cli, start_mlflow_server
-from ragexp.ui import stop_process_group
+from ragexp.cli.ui import stop_process_group
 
 
 @pytest.fixture

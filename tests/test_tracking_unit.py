@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragexp.tracking.secrets import REDACTED, flatten, redact, scrub
+from ragexp.common.secrets import REDACTED, flatten, redact, scrub
 from ragexp.tracking.store import resolve_uri, ui_command
 
 

@@ -90,7 +90,7 @@ def test_printed_command_opens_the_runs_store_offline(tmp_path, data_dir):
 
 
 def test_no_store_is_one_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "ragexp.ui"], cwd=tmp_path, env=_env_without_cost_map(),
+    proc = subprocess.run([sys.executable, "-m", "ragexp.cli.ui"], cwd=tmp_path, env=_env_without_cost_map(),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip() == (f"ragexp: error: no MLflow store at {Path(tmp_path).resolve() / 'mlflow.db'}: "

@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from cli import free_port, parent_and_children, run_cli
-from ragexp.ui import stop_process_group
+from ragexp.cli.ui import stop_process_group
 
-from ragexp.results import status_column
+from ragexp.core.results import status_column
 
 UI_START_S = 240  # MLflow's server imports its whole app: 10-20 s here, minutes on a loaded host
 PAGE_S = 180  # a page of the single-page app, its data fetched from that server
@@ -79,7 +79,7 @@ def ui(sweep_store, tmp_path):
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
     log = open(tmp_path / "ui.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "ragexp.ui", f"tracking.uri={sweep_store}", f"port={port}"],
+    proc = subprocess.Popen([sys.executable, "-m", "ragexp.cli.ui", f"tracking.uri={sweep_store}", f"port={port}"],
                             cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + UI_START_S

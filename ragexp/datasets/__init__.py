@@ -3,6 +3,6 @@
 Pick one with ``dataset=<name>`` (``conf/dataset/<name>.yaml`` names the loader function).
 """
 
-from .base import Dataset
+from ragexp.datasets.base import Dataset
 
 __all__ = ["Dataset"]

@@ -29,8 +29,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
-from .base import Dataset, build, existing, plain, read_frame
+from ragexp.errors import DataError
+from ragexp.datasets.base import Dataset, build, existing, plain, read_frame
 
 QA_COLUMNS = ("qid", "query", "generation_gt", "retrieval_gt")
 METRIC_COLUMNS = ("retrieval_f1", "retrieval_recall", "retrieval_precision", "bleu", "meteor", "rouge",

@@ -3,7 +3,7 @@
 An adapter is a function ``load_<format>(path, *, name, limit, label, ...) -> Dataset`` named
 by ``_target_`` in ``conf/dataset/<name>.yaml``. It reads the file, maps each item to the
 canonical fields of SPEC §1, and validates every record through
-:func:`ragexp.records.to_record`, so a bad value is reported with its file, row and field.
+:func:`ragexp.common.records.to_record`, so a bad value is reported with its file, row and field.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ..errors import DataError
-from ..records import Record, check_records, to_record
+from ragexp.errors import DataError
+from ragexp.common.records import Record, check_records, to_record
 
 
 @dataclass
@@ -113,7 +113,7 @@ def read_delimited(path: Path, fmt: str) -> tuple[list[str], Iterator[tuple[int,
     No type is guessed: an answer ``8``, a reference ``1889`` and an id ``007`` stay the text they
     are, and ``NA``, ``null``, ``None``, ``nan`` are values, not missing ones. Only an empty cell is
     absent (``None``): CSV cannot tell an empty string from no value. Fields that are numbers
-    (``latency_s``) or booleans (``label``) are parsed from their text by :func:`ragexp.records.to_record`.
+    (``latency_s``) or booleans (``label``) are parsed from their text by :func:`ragexp.common.records.to_record`.
     Quoting is RFC 4180's (``"a, b"``, ``""`` for a quote inside), in TSV too. A UTF-8 BOM is
     accepted. A row with more or fewer values than the header, or a quote never closed, is a
     malformed file, reported with its line. Rows are data rows (the header not counted).

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DataError
-from .base import Dataset, build, existing, iter_jsonl
+from ragexp.errors import DataError
+from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
 
 COLUMNS = {"question": "query", "retrieved_contexts": "contexts", "ground_truth_contexts": "gt_contexts",
            "answer": "answer", "ground_truths": "reference_answers"}

@@ -24,8 +24,8 @@ Rows in errors are line numbers.
 
 from __future__ import annotations
 
-from ..errors import DataError
-from .base import Dataset, build, existing, iter_jsonl
+from ragexp.errors import DataError
+from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
 
 ROLES = ("answer", "reference")
 

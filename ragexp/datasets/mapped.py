@@ -26,9 +26,9 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from ..errors import DataError
-from ..records import FIELDS
-from .base import Dataset, build, existing, plain, read_table
+from ragexp.errors import DataError
+from ragexp.common.records import FIELDS
+from ragexp.datasets.base import Dataset, build, existing, plain, read_table
 
 JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings")
 

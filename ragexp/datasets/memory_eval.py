@@ -7,8 +7,8 @@ the config sets ``label`` for all rows.
 
 from __future__ import annotations
 
-from ..errors import DataError
-from .base import Dataset, build, existing, read_json
+from ragexp.errors import DataError
+from ragexp.datasets.base import Dataset, build, existing, read_json
 
 
 def load_memory_eval(path: str, *, name: str = "memory_eval", limit: int | None = None,

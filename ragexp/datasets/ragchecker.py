@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DataError
-from .base import Dataset, build, existing, read_json
+from ragexp.errors import DataError
+from ragexp.datasets.base import Dataset, build, existing, read_json
 
 
 def load_ragchecker(path: str, *, name: str = "ragchecker", limit: int | None = None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Dataset, build, existing, iter_jsonl
+from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
 
 
 def load_records(path: str, *, name: str = "records", limit: int | None = None, label: bool | None = None) -> Dataset:

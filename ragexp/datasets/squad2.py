@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DataError
-from .base import Dataset, build, existing, read_json
+from ragexp.errors import DataError
+from ragexp.datasets.base import Dataset, build, existing, read_json
 
 
 def paragraph_id(article: int, paragraph: int) -> str:

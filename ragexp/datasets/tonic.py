@@ -25,8 +25,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
-from .base import Dataset, build, existing, read_frame, read_json, text_id
+from ragexp.errors import DataError
+from ragexp.datasets.base import Dataset, build, existing, read_frame, read_json, text_id
 
 
 def _qa_pairs(p: Path) -> list[dict[str, Any]]:

@@ -22,15 +22,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..confdir import conf_dir
-from ..errors import ConfigError
+from ragexp.common.paths import conf_dir
+from ragexp.errors import ConfigError
 
 CONF_DIR = conf_dir() / "judge"
 JUDGE_NAMES_HINT = "gpt4o, gpt4o_mini, claude_sonnet, gemini_flash, ollama, openai_compatible"
 
 
 def _settings(cfg: Any):
-    from .settings import JudgeSettings
+    from ragexp.judge.settings import JudgeSettings
 
     if isinstance(cfg, JudgeSettings):
         return cfg
@@ -66,12 +66,12 @@ def build_judge(cfg: Any, specs: Sequence[Any] = ()) -> "Judge":
                           f"({JUDGE_NAMES_HINT})")
     settings = _settings(cfg)
     settings.check()
-    from .engine import Judge, check_specs
+    from ragexp.judge.engine import Judge, check_specs
 
     check_specs(judge_specs)
     cache = None
     if settings.cache:
-        from .cache import CACHE_ERRORS, CacheError, open_cache
+        from ragexp.judge.cache import CACHE_ERRORS, CacheError, open_cache
 
         path = settings.resolved_cache_path()
         try:  # before any work: a cache that cannot take a reply would fail after the first one is paid for
@@ -119,8 +119,8 @@ def score_one(name: str, judge: Any, fields: Mapping[str, Any], options: Mapping
     if judge is None:
         raise ConfigError(f"{name} asks an LLM judge: pass judge=build_judge('<name>') ({JUDGE_NAMES_HINT})")
     if not hasattr(judge, "score_one"):
-        from ..metrics.base import REGISTRY
-        from .engine import _Spec
+        from ragexp.metrics.base import REGISTRY
+        from ragexp.judge.engine import _Spec
 
         info = REGISTRY[name]
         judge = build_judge(judge, [_Spec(key=name, info=info, options={**info.options, **options, "judge": None})])
@@ -129,11 +129,11 @@ def score_one(name: str, judge: Any, fields: Mapping[str, Any], options: Mapping
 
 def __getattr__(name: str) -> Any:  # lazy: ``from ragexp.judge import Judge`` without import cost up front
     if name == "Judge":
-        from .engine import Judge
+        from ragexp.judge.engine import Judge
 
         return Judge
     if name == "JudgeSettings":
-        from .settings import JudgeSettings
+        from ragexp.judge.settings import JudgeSettings
 
         return JudgeSettings
     raise AttributeError(name)

@@ -188,7 +188,7 @@ class PostgresJudgeCache:
     """
 
     def __init__(self, url: str, connect_timeout_s: int = 10):
-        from ..tracking.secrets import redact_url
+        from ragexp.common.secrets import redact_url
 
         rest = str(url).split("://", 1)[1]
         self.url = "postgresql://" + rest  # libpq's spelling (SQLAlchemy's postgresql+psycopg:// too)
@@ -211,7 +211,7 @@ class PostgresJudgeCache:
 
     def _reason(self, exc: BaseException) -> str:
         """psycopg's message in one line, without credentials."""
-        from ..tracking.secrets import redact_url, scrub
+        from ragexp.common.secrets import redact_url, scrub
 
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return scrub(redact_url(text))[:300]

@@ -18,8 +18,8 @@ import os
 import time
 from typing import Any
 
-from ..errors import ConfigError, CredentialsError
-from .loop import litellm_provider, litellm_setup_inline
+from ragexp.errors import ConfigError, CredentialsError
+from ragexp.judge.loop import litellm_provider, litellm_setup_inline
 
 
 class RemoteFailure(Exception):

@@ -22,13 +22,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, NoReturn
 
-from ..errors import ConfigError, CredentialsError
-from .cache import JudgeCache, cache_key
-from .calls import (_quiet_litellm, _retry_after, _root, _short, acompletion, classify,  # noqa: F401 - re-exported
+from ragexp.errors import ConfigError, CredentialsError
+from ragexp.judge.cache import JudgeCache, cache_key
+from ragexp.judge.calls import (_quiet_litellm, _retry_after, _root, _short, acompletion, classify,  # noqa: F401 - re-exported
                     connection_failed, register_price)
-from .loop import litellm_provider
-from .ratelimit import RateLimiter
-from .settings import JudgeSettings
+from ragexp.judge.loop import litellm_provider
+from ragexp.judge.ratelimit import RateLimiter
+from ragexp.judge.settings import JudgeSettings
 
 log = logging.getLogger("ragexp.judge")
 
@@ -220,7 +220,7 @@ class JudgeClient:
         """Cache ``reply`` under ``key`` (a reply that parsed: never an unreadable one)."""
         if self.cache is None:
             return
-        from .cache import CACHE_ERRORS
+        from ragexp.judge.cache import CACHE_ERRORS
 
         try:
             self.cache.put(key, model=self.s.model, text=reply.text, finish_reason=reply.finish_reason,
@@ -230,7 +230,7 @@ class JudgeClient:
 
     def _cache_failed(self, exc: BaseException) -> NoReturn:
         """The cache stopped answering mid-run (a full disk, a lost file, its PostgreSQL server gone): stop."""
-        from .cache import CacheError
+        from ragexp.judge.cache import CacheError
 
         if isinstance(exc, CacheError):  # the PostgreSQL backend: its message names the server, no credentials
             fix = "every reply stored so far stays there: run again once it is back, or set judge.cache=false"
@@ -277,7 +277,7 @@ class JudgeClient:
             self.cache.release(key)  # after the reply is stored: a waiting job finds it
 
     def _try_claim(self, key: str) -> bool:
-        from .cache import CACHE_ERRORS
+        from ragexp.judge.cache import CACHE_ERRORS
 
         try:
             return self.cache.try_claim(key)
@@ -285,7 +285,7 @@ class JudgeClient:
             self._cache_failed(exc)
 
     def _cached(self, key: str, check: Callable[[str], Any] | None) -> Completion | None:
-        from .cache import CACHE_ERRORS
+        from ragexp.judge.cache import CACHE_ERRORS
 
         try:
             hit = self.cache.get(key) if self.cache is not None else None
@@ -341,7 +341,7 @@ class JudgeClient:
         teach = self.prices.teach
         pool = None
         if self.s.workers > 1:
-            from .workers import pool as worker_pool
+            from ragexp.judge.workers import pool as worker_pool
 
             pool = await worker_pool(self.s.workers)  # started once per process, outside any timeout
         last = ""

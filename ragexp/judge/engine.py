@@ -25,20 +25,20 @@ import math
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
-from ..errors import BudgetExceeded, ConfigError, Interrupted
-from ..metrics.base import Score
-from ..metrics.judge import (TONIC_SCALE, answer_consistency_binary_value, answer_consistency_value,
+from ragexp.errors import BudgetExceeded, ConfigError, Interrupted
+from ragexp.metrics.base import Score
+from ragexp.metrics.judge import (TONIC_SCALE, answer_consistency_binary_value, answer_consistency_value,
                              answer_similarity_value, augmentation_accuracy_value, augmentation_precision_value,
                              overall_value, retrieval_precision_value)
-from ..metrics.questeval import questeval_values
-from ..records import Record
-from .cache import JudgeCache
-from .client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
-from .loop import quiet_gc, run_sync, shutdown
-from .parse import Answers, ParseError, Relevance, parse_verdict, response_format
-from .parse import Usage as Used
-from .settings import JudgeSettings
-from .templates import Prompt, load_prompt
+from ragexp.metrics.questeval import questeval_values
+from ragexp.common.records import Record
+from ragexp.judge.cache import JudgeCache
+from ragexp.judge.client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
+from ragexp.judge.loop import quiet_gc, run_sync, shutdown
+from ragexp.judge.parse import Answers, ParseError, Relevance, parse_verdict, response_format
+from ragexp.judge.parse import Usage as Used
+from ragexp.judge.settings import JudgeSettings
+from ragexp.judge.templates import Prompt, load_prompt
 
 log = logging.getLogger("ragexp.judge")
 
@@ -425,7 +425,7 @@ class Judge:
 
     def score_one(self, name: str, fields: dict[str, Any], options: dict[str, Any]) -> Score:
         """One record's value of judge metric ``name`` (what the registered metric functions call)."""
-        from ..metrics.base import REGISTRY
+        from ragexp.metrics.base import REGISTRY
 
         info = REGISTRY[name]
         spec = _Spec(key=name, info=info, options={**info.options, **options, "judge": None})

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..metrics.questeval import UNANSWERABLE, UNANSWERABLE_MARKERS, is_unanswerable  # noqa: F401 - re-exported
+from ragexp.metrics.questeval import UNANSWERABLE, UNANSWERABLE_MARKERS, is_unanswerable  # noqa: F401 - re-exported
 
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ConfigError, CredentialsError
+from ragexp.errors import ConfigError, CredentialsError
 
 #: What litellm's OpenAI client is given when a server needs no key (vLLM, llama.cpp, Ollama).
 NO_KEY = "no-key-needed"
@@ -103,10 +103,10 @@ class JudgeSettings:
         if self.requests_per_minute is not None and self.requests_per_minute <= 0:
             raise ConfigError(f"{where}: requests_per_minute must be positive or null, got {self.requests_per_minute!r}")
         if self.cache_backend != "sqlite":
-            from .cache import is_postgres_url
+            from ragexp.judge.cache import is_postgres_url
 
             if not isinstance(self.cache_backend, str) or not is_postgres_url(self.cache_backend):
-                from ..tracking.secrets import redact_url
+                from ragexp.common.secrets import redact_url
 
                 raise ConfigError(f"{where}: cache_backend must be sqlite or a postgresql://USER@HOST:PORT/DB URL, "
                                   f"got {redact_url(str(self.cache_backend))!r}")
@@ -137,7 +137,7 @@ class JudgeSettings:
         p = Path(self.cache_path).expanduser()
         if p.is_absolute():
             return p
-        from ..tracking.store import launch_dir
+        from ragexp.tracking.store import launch_dir
 
         return launch_dir() / p
 

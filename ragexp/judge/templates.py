@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ragexp.errors import ConfigError
 
 PROMPT_DIR = Path(__file__).with_name("prompts")
 _SLOT = re.compile(r"\{\{\s*(\w+)(?:\s+as\s+(\w+))?\s*\}\}")

@@ -25,7 +25,7 @@ import sys
 import weakref
 from typing import Any
 
-from .calls import RemoteFailure
+from ragexp.judge.calls import RemoteFailure
 
 _HEADER = struct.Struct("!I")
 
@@ -112,7 +112,7 @@ class WorkerPool:
         if kind == "ok":
             return tuple(rest)  # type: ignore[return-value]
         if kind == "fatal":
-            from ..errors import ConfigError, CredentialsError
+            from ragexp.errors import ConfigError, CredentialsError
 
             cls, message = rest
             raise (CredentialsError if cls == "CredentialsError" else ConfigError)(message)
@@ -127,7 +127,7 @@ async def pool(n: int) -> WorkerPool:
     loop = asyncio.get_running_loop()
     p = _POOLS.get(loop)
     if p is None or p.n != n:
-        from .loop import on_close
+        from ragexp.judge.loop import on_close
 
         on_close(close_pools)  # the loop's shutdown ends the processes
         p = _POOLS[loop] = WorkerPool(n)
@@ -162,9 +162,9 @@ async def close_pools(timeout: float = 3.0) -> None:
 # -- the child ---------------------------------------------------------------------------------------
 
 async def _serve() -> None:
-    from ..errors import ConfigError, CredentialsError
-    from .calls import _quiet_litellm, _retry_after, _short, acompletion, classify, connection_failed
-    from .loop import InlineSetupExecutor
+    from ragexp.errors import ConfigError, CredentialsError
+    from ragexp.judge.calls import _quiet_litellm, _retry_after, _short, acompletion, classify, connection_failed
+    from ragexp.judge.loop import InlineSetupExecutor
 
     import signal
 
@@ -210,7 +210,7 @@ async def _serve() -> None:
         t.cancel()
     if tasks:
         await asyncio.wait(tasks, timeout=1.0)
-    from .loop import close_clients
+    from ragexp.judge.loop import close_clients
 
     await close_clients()  # this process's litellm clients, closed before the interpreter tears down
     transport.close()

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..errors import ConfigError
-from .base import Matcher, Matches
-from .exact import ExactMatcher
-from .rouge import IMPLEMENTATIONS, RougeMatcher
-from .sentences import split_sentences
+from ragexp.errors import ConfigError
+from ragexp.matchers.base import Matcher, Matches
+from ragexp.matchers.exact import ExactMatcher
+from ragexp.matchers.rouge import IMPLEMENTATIONS, RougeMatcher
+from ragexp.matchers.sentences import split_sentences
 
 #: Each matcher's options and their defaults (the same values as ``conf/matcher/<name>.yaml``).
 DEFAULTS: dict[str, dict[str, Any]] = {

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .sentences import split_sentences
+from ragexp.matchers.sentences import split_sentences
 
 GRANULARITIES = ("chunk", "sentence")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .base import Matcher
+from ragexp.matchers.base import Matcher
 
 
 class ExactMatcher(Matcher):

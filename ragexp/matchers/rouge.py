@@ -184,8 +184,8 @@ __all__ = ["Tokens", "tokens", "lcs_length", "overlap_bound", "fmeasure", "rouge
 
 # -- the matcher -------------------------------------------------------------------------------
 
-from .base import Matcher  # noqa: E402  (the matcher builds on the functions above)
-from .rouge_package import package_rouge_l, package_text, union_lcs  # noqa: E402
+from ragexp.matchers.base import Matcher  # noqa: E402  (the matcher builds on the functions above)
+from ragexp.matchers.rouge_package import package_rouge_l, package_text, union_lcs  # noqa: E402
 
 #: Whose ROUGE-L a matcher computes: rouge-score's (the default) or the ``rouge`` package's,
 #: which continuous-eval uses (:mod:`ragexp.matchers.rouge_package`).

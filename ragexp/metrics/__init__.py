@@ -8,6 +8,6 @@
 - ``judge``    the LLM-judge metrics (§2.6, §2.7)
 """
 
-from .base import REGISTRY, STATUSES, MetricInfo, Score, load_all, register
+from ragexp.metrics.base import REGISTRY, STATUSES, MetricInfo, Score, load_all, register
 
 __all__ = ["REGISTRY", "STATUSES", "MetricInfo", "Score", "load_all", "register"]

@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 
-from ..matchers.rouge import rouge_l, rouge_n
-from ..text import squad_normalize, squad_tokens
-from .base import Score, register
-from .bleu_stats import sentence_bleu
+from ragexp.matchers.rouge import rouge_l, rouge_n
+from ragexp.common.text import squad_normalize, squad_tokens
+from ragexp.metrics.base import Score, register
+from ragexp.metrics.bleu_stats import sentence_bleu
 
 
 def _references(reference_answers: list[str]) -> list[str] | Score:

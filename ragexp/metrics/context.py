@@ -41,8 +41,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..matchers import Matches, build_matcher
-from .base import Score, register
+from ragexp.matchers import Matches, build_matcher
+from ragexp.metrics.base import Score, register
 
 
 def _matches(contexts: list[str], gt_contexts: list[str], k: int | None, matcher: Any) -> Matches | Score:

@@ -37,8 +37,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from ..errors import ConfigError
-from .base import Score, register
+from ragexp.errors import ConfigError
+from ragexp.metrics.base import Score, register
 
 #: The SPEC §2.6 metrics the overall score may average, and what each is divided by to lie in [0, 1].
 TONIC_SCALE = {

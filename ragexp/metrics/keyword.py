@@ -1,7 +1,7 @@
 """Keyword correctness, the confusion metrics, coverage and latency (SPEC §2.5; seed ``004_…``).
 
 Keywords of a text are its distinct lowercased words of two or more characters, Chinese
-segmented with jieba (:func:`ragexp.text.keywords`). A word is a run of letters and digits with
+segmented with jieba (:func:`ragexp.common.text.keywords`). A word is a run of letters and digits with
 ``_`` kept inside it: ``customer_id`` is one keyword (not customer + id), ``_emphasis_`` is
 ``emphasis``; any other punctuation separates words. An answer is judged correct when
 ``|kw(reference) ∩ kw(answer)| / |kw(reference)| > threshold`` (0.7 by default;
@@ -24,8 +24,8 @@ import warnings
 from functools import lru_cache
 from typing import Sequence
 
-from ..text import keywords, stopword_set
-from .base import Score, register
+from ragexp.common.text import keywords, stopword_set
+from ragexp.metrics.base import Score, register
 
 
 def _overlap(reference: str, answer: str, stops: frozenset[str]) -> float | None:

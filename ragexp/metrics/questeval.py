@@ -7,7 +7,7 @@ dropped. Of the rest:
 
 - ``questeval_recall`` = questions the generated answer answers / questions kept;
 - ``questeval_precision`` = mean token F1 between the two answers, over the questions both answer
-  (SQuAD normalisation for English, jieba words for Chinese: :func:`ragexp.text.answer_tokens`).
+  (SQuAD normalisation for English, jieba words for Chinese: :func:`ragexp.common.text.answer_tokens`).
 
 Questions and the reference's answers depend on the reference text alone, so the judge cache
 makes a sweep generate them once per reference.
@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from ..text import answer_tokens
-from .base import Score, register
+from ragexp.common.text import answer_tokens
+from ragexp.metrics.base import Score, register
 
 UNANSWERABLE = "UNANSWERABLE"
 #: Replies meaning "the text does not say" (normalised: lowercase, no surrounding brackets or dots).
@@ -56,7 +56,7 @@ def is_unanswerable(answer: Any) -> bool:
 
 
 def answer_f1(reference: str, generated: str) -> float:
-    """Token F1 between two short answers (multiset overlap of :func:`ragexp.text.answer_tokens`).
+    """Token F1 between two short answers (multiset overlap of :func:`ragexp.common.text.answer_tokens`).
 
     >>> answer_f1("儿童青少年的近视问题", "近视问题") == 2 * (2/5 * 2/2) / (2/5 + 2/2)
     True
@@ -91,7 +91,7 @@ def questeval_values(reference_answers: Sequence[str | None], generated_answers:
 
 
 def _one(name: str, judge: Any, fields: dict[str, Any], options: dict[str, Any]) -> Score:
-    from .judge import through_judge
+    from ragexp.metrics.judge import through_judge
 
     return through_judge(name, judge, fields, options)
 

@@ -54,8 +54,8 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from ..matchers import build_matcher
-from .base import Score, register
+from ragexp.matchers import build_matcher
+from ragexp.metrics.base import Score, register
 
 RELEVANCE = ("auto", "ids", "matcher")
 _IDS = ("context_ids", "gt_context_ids")

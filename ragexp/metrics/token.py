@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 
-from ..text import squad_tokens
-from .base import Score, register
+from ragexp.common.text import squad_tokens
+from ragexp.metrics.base import Score, register
 
 _AGAINST = ("reference_answers", "gt_contexts")
 

@@ -25,7 +25,7 @@ import importlib
 import inspect
 from typing import Any
 
-from ..errors import ConfigError, RagexpError
+from ragexp.errors import ConfigError, RagexpError
 
 BUILTIN = "ragexp.pipeline.core.RAGPipeline"
 
@@ -81,11 +81,11 @@ def build_pipeline(cfg: Any, dataset: Any):
 
 
 def _builtin(pipe: dict[str, Any], cfg: Any, dataset: Any):
-    from .chunking import Chunker
-    from .compressors import NoCompressor
-    from .core import RAGPipeline
-    from .generators import PrecomputedGenerator
-    from .retrievers import NoRetriever
+    from ragexp.pipeline.chunking import Chunker
+    from ragexp.pipeline.compressors import NoCompressor
+    from ragexp.pipeline.core import RAGPipeline
+    from ragexp.pipeline.generators import PrecomputedGenerator
+    from ragexp.pipeline.retrievers import NoRetriever
 
     retriever = _instantiate(cfg.get("retriever"), "retriever", NoRetriever())
     compressor = _instantiate(cfg.get("compressor"), "compressor", NoCompressor())
@@ -117,13 +117,13 @@ def _builtin(pipe: dict[str, Any], cfg: Any, dataset: Any):
 
 
 def _extractive() -> type:
-    from .generators import ExtractiveGenerator
+    from ragexp.pipeline.generators import ExtractiveGenerator
 
     return ExtractiveGenerator
 
 
 def _custom(pipe: dict[str, Any], cfg: Any):
-    from .core import CustomPipeline
+    from ragexp.pipeline.core import CustomPipeline
 
     for group, off in (("retriever", "none"), ("compressor", "none"), ("generator", "precomputed")):
         node = _plain(cfg.get(group)) or {}

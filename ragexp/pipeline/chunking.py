@@ -29,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ragexp.errors import ConfigError
 
 CHUNK_SEP = "#"
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import ConfigError
-from ..text import squad_tokens
-from .chunking import count_units, load_tokenizer, split_sentences
-from .llm import LLMClient, check_template, render
+from ragexp.errors import ConfigError
+from ragexp.common.text import squad_tokens
+from ragexp.pipeline.chunking import count_units, load_tokenizer, split_sentences
+from ragexp.pipeline.llm import LLMClient, check_template, render
 
 _STOP = frozenset("""about above after again against all am and any are as at be because been before being below
 between both but by can could did do does doing down during each few for from further had has have having he her
@@ -94,7 +94,7 @@ class SentenceCompressor(Compressor):
             raise ConfigError(f"compressor.similarity: expected 'lexical' or 'dense', got {similarity!r}")
         self.name, self.keep, self.similarity, self.model, self.min_score = name, keep, similarity, model, min_score
         if similarity == "dense":
-            from .retrievers import resolve_model
+            from ragexp.pipeline.retrievers import resolve_model
 
             resolve_model(model)
 
@@ -102,7 +102,7 @@ class SentenceCompressor(Compressor):
         if self.similarity == "lexical":
             q = content_words(query)
             return [lexical_similarity(q, s) for s in sentences]
-        from .retrievers import load_encoder
+        from ragexp.pipeline.retrievers import load_encoder
 
         enc = load_encoder(self.model)
         vecs = enc.encode([query, *sentences], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)

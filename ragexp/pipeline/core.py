@@ -24,13 +24,13 @@ import sys
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from ..errors import ConfigError, DataError
-from ..records import Record
-from .cache import IndexCache
-from .chunking import Chunker, corpus_digest
-from .compressors import Compressor
-from .generators import Generator
-from .retrievers import NoRetriever, Retriever
+from ragexp.errors import ConfigError, DataError
+from ragexp.common.records import Record
+from ragexp.pipeline.cache import IndexCache
+from ragexp.pipeline.chunking import Chunker, corpus_digest
+from ragexp.pipeline.compressors import Compressor
+from ragexp.pipeline.generators import Generator
+from ragexp.pipeline.retrievers import NoRetriever, Retriever
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
 

@@ -17,11 +17,11 @@
 
 from __future__ import annotations
 
-from ..errors import ConfigError
-from ..text import squad_normalize
-from .chunking import split_sentences
-from .compressors import content_words, lexical_similarity
-from .llm import LLMClient, check_template, render
+from ragexp.errors import ConfigError
+from ragexp.common.text import squad_normalize
+from ragexp.pipeline.chunking import split_sentences
+from ragexp.pipeline.compressors import content_words, lexical_similarity
+from ragexp.pipeline.llm import LLMClient, check_template, render
 
 
 class Generator:

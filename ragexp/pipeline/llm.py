@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, CredentialsError
+from ragexp.errors import ConfigError, CredentialsError
 
 PROMPTS = Path(__file__).with_name("prompts")
 
@@ -109,7 +109,7 @@ class LLMClient:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 
-        from ..judge.client import _retry_after, classify
+        from ragexp.judge.client import _retry_after, classify
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
                                   "temperature": self.temperature, "max_tokens": self.max_tokens,

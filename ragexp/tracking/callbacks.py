@@ -23,10 +23,10 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from .log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason,
+from ragexp.tracking.log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason,
                   launch_id)
-from .secrets import redact, redact_yaml_file, scrub
-from .store import (FAILURE_TAG, bounded_http, check_store, configure_http, fail_orphaned_runs, first_line,
+from ragexp.common.secrets import redact, redact_yaml_file, scrub
+from ragexp.tracking.store import (FAILURE_TAG, bounded_http, check_store, configure_http, fail_orphaned_runs, first_line,
                     open_client, owner_tags, resolve_uri, retrying, ui_command)
 
 
@@ -37,7 +37,7 @@ class ParentRunCallback(Callback):
         self.config: DictConfig | None = None  # the sweep's, for the accounting at exit when a job failed
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from .. import __version__
+        from ragexp import __version__
 
         tracking = OmegaConf.to_container(config.tracking, resolve=True) if config.get("tracking") else None
         if not tracking or not tracking.get("enabled", True):
@@ -90,7 +90,7 @@ class ParentRunCallback(Callback):
             pass
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from ..gate import collect_failures
+        from ragexp.core.gate import collect_failures
 
         collect_failures(str(config.hydra.sweep.dir))  # floors missed by jobs in other processes: exit 1 at the end
         if self.run_id is None:
@@ -113,7 +113,7 @@ class ParentRunCallback(Callback):
         """Close the parent: killed jobs recorded FAILED, the children's table, how many jobs failed
         (tag ``ragexp.jobs_failed``, metric ``sweep/jobs_failed``), the leaderboard; FAILED with the
         reason when a job failed or the sweep stopped early. Returns how many jobs failed or never ran."""
-        from .jobs import JOBS_FAILED_METRIC, JOBS_FAILED_TAG, record_unreported, sweep_size
+        from ragexp.tracking.jobs import JOBS_FAILED_METRIC, JOBS_FAILED_TAG, record_unreported, sweep_size
 
         with bounded_http():  # a server gone at the sweep's end fails in seconds, not minutes
             client = open_client(self.uri)
@@ -164,7 +164,7 @@ class ParentRunCallback(Callback):
 
         if job_return.status != JobStatus.FAILED or str(config.hydra.mode) != "RunMode.MULTIRUN":
             return
-        from .jobs import failure_reason, record_failed_job
+        from ragexp.tracking.jobs import failure_reason, record_failed_job
 
         reason = failure_reason(job_return._return_value)  # the exception (``return_value`` would raise it)
         where = scrub(" ".join(str(o) for o in config.hydra.overrides.task)) or f"#{config.hydra.job.num}"
@@ -204,7 +204,7 @@ def _redact_sweep_files(config: DictConfig) -> None:
 
 def _leaderboard(client: Any, run_id: str, children: list[Any], config: DictConfig) -> None:
     """The sweep's leaderboard on the parent run (ragexp.tracking.leaderboard); a failure is one line, not a lost sweep."""
-    from .leaderboard import log_leaderboard
+    from ragexp.tracking.leaderboard import log_leaderboard
 
     stats = OmegaConf.to_container(config.stats, resolve=True) if config.get("stats") else {}
     try:
@@ -231,7 +231,7 @@ def _sweep_name(config: DictConfig, overrides: list[str]) -> str:
     top_k=3,5 · 2026-11-23 14:05``), from the command line and the sweeper's ``params``."""
     import time
 
-    from .params import sweep_name
+    from ragexp.tracking.params import sweep_name
 
     params = OmegaConf.select(config, "hydra.sweeper.params")
     params = OmegaConf.to_container(params, resolve=True) if params is not None else {}
@@ -257,7 +257,7 @@ def _stop_reason(exc: BaseException | None) -> str:
 
 def _checked_store(uri: str, experiment: str) -> tuple[Any, str]:
     """The store checked before the sweep starts: one line and exit 2 if MLflow cannot use it."""
-    from ..errors import TrackingError
+    from ragexp.errors import TrackingError
 
     try:
         return check_store(uri, experiment)

@@ -32,7 +32,7 @@ def failure_reason(exc: BaseException | None) -> str:
     >>> failure_reason(KeyError("top_k"))
     "KeyError: 'top_k'"
     """
-    from .secrets import scrub
+    from ragexp.common.secrets import scrub
 
     if exc is None:
         return "the job failed without an exception"
@@ -59,11 +59,11 @@ def record_failed_job(config: Any, reason: str, folder: Path | None = None) -> s
     """
     from omegaconf import OmegaConf
 
-    from .log import LAUNCH_TAG, PARENT_URI_ENV, find_parent_run, launch_id
-    from .secrets import scrub
-    from .store import FAILURE_TAG, bounded_http, open_client, resolve_uri, retrying
+    from ragexp.tracking.log import LAUNCH_TAG, PARENT_URI_ENV, find_parent_run, launch_id
+    from ragexp.common.secrets import scrub
+    from ragexp.tracking.store import FAILURE_TAG, bounded_http, open_client, resolve_uri, retrying
 
-    from .log import MANIFEST_FILE
+    from ragexp.tracking.log import MANIFEST_FILE
 
     folder = folder or job_dir(config)
     if (folder / MANIFEST_FILE).exists():  # results saved: the job failed while logging, and that run is closed FAILED
@@ -95,7 +95,7 @@ def record_failed_job(config: Any, reason: str, folder: Path | None = None) -> s
 
 
 def _saved_parent(sweep_dir: str) -> dict[str, Any]:
-    from .log import PARENT_FILE
+    from ragexp.tracking.log import PARENT_FILE
 
     try:
         return json.loads((Path(sweep_dir) / PARENT_FILE).read_text())
@@ -106,7 +106,7 @@ def _saved_parent(sweep_dir: str) -> dict[str, Any]:
 def unreported_jobs(sweep_dir: str | Path) -> list[Path]:
     """Job folders of the sweep that started (Hydra wrote ``.hydra/overrides.yaml``) and then neither
     saved results (``mlflow_run.json``) nor recorded a failure: their process was killed."""
-    from .log import MANIFEST_FILE
+    from ragexp.tracking.log import MANIFEST_FILE
 
     found = []
     for f in sorted(Path(sweep_dir).glob("**/.hydra/overrides.yaml")):
@@ -121,7 +121,7 @@ def unreported_jobs(sweep_dir: str | Path) -> list[Path]:
 def unlogged_jobs(sweep_dir: str | Path) -> list[Path]:
     """Job folders of the sweep whose results were saved (``mlflow_run.json``) but never logged and that
     recorded no failure: their process was killed between the two (loky ends every worker when one dies)."""
-    from .log import MANIFEST_FILE
+    from ragexp.tracking.log import MANIFEST_FILE
 
     found = []
     for f in sorted(Path(sweep_dir).glob(f"**/{MANIFEST_FILE}")):
@@ -141,9 +141,9 @@ def log_unlogged(config: Any) -> int:
     evaluation is a run, not a loss; how many were logged. One that cannot be logged says so in one line."""
     import sys
 
-    from ..errors import RagexpError
-    from .log import log_run
-    from .secrets import scrub
+    from ragexp.errors import RagexpError
+    from ragexp.tracking.log import log_run
+    from ragexp.common.secrets import scrub
 
     done = 0
     for folder in unlogged_jobs(str(config.hydra.sweep.dir)):

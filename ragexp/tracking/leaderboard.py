@@ -54,7 +54,7 @@ def choose_metric(primary: str | None, objective: str | None, summaries: list[Ma
 
 def higher_is_better(key: str) -> bool:
     """From the metric registry (``ndcg/k10`` → ``ndcg``); ``latency/<stage>`` is lower-is-better."""
-    from ..metrics.base import direction
+    from ragexp.metrics.base import direction
 
     return direction(key)[0]
 
@@ -62,7 +62,7 @@ def higher_is_better(key: str) -> bool:
 def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: int = 10_000,
          confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
     """The leaderboard as a dict (the content of ``leaderboard.json``), rows best first."""
-    from ..stats.paired import holm, paired_compare
+    from ragexp.stats.paired import holm, paired_compare
 
     scored = [e for e in entries if e.interval and e.interval.get("mean") is not None]
     scored.sort(key=lambda e: e.interval["mean"], reverse=higher)
@@ -99,7 +99,7 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
 
 
 def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mapping[str, Any] | None) -> Entry:
-    from .store import retrying
+    from ragexp.tracking.store import retrying
 
     entry = Entry(child.info.run_id, child.info.run_name or child.info.run_id[:8], child.info.status)
     if summary is None:
@@ -116,7 +116,7 @@ def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mappi
     except Exception as exc:  # noqa: BLE001 - said in the row, the rest of the board still stands
         entry.problem = f"per_sample.json unreadable ({type(exc).__name__}): not compared"
         return entry
-    from ..results import current_columns, status_column
+    from ragexp.core.results import current_columns, status_column
 
     cols = current_columns(table["columns"])  # a child logged before the slash scheme reads the same
     if metric in cols and "id" in cols:
@@ -131,7 +131,7 @@ def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mappi
 
 
 def _summary(client: Any, run_id: str, tmp: Path) -> dict[str, Any] | None:
-    from .store import retrying
+    from ragexp.tracking.store import retrying
 
     try:
         path = retrying(client.download_artifacts, run_id, "summary.json", str(tmp / f"{run_id}-summary"))
@@ -153,10 +153,10 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
                     objective: str | None, stats: Mapping[str, Any], sweep_dir: str | None = None
                     ) -> dict[str, Any] | None:
     """Build the leaderboard of ``children``, log it on the parent run, print it; return it."""
-    from ..console import print_leaderboard
-    from ..plots import forest_plot
-    from .secrets import redact
-    from .store import retrying
+    from ragexp.report.console import print_leaderboard
+    from ragexp.report.plots import forest_plot
+    from ragexp.common.secrets import redact
+    from ragexp.tracking.store import retrying
 
     import os
 
@@ -198,7 +198,7 @@ def sweep_heatmap(board: Mapping[str, Any], summaries: Mapping[str, Mapping[str,
                   path: Path) -> Path | None:
     """The metric-by-config heat map of a sweep: the board's rows (best first, labelled by the overrides
     that tell them apart) against the headline metrics (the board's metric first), each child's mean."""
-    from ..plots import heatmap, headline_metrics
+    from ragexp.report.plots import heatmap, headline_metrics
 
     keys: list[str] = []
     for s in summaries.values():

@@ -9,7 +9,7 @@ the values that differ from it, under stable keys, redacted); aggregate metrics 
 ``K/n``, status counts, judge usage and latencies; artifacts ``per_sample.json`` (an MLflow
 table), ``config.yaml`` (the whole composed config), ``.hydra/`` and ``summary.json``; a name
 (``demo · retriever=bm25 · top_k=5`` unless ``run_name`` is given) and a Markdown description
-(:mod:`ragexp.tracking.describe`); tags for the git commit, the dataset name and digest of its
+(:mod:`ragexp.report.describe`); tags for the git commit, the dataset name and digest of its
 inputs, the digest of the system's outputs (``ragexp.outputs_digest``) and ragexp's version; the
 evaluation set's inputs as the run's MLflow dataset, with its real source. In a multirun the run
 is nested under the sweep's parent run.
@@ -25,9 +25,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import __version__
-from .secrets import redact, scrub, scrub_columns
-from .store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
+from ragexp import __version__
+from ragexp.common.secrets import redact, scrub, scrub_columns
+from ragexp.tracking.store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
                     owner_tags, resolve_uri, retrying)
 
 PARENT_ENV = "RAGEXP_PARENT_RUN_ID"
@@ -140,8 +140,8 @@ def save_results(
 
     ``summary.json``, ``per_sample.json`` (an MLflow table) and ``config.yaml`` are the artifacts as
     they will be logged; ``mlflow_run.json`` holds the params, metrics, tags and dataset input.
-    ``per_sample`` and ``dataset_frame`` are plain columns (:func:`ragexp.results.per_sample_columns`,
-    :func:`ragexp.results.dataset_columns`), written as pandas' split JSON without importing pandas.
+    ``per_sample`` and ``dataset_frame`` are plain columns (:func:`ragexp.core.results.per_sample_columns`,
+    :func:`ragexp.core.results.dataset_columns`), written as pandas' split JSON without importing pandas.
     :func:`log_run` logs the folder, now or later (``python -m ragexp.tracking.upload <folder>``).
     """
     import yaml
@@ -149,19 +149,19 @@ def save_results(
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2, ensure_ascii=False, default=str))
-    from ..results import FULL_TABLE_FILE, split_json, table_columns
+    from ragexp.core.results import FULL_TABLE_FILE, split_json, table_columns
 
     full = scrub_columns(dict(per_sample))  # every record whole in per_sample_full.json; trimmed for the table view
     _write(folder / FULL_TABLE_FILE, split_json(full))
     _write(folder / TABLE_FILE, split_json(scrub_columns(table_columns(full))))
     if tracking.get("plots", True):  # metrics.png, histograms.png (tracking.plots=false skips matplotlib)
-        from ..plots import run_plots
+        from ragexp.report.plots import run_plots
 
         run_plots(folder, full, summary, objective=config.get("objective"))
     _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False, allow_unicode=True))
-    from .describe import dataset_source, run_description
-    from .params import hydra_context, run_params
-    from .params import run_name as name_from
+    from ragexp.report.describe import dataset_source, run_description
+    from ragexp.tracking.params import hydra_context, run_params
+    from ragexp.tracking.params import run_name as name_from
 
     uri = resolve_uri(tracking.get("uri"))
     choices, overrides = hydra_context()
@@ -224,7 +224,7 @@ def _save_dataset_frame(folder: Path, frame: Mapping[str, list] | None, name: st
     not the system's outputs: every job of a sweep over one dataset logs the same dataset."""
     if frame is None:
         return None
-    from ..results import QUESTION_FIELDS, split_json
+    from ragexp.core.results import QUESTION_FIELDS, split_json
 
     _write(folder / DATASET_FRAME_FILE, split_json({c: v for c, v in frame.items() if c in QUESTION_FIELDS}))
     return {"frame_file": DATASET_FRAME_FILE, "name": name, "digest": digest, "source": source}
@@ -245,7 +245,7 @@ def _dataset_input(folder: Path, saved: Mapping[str, Any]) -> dict[str, Any] | N
 
 def _dataset_entity(frame: Any, name: str, digest: str, source: str | None = None) -> dict[str, Any] | None:
     """The MLflow dataset input (name, digest, source, schema, profile) as plain data; ``source``:
-    a file's path or ``ragexp:<path>`` for bundled data (:func:`ragexp.tracking.describe.dataset_source`)."""
+    a file's path or ``ragexp:<path>`` for bundled data (:func:`ragexp.report.describe.dataset_source`)."""
     if frame is None:
         return None
     import warnings
@@ -281,7 +281,7 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
     saying where the results are and the command that logs them later. A run this call created
     and could not finish is closed FAILED with its reason (tag ``ragexp.failure_reason``).
     """
-    from ..errors import TrackingError
+    from ragexp.errors import TrackingError
 
     folder = Path(folder).resolve()
     manifest = json.loads((folder / MANIFEST_FILE).read_text())
@@ -328,8 +328,8 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
 
     from mlflow.entities import Metric, Param, RunTag
 
-    from ..plots import RUN_PLOT_FILES
-    from ..results import FULL_TABLE_FILE
+    from ragexp.report.plots import RUN_PLOT_FILES
+    from ragexp.core.results import FULL_TABLE_FILE
 
     params = [Param(k, v) for k, v in manifest["params"].items()]
     now = int(time.time() * 1000)
@@ -371,7 +371,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 def interrupt_reason(exc: BaseException) -> str:
     """What stopped the process, in words: a SIGTERM, a Ctrl-C, or another exit."""
-    from ..errors import Terminated
+    from ragexp.errors import Terminated
 
     if isinstance(exc, Terminated):
         return "terminated (SIGTERM)"

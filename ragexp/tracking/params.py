@@ -20,7 +20,7 @@ and source tell data apart). The whole composed config stays in the ``config.yam
 An option's defaults are read from its YAML file (a suite merges its members' files in its
 ``defaults`` order): 15–25 ms for the demo's params here, where composing the whole config again
 through Hydra took 0.3–0.55 s.
-Secrets are redacted (:mod:`ragexp.tracking.secrets`).
+Secrets are redacted (:mod:`ragexp.common.secrets`).
 
     >>> p = run_params({"dataset": {"_target_": "ragexp.datasets.demo.load_demo", "name": "demo", "system": "weak",
     ...                             "path": None, "limit": None},
@@ -40,7 +40,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable, Mapping
 
-from .secrets import MAX_PARAM_LEN, redact, scrub
+from ragexp.common.secrets import MAX_PARAM_LEN, redact, scrub
 
 #: Top-level keys that are never params: where and how the run is logged or shown, and machine paths.
 NOT_PARAMS = frozenset({"tracking", "run_name", "progress", "data_dir", "hydra"})
@@ -100,7 +100,7 @@ def _read(group: str, name: str) -> Any:
     ragexp's conf dir is Hydra's primary config path (it wins over any added search path), read
     with a C YAML parser and OmegaConf's scalar rules (0.1 ms a file, against 7 ms through
     OmegaConf); an option found only on the user's search path is read through Hydra."""
-    from ..confdir import conf_dir
+    from ragexp.common.paths import conf_dir
 
     path = conf_dir() / group / f"{name}.yaml"
     if not path.is_file():
@@ -155,7 +155,7 @@ def _repository() -> Any:
             from hydra._internal.config_repository import ConfigRepository
             from hydra._internal.utils import create_config_search_path
 
-            from ..confdir import conf_dir
+            from ragexp.common.paths import conf_dir
 
             _REPO.append(ConfigRepository(create_config_search_path(str(conf_dir()))))
         return _REPO[0]
@@ -190,7 +190,7 @@ def _root() -> tuple[dict[str, Any], dict[str, Any]]:
     """``config.yaml``: the group choices of its defaults list (``retriever: none``) and its own values."""
     import yaml
 
-    from ..confdir import conf_dir
+    from ragexp.common.paths import conf_dir
 
     data = yaml.load((conf_dir() / "config.yaml").read_text(), Loader=_yaml_loader()) or {}
     choices = {}
@@ -208,7 +208,7 @@ def root_defaults() -> dict[str, Any]:
 
 
 def _group_options(group: str) -> list[str]:
-    from ..confdir import conf_dir
+    from ragexp.common.paths import conf_dir
 
     return sorted(f.stem for f in (conf_dir() / group).glob("*.yaml"))
 
@@ -362,7 +362,7 @@ def _set_on_command_line(config: Mapping[str, Any], choices: Mapping[str, Any],
         for part in key.split("."):
             node = node.get(part) if isinstance(node, Mapping) else None
         if isinstance(node, Mapping):
-            from .secrets import flatten
+            from ragexp.common.secrets import flatten
 
             out.update({f"{key}.{k}": v for k, v in flatten(node).items()} if node else {key: node})
         elif node is not None or _has(config, key):

@@ -47,7 +47,7 @@ def ui_command(uri: str) -> str:
     """
     import shlex
 
-    from .secrets import redact_url
+    from ragexp.common.secrets import redact_url
 
     uri = redact_url(uri)  # a password in the store's URL is never printed
     if uri.startswith(("http://", "https://")):
@@ -168,7 +168,7 @@ def configure_http(tracking: Any) -> None:
             continue
         low = 0 if key == "http_max_retries" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            from ..errors import ConfigError
+            from ragexp.errors import ConfigError
 
             raise ConfigError(f"tracking.{key} must be an integer ≥ {low}, got {value!r}")
         HTTP_BOUNDS[env] = str(value)
@@ -210,7 +210,7 @@ def require_existing_store(uri: str) -> None:
     is not created for nothing — one line (a ConfigError) instead."""
     db = sqlite_path(uri)
     if db is not None and not db.is_file():
-        from ..errors import ConfigError
+        from ragexp.errors import ConfigError
 
         raise ConfigError(f"no MLflow store at {db}: run python -m ragexp there first, or pass tracking.uri=...")
 
@@ -219,7 +219,7 @@ def _check_shape(uri: str) -> None:
     """The URI names a store MLflow can use, and a local one can be written: one line if not."""
     from urllib.parse import urlparse
 
-    from ..errors import TrackingError
+    from ragexp.errors import TrackingError
 
     scheme = urlparse(uri).scheme.split("+", 1)[0]
     if scheme not in _SCHEMES:
@@ -243,7 +243,7 @@ def _check_shape(uri: str) -> None:
 def _check_sqlite_writable(uri: str, db: Path) -> None:
     import sqlite3
 
-    from ..errors import TrackingError
+    from ragexp.errors import TrackingError
 
     folder = db.parent
     if not folder.is_dir():
@@ -275,7 +275,7 @@ def _check_reachable(uri: str) -> None:
     import urllib.error
     import urllib.request
 
-    from ..errors import TrackingError
+    from ragexp.errors import TrackingError
 
     if not uri.startswith(("http://", "https://")):
         return
@@ -346,7 +346,7 @@ def open_client(uri: str) -> Any:
     creates have names every store takes (:func:`fit_run_name`)."""
     from mlflow.tracking import MlflowClient
 
-    from ..errors import TrackingError
+    from ragexp.errors import TrackingError
 
     try:
         with creation_lock(uri), _quiet_schema_logs():
@@ -381,7 +381,7 @@ def check_store(uri: str, experiment: str) -> tuple[Any, str]:
 def open_store(uri: str, experiment: str) -> tuple[Any, str, list[tuple[str, int]]]:
     """The MLflow half of :func:`check_store`: the client, the experiment's id (created if needed) and
     the orphaned runs it closed FAILED. Call it under :func:`bounded_http`."""
-    from ..errors import TrackingError
+    from ragexp.errors import TrackingError
 
     client = open_client(uri)
     try:

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import RagexpError
+from ragexp.errors import RagexpError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--again", action="store_true", help="log a folder even if it was logged before")
     args = ap.parse_args(argv)
 
-    from .log import MANIFEST_FILE, log_run
-    from .store import check_store, ui_command
+    from ragexp.tracking.log import MANIFEST_FILE, log_run
+    from ragexp.tracking.store import check_store, ui_command
 
     status = 0
     for folder in args.folders:

@@ -22,8 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...errors import DataError
-from ..base import Dataset, build, iter_jsonl
+from ragexp.errors import DataError
+from ragexp.datasets.base import Dataset, build, iter_jsonl
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("strong", "weak")

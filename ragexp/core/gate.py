@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .errors import ConfigError
+from ragexp.errors import ConfigError
 
 _GATE_ARG = re.compile(r"^gate\.(min|max_drop)\.[^=]+=")
 

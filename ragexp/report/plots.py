@@ -100,7 +100,7 @@ def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Pat
     """
     import math
 
-    from .metrics.base import load_all
+    from ragexp.metrics.base import load_all
 
     registry = load_all()
     rows = [r for r in comparison["metrics"].values() if r.get("diff") is not None]
@@ -163,7 +163,7 @@ def _ranges(keys: list[str]) -> dict[str, tuple[float, float] | None]:
     """Each metric's range from the registry (``ndcg/k10`` → ``ndcg``'s), None when unbounded (latency)."""
     import math
 
-    from .metrics.base import load_all
+    from ragexp.metrics.base import load_all
 
     registry = load_all()
     out: dict[str, tuple[float, float] | None] = {}
@@ -336,7 +336,7 @@ def histograms(per_sample: Any, keys: list[str], title: str, path: str | Path, *
     says these are the first ``len(keys)`` of them)."""
     import math
 
-    from .results import status_column
+    from ragexp.core.results import status_column
 
     ranges = _ranges(keys)
     total = _row_count(per_sample)
@@ -404,7 +404,7 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
     each cell the child's mean, annotated. Colour per column, from that column's worst (light) to its
     best (dark) child, direction-aware (a lower latency is darker); a child without the value is blank.
     The column heading gives n when every child has the same, else each cell does."""
-    from .metrics.base import direction
+    from ragexp.metrics.base import direction
 
     if not rows or not keys:
         return None

@@ -15,9 +15,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .errors import ConfigError, DataError, FieldsError
-from .metrics.base import MetricInfo, Score, info_for, mean_ok, status_counts
-from .records import Record, present_fields
+from ragexp.errors import ConfigError, DataError, FieldsError
+from ragexp.metrics.base import MetricInfo, Score, info_for, mean_ok, status_counts
+from ragexp.common.records import Record, present_fields
 
 #: Keys of the ``metric`` node that are settings of the suite, not metrics.
 SUITE_KEYS = ("_all_that_apply_",)
@@ -113,7 +113,7 @@ def build_metrics(metric_cfg: Mapping[str, Any] | None, matcher_cfg: Any = None)
                 suffix += "/" + _variant_label(p, v)
             spec = MetricSpec(key=key + suffix, info=info, options=opts)
             if info.uses_matcher:
-                from .matchers import build_matcher
+                from ragexp.matchers import build_matcher
 
                 chosen = opts.pop("matcher", None)
                 if chosen is None:
@@ -419,7 +419,7 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
     """An :class:`~ragexp.stats.intervals.Interval` for every aggregate: sample metrics over their ``ok``
     values, the keyword confusion metrics by resampling records, ``latency/<stage>`` over the
     records that timed the stage. Sample metrics share one resample draw per set of ``ok`` samples."""
-    from .stats.intervals import Interval, mean_intervals, ratio_intervals
+    from ragexp.stats.intervals import Interval, mean_intervals, ratio_intervals
 
     opts = dict(clusters=clusters, resamples=int(resamples), confidence=float(confidence), seed=int(seed),
                 method=str(method))
@@ -458,7 +458,7 @@ def _confusion_parts(spec: MetricSpec, records: list[Record], cache: dict[str, l
                      ) -> tuple[list[float], list[float]] | None:
     """A confusion metric's per-record numerator and denominator parts; None for a dataset metric
     without a resampling rule."""
-    from .metrics import keyword
+    from ragexp.metrics import keyword
 
     name = spec.info.name
     if spec.info.fn is not getattr(keyword, name, None) or name not in _CONFUSION_RATIOS:

@@ -17,15 +17,15 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from . import __version__
-from .console import print_summary, progress
-from .datasets.base import Dataset
-from .errors import ConfigError, JudgeFailed, RagexpError
-from .scoring import (MetricSpec, aggregate, build_metrics, check_fields, cluster_labels, score, stage_latencies,
+from ragexp import __version__
+from ragexp.report.console import print_summary, progress
+from ragexp.datasets.base import Dataset
+from ragexp.errors import ConfigError, JudgeFailed, RagexpError
+from ragexp.core.scoring import (MetricSpec, aggregate, build_metrics, check_fields, cluster_labels, score, stage_latencies,
                        uncertainty)
-from .metrics.base import Score
-from .records import Record, present_fields
-from .results import dataset_columns, outputs_digest, per_sample_columns, questions_digest
+from ragexp.metrics.base import Score
+from ragexp.common.records import Record, present_fields
+from ragexp.core.results import dataset_columns, outputs_digest, per_sample_columns, questions_digest
 
 
 def load_dataset(dataset_cfg: DictConfig) -> Dataset:
@@ -80,7 +80,7 @@ class Outcome:
     full per-sample table and the intervals, without reading the results folder back."""
 
     summary: dict[str, Any]
-    per_sample: dict[str, list]  # plain columns: ragexp.results.per_sample_columns, untrimmed
+    per_sample: dict[str, list]  # plain columns: ragexp.core.results.per_sample_columns, untrimmed
     intervals: dict[str, Any]  # aggregate key → ragexp.stats.intervals.Interval
     records: list[Record]
     folder: Path | None
@@ -130,7 +130,7 @@ def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | Non
     if not specs:
         raise ConfigError("no metric configured: choose one with metric=<name> (see conf/metric/)")
 
-    from .pipeline import build_pipeline  # light: stages import their libraries when run
+    from ragexp.pipeline import build_pipeline  # light: stages import their libraries when run
 
     pipeline = build_pipeline(cfg, dataset)
     produced = set(pipeline.produces) if pipeline else set()
@@ -144,7 +144,7 @@ def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | Non
     judge_specs = [s for s in specs if s.info.judge]
     judge = None
     if judge_specs:
-        from .judge import build_judge
+        from ragexp.judge import build_judge
 
         judge = build_judge(cfg.get("judge"), judge_specs)  # checks credentials
     # the store last among the checks (a refused config leaves no mlflow.db behind): a store MLflow
@@ -218,7 +218,7 @@ def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: li
               intervals: dict[str, Any], summary: dict[str, Any], per_sample: Any) -> Path:
     """Write the results folder (summary, per-sample table, config, what to log) before any logging:
     an MLflow failure at the end loses nothing."""
-    from .tracking.log import save_results
+    from ragexp.tracking.log import save_results
 
     hydra_dir, sweep_dir, job_name = _hydra_paths()
     folder = save_results(
@@ -250,7 +250,7 @@ def judge_failed_step(plan: Plan, scored: Scored, folder: Path | None, outcome: 
     or, when nothing was saved, on the exception's ``outcome``)."""
     if plan.judge is None:
         return
-    from .judge import judge_failed
+    from ragexp.judge import judge_failed
 
     failed = judge_failed({s.key: scored.scores[s.key] for s in plan.judge_specs})
     if failed:
@@ -266,7 +266,7 @@ def stats_settings(cfg: DictConfig) -> dict[str, Any]:
     out = {"resamples": 10_000, "confidence": 0.95, "seed": 0, "method": "percentile", "cluster_by": None,
            "primary": None}
     out.update(node or {})
-    from .stats.intervals import check_settings
+    from ragexp.stats.intervals import check_settings
 
     try:
         check_settings(out["confidence"], out["method"], out["resamples"])
@@ -277,7 +277,7 @@ def stats_settings(cfg: DictConfig) -> dict[str, Any]:
 
 def uncertainty_step(specs, scores, records, stats_cfg: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
     """Standard error and confidence interval of every aggregate (clustered when ``stats.cluster_by`` is set)."""
-    from .stats.intervals import shared_draws
+    from ragexp.stats.intervals import shared_draws
 
     clusters = cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
     with shared_draws():  # the mean and ratio intervals draw the same seeded resamples: draw them once
@@ -302,8 +302,8 @@ def check_store_step(tracking: dict[str, Any]) -> None:
     runs left RUNNING by dead processes of this host are closed FAILED (one line says so)."""
     if not tracking.get("enabled", True):
         return
-    from .tracking.background import check_store  # MLflow's half in the helper process, if one runs
-    from .tracking.store import configure_http, resolve_uri
+    from ragexp.tracking.background import check_store  # MLflow's half in the helper process, if one runs
+    from ragexp.tracking.store import configure_http, resolve_uri
 
     configure_http(tracking)  # tracking.http_timeout_s / http_max_retries, for this job's MLflow calls
     check_store(resolve_uri(tracking.get("uri")), tracking.get("experiment") or "ragexp")
@@ -313,13 +313,13 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any]) ->
     """Log the saved results folder to MLflow and say where; a failure says how to log it later."""
     if not tracking.get("enabled", True):
         return
-    from .tracking.background import log_run  # by the helper process, if one runs; returns once logged
-    from .tracking.store import ui_command
+    from ragexp.tracking.background import log_run  # by the helper process, if one runs; returns once logged
+    from ragexp.tracking.store import ui_command
 
     run_id, uri = log_run(folder)
     summary["run_id"] = run_id
     summary["tracking_uri"] = uri
-    from .tracking.secrets import redact_url
+    from ragexp.common.secrets import redact_url
 
     print(f"MLflow run {run_id} logged to {redact_url(uri)}")
     print(f"Open it with:  {ui_command(uri)}")
@@ -335,7 +335,7 @@ def results_folder() -> Path:
             return Path(HydraConfig.get().runtime.output_dir)
     except Exception:  # noqa: BLE001 - Hydra not running
         pass
-    from .tracking.store import launch_dir
+    from ragexp.tracking.store import launch_dir
 
     import uuid
 
@@ -350,7 +350,7 @@ def _job_label() -> str:
         if not HydraConfig.initialized() or str(HydraConfig.get().mode) != "RunMode.MULTIRUN":
             return ""
         hc = HydraConfig.get()
-        from .tracking.secrets import scrub
+        from ragexp.common.secrets import scrub
 
         overrides = scrub(" ".join(map(str, hc.overrides.task)))
         return f" · job {hc.job.num}" + (f": {overrides}" if overrides else "")

@@ -20,7 +20,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from .errors import DataError
+from ragexp.errors import DataError
 
 #: The canonical fields, in the order SPEC §1 lists them.
 FIELDS = (

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .metrics.base import Score
-from .records import FIELDS
-from .scoring import cluster_labels
+from ragexp.metrics.base import Score
+from ragexp.common.records import FIELDS
+from ragexp.core.scoring import cluster_labels
 
 
 #: The record fields of the per-sample table, in the order a reader wants them: the question, the
