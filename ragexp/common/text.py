@@ -4,8 +4,7 @@
   drop the articles a/an/the, split on white space (SPEC §2.1, §2.4).
 - :func:`keywords` — the keyword set of SPEC §2.5: lowercased word tokens of two or more
   characters; runs of Chinese characters are segmented into words as jieba segments them
-  (:func:`ragexp.common.segmentation.segment`: ``jieba.lcut``'s words, read from an index kept in the
-  user's cache directory instead of jieba's 0.5-1 s dictionary load). A word is a run
+  (:func:`ragexp.common.segmentation.segment`: ``jieba.lcut``'s words). A word is a run
   of letters and digits; ``_`` inside a word belongs to it (``customer_id`` is one keyword, an
   identifier in a technical answer is one term), ``_`` at a word's ends does not
   (``_emphasis_`` → ``emphasis``); every other punctuation mark separates words.
@@ -56,7 +55,7 @@ def squad_tokens(text: str) -> list[str]:
 
 
 def _segment_han(run: str) -> list[str]:
-    from ragexp.common.segmentation import segment  # jieba.lcut's words without jieba's dictionary load
+    from ragexp.common.segmentation import segment  # imports jieba: only when Chinese text appears
 
     return [w for w in segment(run) if w.strip()]
 
