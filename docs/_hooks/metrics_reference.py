@@ -1,0 +1,140 @@
+"""MkDocs hook: the reference part of docs/metrics.md, written at build time from the code.
+
+The page holds the marker ``<!-- metric-reference -->``; this hook replaces it with one section
+per metric module — the module docstring (the definitions and their worked examples), then each
+registered metric: the record fields it reads, its options with the defaults and comments of
+``conf/metric/<name>.yaml``, its range and direction, and its own docstring — plus the table
+of suites read from ``conf/metric/``. Renaming, adding or removing a metric changes the page
+on the next build; the page cannot describe a metric the registry does not hold.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from pathlib import Path
+
+MARKER = "<!-- metric-reference -->"
+ROOT = Path(__file__).resolve().parents[2]
+CONF = ROOT / "conf" / "metric"
+#: The families in the order a reader meets them (retrieval, then answers, then the judge).
+ORDER = ("token", "context", "ranking", "answer", "keyword", "judge", "questeval")
+
+
+def md(text: str) -> str:
+    """A docstring (reStructuredText habits) as Markdown: inline code, roles, literal and doctest blocks."""
+    text = re.sub(r":(?:mod|func|class|meth|attr|data):`~?([^`]+)`", r"`\1`", text)
+    text = re.sub(r"``([^`]+)``", r"`\1`", text)
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        literal = out and out[-1].rstrip().endswith("::") and not stripped
+        if stripped.startswith(">>>") or (literal and i + 1 < len(lines)):
+            if literal:
+                out[-1] = out[-1].rstrip()[:-1]  # "::" introduces a literal block: keep one colon
+                i += 1
+                indent = len(lines[i]) - len(lines[i].lstrip())
+            block = []
+            while i < len(lines) and lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) >= indent:
+                block.append(lines[i][indent:])
+                i += 1
+            lang = "pycon" if block and block[0].startswith(">>>") else "python"
+            out += ["", f"```{lang}", *block, "```", ""]
+            continue
+        out.append(line)
+        i += 1
+    return "\n".join(out).strip() + "\n"
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def yaml_options(name: str) -> dict[str, tuple[str, str]]:
+    """``{key: (value as written, comment)}`` of the metric's own YAML, the settings a run uses."""
+    path = CONF / f"{name}.yaml"
+    if not path.exists():
+        return {}
+    found = {}
+    for m in re.finditer(r"^  (\w+): ([^#\n]*?)\s*(?:#\s*(.*))?$", path.read_text(encoding="utf-8"), re.M):
+        if m.group(1) != "_target_":
+            found[m.group(1)] = (m.group(2), m.group(3) or "")
+    return found
+
+
+def bounds(lo: float, hi: float) -> str:
+    return f"[{lo:g}, ∞)" if math.isinf(hi) else f"[{lo:g}, {hi:g}]"
+
+
+def metric_section(info) -> str:
+    doc = inspect.getdoc(info.fn) or ""
+    conf = yaml_options(info.name)
+    facts = [
+        f"**reads** {', '.join(f'`{f}`' for f in info.required_fields()) or 'other metrics of the run'}",
+        f"**range** {bounds(*info.bounds)}, {'higher' if info.higher_is_better else 'lower'} is better",
+    ]
+    if info.level == "dataset":
+        facts.append("**one value for the dataset** (no per-sample values)")
+    if info.judge:
+        facts.append("**asks the judge**")
+    if info.variant_params:
+        facts.append("a list for " + " or ".join(f"`{p}`" for p in info.variant_params)
+                     + f" logs one key per value (`{info.name}/…`)")
+    rows = []
+    for key, default in info.options.items():
+        if key == "judge":
+            continue
+        written, comment = conf.get(key, (repr(default) if default is not None else "null", ""))
+        rows.append(f"| `{key}` | `{cell(written)}` | {cell(comment)} |")
+    text = f"### `{info.name}`\n\n" + "; ".join(facts) + ".\n\n" + md(doc)
+    if rows:
+        text += "\n| option | default in `conf/metric/" + info.name + ".yaml` | |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+    return text
+
+
+def suites() -> str:
+    rows = []
+    for path in sorted(CONF.glob("*.yaml")):
+        body = path.read_text(encoding="utf-8")
+        if "defaults:" not in body:
+            continue
+        members = re.findall(r"^  - (\w+)", body, re.M)
+        about = " ".join(m.group(1) for m in re.finditer(r"^# ?(.*)$", body.split("defaults:")[0], re.M)).strip()
+        rows.append(f"| `{path.stem}` | {cell(about)} | {', '.join(f'`{m}`' for m in members if m != '_self_')} |")
+    return "| suite | what it is | members |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+
+
+def reference() -> str:
+    from ragexp.metrics.base import load_all
+
+    registry = load_all()
+    by_module: dict[str, list] = {}
+    for info in registry.values():
+        by_module.setdefault(info.fn.__module__.rsplit(".", 1)[-1], []).append(info)
+    unknown = sorted(set(by_module) - set(ORDER))
+    if unknown:  # a new family: list it too, at the end, rather than leave it out
+        pass
+    parts = ["## Suites\n", suites()]
+    for family in (*ORDER, *unknown):
+        infos = by_module.get(family)
+        if not infos:
+            continue
+        module = inspect.getmodule(infos[0].fn)
+        doc = inspect.getdoc(module) or ""
+        title, _, body = doc.partition("\n")
+        parts.append(f"## {md(title).strip()}\n\n*Module `{module.__name__}`.*\n\n{md(body)}")
+        parts += [metric_section(info) for info in infos]
+    return "\n".join(parts)
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    if page.file.src_uri != "metrics.md":
+        return markdown
+    if MARKER not in markdown:
+        raise ValueError(f"docs/metrics.md lost its marker {MARKER}: the generated reference has nowhere to go")
+    return markdown.replace(MARKER, reference())
