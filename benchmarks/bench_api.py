@@ -255,7 +255,7 @@ def replaced_paths(frame, columns, name: str, repeats: int) -> None:
 
     from ragexp.api import _compose
     from ragexp.datasets.mapped import load_in_memory
-    from ragexp.metrics import bleu_stats
+    from ragexp.metrics.answer import _bleu_scorer, sentence_bleu
     from ragexp.core.scoring import build_metrics, check_fields, score
 
     records = load_in_memory(frame, columns=columns).records
@@ -267,9 +267,8 @@ def replaced_paths(frame, columns, name: str, repeats: int) -> None:
         return [scorer.sentence_score(a, refs).score for a, refs in pairs]
 
     def ours():
-        bleu_stats.segment_ngrams.cache_clear()  # cold: every text tokenised and counted again
-        bleu_stats._references.cache_clear()
-        return [bleu_stats.sentence_bleu(a, refs) for a, refs in pairs]
+        _bleu_scorer.cache_clear()  # cold: a new scorer
+        return [sentence_bleu(a, refs) for a, refs in pairs]
 
     assert theirs() == ours()
     t_theirs, t_ours = _interleaved(theirs, ours, 3 * repeats)

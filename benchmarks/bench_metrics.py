@@ -65,7 +65,7 @@ def build_workload(data_dir: Path, k: int = 10):
 
 def clear_caches():
     from ragexp.matchers import _BUILT, rouge, sentences
-    from ragexp.metrics import answer, bleu_stats, keyword, ranking, token
+    from ragexp.metrics import answer, keyword, ranking, token
     from ragexp.common import text
 
     rouge._plain_tokens.cache_clear()
@@ -75,8 +75,7 @@ def clear_caches():
     token._prf.cache_clear()
     answer._normalized.cache_clear()
     answer._token_counts.cache_clear()
-    bleu_stats.segment_ngrams.cache_clear()
-    bleu_stats._references.cache_clear()
+    answer._bleu_scorer.cache_clear()
     keyword._judged_once.cache_clear()
     ranking._judged.cache_clear()
     text._squad_tokens.cache_clear()

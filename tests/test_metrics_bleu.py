@@ -1,4 +1,4 @@
-"""ragexp's sentence BLEU (ragexp.metrics.bleu_stats) against sacrebleu's ``sentence_score`` on real
+"""ragexp's sentence BLEU (ragexp.metrics.answer.sentence_bleu) against sacrebleu's ``sentence_score`` on real
 answers, under every smoothing method and several tokenizers, and on the edge cases where BLEU's
 rules branch (an empty hypothesis, one word, no 4-gram or no match at all, ties in reference length)."""
 
@@ -10,8 +10,7 @@ import math
 import pytest
 from sacrebleu.metrics import BLEU
 
-from ragexp.metrics.answer import bleu
-from ragexp.metrics.bleu_stats import sentence_bleu
+from ragexp.metrics.answer import bleu, sentence_bleu
 
 SETTINGS = [
     dict(),

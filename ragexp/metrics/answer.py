@@ -32,7 +32,6 @@ from functools import lru_cache
 from ragexp.matchers.rouge import rouge_l, rouge_n
 from ragexp.common.text import squad_normalize, squad_tokens
 from ragexp.metrics.base import Score, register
-from ragexp.metrics.bleu_stats import sentence_bleu
 
 
 def _references(reference_answers: list[str]) -> list[str] | Score:
@@ -107,9 +106,8 @@ def bleu(answer: str, reference_answers: list[str], *, lowercase: bool = False, 
          smooth_method: str = "exp", smooth_value: float | None = None) -> float | Score:
     """sacrebleu's sentence BLEU against all references at once; range [0, 100].
 
-    The same number as ``sacrebleu.sentence_bleu(answer, reference_answers, ...)`` with these
-    options (effective order, as sentence BLEU always uses), computed by
-    :func:`ragexp.metrics.bleu_stats.sentence_bleu` with sacrebleu's tokenizer.
+    sacrebleu's own number: ``BLEU(..., effective_order=True).sentence_score(answer, references)``
+    with these options (:func:`sentence_bleu`).
 
     >>> round(bleu("It really like to be a programmer, but I think artist is my passion.",
     ...            ["I want to be a artist, but I end up to be a programmer."], lowercase=True), 4)
@@ -124,6 +122,28 @@ def bleu(answer: str, reference_answers: list[str], *, lowercase: bool = False, 
         return 0.0  # an empty answer: no n-gram matches (sacrebleu says 0.0 too)
     return float(sentence_bleu(answer, refs, lowercase=bool(lowercase), tokenize=tokenize,
                                smooth_method=smooth_method, smooth_value=smooth_value))
+
+
+@lru_cache(maxsize=None)
+def _bleu_scorer(lowercase: bool, tokenize: str, smooth_method: str, smooth_value: float | None):
+    from sacrebleu.metrics import BLEU
+
+    return BLEU(lowercase=lowercase, tokenize=tokenize, smooth_method=smooth_method, smooth_value=smooth_value,
+                effective_order=True)
+
+
+def sentence_bleu(hypothesis: str, references: list[str], *, lowercase: bool = False, tokenize: str = "13a",
+                  smooth_method: str = "exp", smooth_value: float | None = None) -> float:
+    """sacrebleu's sentence BLEU (effective order), 0-100: one sacrebleu scorer per option set.
+
+    >>> sentence_bleu("The dog bit the man.", ["The dog had bit the man.", "The man had bitten the dog."],
+    ...               lowercase=True) == 51.15078115793242
+    True
+    """
+    if smooth_method not in ("none", "floor", "add-k", "exp"):
+        raise ValueError(f"smooth_method must be one of none, floor, add-k, exp, got {smooth_method!r}")
+    scorer = _bleu_scorer(bool(lowercase), tokenize, smooth_method, smooth_value)
+    return scorer.sentence_score(hypothesis, list(references)).score
 
 
 def _best(answer: str, reference_answers: list[str], n: int | None, use_stemmer: bool) -> float | Score:
