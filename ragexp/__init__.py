@@ -4,12 +4,18 @@ Importing the package does no work: no downloads, no environment files, no telem
 The heavy libraries (mlflow, litellm, torch) are imported where they are used; the library API
 (:func:`evaluate`, :func:`compare_results`, :class:`EvaluationResult`, :class:`ComparisonResult`,
 in :mod:`ragexp.api`) is imported on first use. ``ragexp.compare`` is the module behind
-``python -m ragexp.compare``, hence ``compare_results``.
+``python -m ragexp.compare``, hence ``compare_results``. The exceptions of :mod:`ragexp.errors`
+(``ragexp.DataError``, ``ragexp.ConfigError``, …) are importable from here too.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "evaluate", "compare_results", "EvaluationResult", "ComparisonResult"]
+from ragexp.errors import (BudgetExceeded, ConfigError, CredentialsError, DataError, FieldsError, Interrupted,
+                           JudgeFailed, RagexpError, Terminated, TrackingError)
+
+__all__ = ["__version__", "evaluate", "compare_results", "EvaluationResult", "ComparisonResult", "RagexpError",
+           "ConfigError", "DataError", "FieldsError", "CredentialsError", "TrackingError", "BudgetExceeded",
+           "JudgeFailed", "Interrupted", "Terminated"]
 
 _API = ("evaluate", "compare_results", "EvaluationResult", "ComparisonResult")
 
