@@ -12,9 +12,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The running test's markers, set by tests/conftest.py before its fixtures: a process is started only
+# for a test marked to start one (docs/testing.md), so the default run stays in-process.
+MARKERS: frozenset[str] | None = None
+
+
+def _require(marker: str, what: str) -> None:
+    if MARKERS is not None and marker not in MARKERS:
+        raise AssertionError(f"this test {what}: mark it @pytest.mark.{marker} (docs/testing.md)")
+
 
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600,
             check: bool = True) -> subprocess.CompletedProcess:
+    _require("integration", "starts ragexp as a process")
     full_env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1",
                 "PYTHONUNBUFFERED": "1", **(env or {})}
     full_env.pop("MLFLOW_TRACKING_URI", None) if env is None or "MLFLOW_TRACKING_URI" not in env else None
@@ -57,6 +67,7 @@ def start_mlflow_server(store: Path, port: int, env: dict[str, str] | None = Non
     own (it runs uvicorn as a child); returns once ``/health`` answers."""
     import pytest
 
+    _require("services", "starts an MLflow server")
     store.mkdir(parents=True, exist_ok=True)
     log_path = store / f"server-{port}.log"
     mlflow_bin = Path(sys.executable).with_name("mlflow")

@@ -16,6 +16,30 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+# --- Markers (pyproject.toml, docs/testing.md): a test that needs a service or starts ragexp says so ----------
+
+SERVICE_FIXTURES = {"postgres_cluster", "postgres", "pg_mlflow_server", "fresh_pg_mlflow_server"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test using a service fixture without the ``services`` marker is a collection error, so the
+    default run can never start PostgreSQL by accident."""
+    unmarked = [item.nodeid for item in items
+                if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("services")]
+    if unmarked:
+        raise pytest.UsageError("mark these tests @pytest.mark.services (they use PostgreSQL or an MLflow server): "
+                                + ", ".join(unmarked))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before the test's fixtures: tests/cli.py refuses to start ragexp or an MLflow server for a test
+    without the ``integration`` or ``services`` marker."""
+    import cli
+
+    cli.MARKERS = frozenset(mark.name for mark in item.iter_markers())
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _run_in_a_scratch_directory(tmp_path_factory):
     """Tests run where a user would launch ragexp from, never the checkout: what ragexp leaves in the

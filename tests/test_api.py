@@ -64,6 +64,7 @@ def same(a, b) -> bool:
     return a == pytest.approx(b, rel=1e-9, abs=1e-10)  # per_sample.json keeps 10 decimals (pandas' to_json)
 
 
+@pytest.mark.integration
 def test_dataframe_with_foreign_columns_gives_the_clis_per_sample_values(tmp_path, data_dir):
     df = demo_frame()
     path = tmp_path / "foreign.jsonl"
@@ -93,6 +94,7 @@ def test_dataframe_with_foreign_columns_gives_the_clis_per_sample_values(tmp_pat
         assert same(result.metrics.loc[key, "ci_low"], cli_summary["intervals"][key]["ci_low"])
 
 
+@pytest.mark.integration
 def test_a_bad_row_is_the_same_one_line_data_error_as_the_cli(tmp_path, data_dir):
     df = pd.DataFrame({"question": pd.Series(["What is RAG?", "Who wrote it?", None, "When?"], dtype=object),
                        "response": ["Retrieval.", "Someone.", "Nobody.", "Now."]})
@@ -160,6 +162,7 @@ def test_the_judge_works_inside_asyncio_run_and_from_a_running_loop(tmp_path, da
         assert result.run_id is None
 
 
+@pytest.mark.integration
 def test_log_false_writes_nothing_and_imports_no_mlflow(tmp_path):
     """A fresh process in an empty directory with a private temp dir: after evaluate(log=False) the
     directory is still empty, and the temp dir holds at most jieba's dictionary cache."""

@@ -15,12 +15,14 @@ def page(tmp_path_factory):
     return proc.stdout
 
 
+@pytest.mark.integration
 def test_help_says_what_ragexp_does_not_hydras_generic_page(page):
     assert page.startswith("ragexp: evaluate a RAG system")
     assert "is powered by Hydra" not in page and "== Config ==" not in page and "SPEC §" not in page
     assert len(page.splitlines()) < 60  # Hydra's generic page was about 200 lines of config dump
 
 
+@pytest.mark.integration
 def test_help_lists_every_config_group_with_its_options(page):
     groups = sorted(d for d in (ROOT / "conf").iterdir() if d.is_dir() and d.name != "hydra")
     assert groups, "no config groups found"
@@ -31,6 +33,7 @@ def test_help_lists_every_config_group_with_its_options(page):
     assert "conf/<group>/" in page
 
 
+@pytest.mark.integration
 def test_help_shows_own_data_and_the_composed_config(page):
     assert "python -m ragexp dataset=records dataset.path=my_records.jsonl" in page
     assert "python -m ragexp dataset=mapped dataset.path=" in page
@@ -38,6 +41,7 @@ def test_help_shows_own_data_and_the_composed_config(page):
     assert "--hydra-help" in page
 
 
+@pytest.mark.integration
 def test_every_example_command_on_the_page_composes(page, tmp_path):
     commands = [line.strip() for line in page.splitlines() if line.strip().startswith("python -m ragexp")]
     examples = [c for c in commands if "--cfg" not in c]
@@ -51,6 +55,7 @@ def test_every_example_command_on_the_page_composes(page, tmp_path):
         assert "dataset:" in proc.stdout, command
 
 
+@pytest.mark.integration
 def test_help_into_a_closed_pipe_stops_quietly(tmp_path):
     """`python -m ragexp --help | head -3`: the reader goes away; no traceback, the shell's SIGPIPE status."""
     import os

@@ -251,6 +251,7 @@ def demo_sweep(tmp_path_factory):
     return where, client, by_system
 
 
+@pytest.mark.integration
 def test_cli_compare_weak_to_strong_by_name(demo_sweep, tmp_path):
     where, client, runs = demo_sweep
     weak, strong = runs["weak"], runs["strong"]
@@ -280,6 +281,7 @@ def test_cli_compare_weak_to_strong_by_name(demo_sweep, tmp_path):
     assert run.data.metrics["diff/answer_token_f1"] == pytest.approx(rows["answer_token_f1"]["diff"])
 
 
+@pytest.mark.integration
 def test_cli_run_against_itself_by_id(demo_sweep):
     where, _, runs = demo_sweep
     rid = runs["strong"].info.run_id
@@ -289,6 +291,7 @@ def test_cli_run_against_itself_by_id(demo_sweep):
     assert "regressed most" not in proc.stdout and "+0.0000 │ [0.0000, 0.0000] │    1.000" in proc.stdout
 
 
+@pytest.mark.integration
 def test_cli_gate_exit_codes(demo_sweep):
     where, _, runs = demo_sweep
     pair = [f"baseline={runs['strong'].info.run_id}", f"candidate={runs['weak'].info.run_id}", "log=false"]
@@ -305,6 +308,7 @@ def test_cli_gate_exit_codes(demo_sweep):
         "gate: hit_rate/k5 = 0.6200 in the candidate is under its floor 0.9"]
 
 
+@pytest.mark.integration
 def test_cli_names_that_do_not_identify_one_run(demo_sweep, tmp_path):
     where, client, runs = demo_sweep
     proc = compare_cli("baseline=nosuch", "candidate=nosuch", cwd=where)
@@ -327,6 +331,7 @@ def test_cli_names_that_do_not_identify_one_run(demo_sweep, tmp_path):
     assert proc.returncode == 2 and "gate.nosuch" in proc.stderr
 
 
+@pytest.mark.integration
 def test_cli_unreachable_store_is_one_line_without_its_password(tmp_path):
     proc = compare_cli("baseline=a", "candidate=b", "tracking.uri=http://alice:s3cr3t@127.0.0.1:9", cwd=tmp_path)
     assert proc.returncode == 2
@@ -335,6 +340,7 @@ def test_cli_unreachable_store_is_one_line_without_its_password(tmp_path):
     assert "s3cr3t" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.integration
 def test_cli_plain_run_gate(tmp_path):
     proc = run_cli("dataset.system=weak", "progress=false", "gate.min.answer_token_f1=0.1",
                    "gate.min.hit_rate.k1=0.5", cwd=tmp_path, check=False)
@@ -346,6 +352,7 @@ def test_cli_plain_run_gate(tmp_path):
     assert proc.returncode == 2
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]], ids=["basic", "joblib"])
 def test_cli_multirun_exits_1_when_a_job_missed_a_floor(tmp_path, launcher):
     proc = run_cli("-m", *launcher, "dataset.system=strong,weak", "metric=hit_rate", "progress=false",
@@ -378,6 +385,7 @@ def test_comparison_plot_is_a_png_with_a_panel_per_scale(tmp_path):
     assert plot_paired_differences(empty, tmp_path / "none.png") is None  # nothing compared: no picture
 
 
+@pytest.mark.integration
 def test_cli_help(tmp_path):
     proc = compare_cli("--help", cwd=tmp_path)
     assert proc.returncode == 0

@@ -80,6 +80,7 @@ def test_a_mode_key_deeper_down_cannot_be_hydras_and_is_not_read_as_it(hydra_pai
     assert _mode_is_settable(search_path, [])
 
 
+@pytest.mark.integration
 def test_a_user_config_that_sets_multirun_sweeps_as_with_stock_hydra(tmp_path):
     """The CLI: an experiment file with ``hydra.mode: MULTIRUN`` and a sweep override without ``-m``
     runs two jobs (stock Hydra's behaviour); without that file the same command is a RUN and Hydra

@@ -410,6 +410,7 @@ def test_a_suite_of_which_nothing_applies_is_an_error(compose):
 
 # --- the command line ---------------------------------------------------------------------
 
+@pytest.mark.integration
 @pytest.mark.parametrize("case", ["bad_value", "missing_file"])
 def test_cli_prints_one_line_and_exits_2(tmp_path, data_dir, case):
     f = tmp_path / "bad.jsonl"

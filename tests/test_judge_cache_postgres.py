@@ -37,6 +37,7 @@ def _key(i: int) -> str:
 
 # --- the cache itself: what the SQLite cache does, the PostgreSQL one does ----------------------------------
 
+@pytest.mark.services
 def test_the_postgres_cache_stores_replaces_and_counts_as_the_sqlite_one_does(tmp_path, cache_url):
     caches = [JudgeCache(tmp_path / "judge.sqlite"), PostgresJudgeCache(cache_url)]
     seen = []
@@ -56,6 +57,7 @@ def test_the_postgres_cache_stores_replaces_and_counts_as_the_sqlite_one_does(tm
     assert seen[1][1] == 2
 
 
+@pytest.mark.services
 def test_a_healthy_rerun_asks_again_exactly_the_unreadable_replies_on_postgres(tmp_path, cache_url):
     """tests/test_judge_robust.py's test of what is cached, with the PostgreSQL backend."""
     records = faulty_records()
@@ -87,6 +89,8 @@ time.sleep(600)
 """
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_a_claim_holds_against_other_processes_and_dies_with_its_owner(cache_url):
     key = _key(7)
     holder = subprocess.Popen([sys.executable, "-c", _HOLD, cache_url, key], stdout=subprocess.PIPE, text=True)
@@ -146,6 +150,8 @@ class BothConnected:
         return Reply(delay=0.1)
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_two_processes_at_once_pay_each_question_once_and_a_rerun_pays_nothing(tmp_path, data_dir, postgres_cluster):
     alone_cache, shared_cache = postgres_cluster.create_database(), postgres_cluster.create_database()
     with JudgeServer() as server:
@@ -181,6 +187,8 @@ def test_two_processes_at_once_pay_each_question_once_and_a_rerun_pays_nothing(t
 
 # --- credentials and a server that is not there --------------------------------------------------------------
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_a_password_in_the_cache_url_reaches_no_param_tag_artifact_or_output(tmp_path, data_dir, postgres_cluster):
     url = postgres_cluster.create_database().replace("ragexp@", "ragexp:hunter2pw@")  # trust auth ignores it
     with JudgeServer() as server:
@@ -195,6 +203,7 @@ def test_a_password_in_the_cache_url_reaches_no_param_tag_artifact_or_output(tmp
     assert not [text for text in seen if "hunter2pw" in text]
 
 
+@pytest.mark.integration
 def test_an_unreachable_cache_server_is_one_line_before_any_work(tmp_path, data_dir):
     url = f"postgresql://ragexp:hunter2pw@127.0.0.1:{free_port()}/nothing"
     with JudgeServer() as server:
@@ -208,6 +217,8 @@ def test_an_unreachable_cache_server_is_one_line_before_any_work(tmp_path, data_
     assert "hunter2pw" not in proc.stderr + proc.stdout
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_the_cache_server_stopped_mid_run_is_one_line_and_the_replies_stored_stay(tmp_path, data_dir):
     from services import Postgres
 

@@ -31,6 +31,7 @@ def _no_keys() -> dict[str, str]:
     return env
 
 
+@pytest.mark.integration
 def test_full_suite_with_a_judge_logs_every_judge_metric_and_usage(tmp_path, data_dir):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with JudgeServer() as server:
@@ -72,6 +73,7 @@ def test_full_suite_with_a_judge_logs_every_judge_metric_and_usage(tmp_path, dat
     assert "judge.api_key_env" not in params and "judge.model" not in params  # the option's defaults: in config.yaml
 
 
+@pytest.mark.integration
 def test_hosted_judge_without_its_key_fails_at_once_with_one_line(tmp_path, data_dir):
     proc = run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=full", "judge=gpt4o",
                    f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", cwd=tmp_path, env=_no_keys(), check=False)
@@ -102,6 +104,7 @@ def test_judge_metrics_without_a_judge_raise_before_any_work(compose):
         run(cfg)
 
 
+@pytest.mark.integration
 def test_multirun_jobs_in_parallel_processes_share_the_cache(tmp_path, data_dir):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with JudgeServer(latency=0.05) as server:
@@ -122,6 +125,7 @@ def test_multirun_jobs_in_parallel_processes_share_the_cache(tmp_path, data_dir)
     assert sum(c.data.metrics["judge/calls"] for c in children) == server.calls
 
 
+@pytest.mark.integration
 def test_budget_stop_from_the_cli_says_how_far_it_got_and_exits(tmp_path, data_dir):
     with JudgeServer() as server:
         proc = run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=judge", "judge=openai_compatible",
@@ -140,6 +144,7 @@ def test_budget_stop_from_the_cli_says_how_far_it_got_and_exits(tmp_path, data_d
     assert len(JudgeCache(tmp_path / ".ragexp_cache" / "judge.sqlite")) == paid  # what was paid for is kept
 
 
+@pytest.mark.integration
 def test_ctrl_c_mid_judge_keeps_every_reply_received_and_the_rerun_asks_only_for_the_rest(tmp_path, data_dir):
     from ragexp.judge.cache import JudgeCache
 

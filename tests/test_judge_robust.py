@@ -201,6 +201,7 @@ def _cli_args(data_dir, tmp_path, url: str) -> tuple[str, ...]:
             f"judge.api_base={url}", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", "progress=false")
 
 
+@pytest.mark.integration
 def test_cli_unreachable_judge_exits_non_zero_in_one_line(tmp_path, data_dir):
     url = f"http://127.0.0.1:{closed_port()}/v1"
     proc = run_cli(*_cli_args(data_dir, tmp_path, url), cwd=tmp_path, env=_no_keys(), check=False, timeout=120)
@@ -210,6 +211,7 @@ def test_cli_unreachable_judge_exits_non_zero_in_one_line(tmp_path, data_dir):
     assert len(errors) == 1 and f"cannot be reached at {url}" in errors[0]
 
 
+@pytest.mark.integration
 def test_cli_a_judge_that_failed_every_sample_exits_non_zero(tmp_path, data_dir):
     with JudgeServer(script=lambda r: Reply(status=400, text="this model cannot do that")) as server:
         proc = run_cli(*_cli_args(data_dir, tmp_path, server.url), cwd=tmp_path, env=_no_keys(), check=False,
@@ -237,6 +239,7 @@ def _writable(path) -> None:
     path.chmod(0o755 if path.is_dir() else 0o644)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("what", ["folder", "file"])
 def test_cli_unwritable_cache_is_one_line_before_any_work(tmp_path, data_dir, what):
     folder = tmp_path / ".ragexp_cache"

@@ -72,6 +72,7 @@ def _interrupt_once(tmp_path: Path, data_dir, server: JudgeServer, after_calls: 
     return proc.returncode, err, helpers
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("model, workers", [("hosted_vllm/judge", 1), ("openai/gpt-4o-mini", 1),
                                             ("hosted_vllm/judge", 2)])
 def test_repeated_ctrl_c_of_a_judge_multirun_always_exits_cleanly(tmp_path, data_dir, model, workers):
@@ -86,6 +87,7 @@ def test_repeated_ctrl_c_of_a_judge_multirun_always_exits_cleanly(tmp_path, data
             assert not [p for p in helpers if _alive(p)]  # no worker process outlives the run
 
 
+@pytest.mark.integration
 def test_repeated_ctrl_c_of_a_parallel_judge_multirun_exits(tmp_path, data_dir):
     """Hydra's joblib launcher: the jobs run in worker processes, which get the Ctrl-C too."""
     with JudgeServer(latency=0.15) as server:

@@ -98,6 +98,8 @@ def _builds(cache: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_a_six_job_ray_sweep_into_the_postgres_backed_server_logs_every_child_with_its_table(
         tmp_path, pg_mlflow_server):
     experiment = "launchers_ray_six"
@@ -124,6 +126,8 @@ def test_a_six_job_ray_sweep_into_the_postgres_backed_server_logs_every_child_wi
     assert sorted(p.name for p in sweep.iterdir() if (p / "summary.json").exists()) == [str(i) for i in range(6)]
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_on_ray_a_killed_job_and_a_raising_job_end_failed_with_their_reasons_and_the_others_go_on(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     proc = run_cli(*_flaky_sweep("1,2,3,4", fail=2, kill=3), *RAY_LOCAL, f"tracking.uri={uri}",
@@ -150,6 +154,7 @@ def test_on_ray_a_killed_job_and_a_raising_job_end_failed_with_their_reasons_and
     assert sorted(r["status"] for r in sweep_results["children"]) == ["FAILED", "FAILED", "FINISHED", "FINISHED"]
 
 
+@pytest.mark.integration
 def test_the_submitit_local_launcher_runs_the_sweep_records_a_failed_job_and_a_rerun_reuses_the_index(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     proc = run_cli(*_flaky_sweep("1,2,3", fail=2), "hydra/launcher=submitit_local", f"tracking.uri={uri}",
@@ -177,6 +182,7 @@ def test_the_submitit_local_launcher_runs_the_sweep_records_a_failed_job_and_a_r
     assert len(_builds(other / "cache" / "index")) == 1
 
 
+@pytest.mark.integration
 def test_with_the_basic_launcher_a_raising_job_is_a_failed_run_and_the_sweep_exits_non_zero(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     proc = run_cli(*_flaky_sweep("1,2,3", fail=1), f"tracking.uri={uri}", cwd=tmp_path, env=_flaky(tmp_path),
@@ -240,6 +246,7 @@ def test_ray_init_options_join_a_cluster_without_the_local_only_ones():
     assert env.get("LITELLM_LOCAL_MODEL_COST_MAP") == "True"  # set by conftest, as a user sets it
 
 
+@pytest.mark.integration
 def test_jobs_that_change_directory_still_share_the_launch_directorys_index_cache(tmp_path):
     """``hydra.job.chdir=true`` runs each job in its own folder (as a remote worker runs elsewhere): a
     relative ``pipeline.cache_dir`` is still the launch directory's, built once for the sweep."""
@@ -250,6 +257,7 @@ def test_jobs_that_change_directory_still_share_the_launch_directorys_index_cach
     assert not list((tmp_path / "multirun").glob("*/*/*/cache"))
 
 
+@pytest.mark.integration
 def test_with_joblib_a_killed_worker_stops_the_launcher_and_the_parent_says_what_failed_and_never_ran(tmp_path):
     """loky raises when a worker is killed (and ends the others): the jobs that had started are FAILED
     runs, the parent says how many of the sweep's 4 jobs never started, the exit status is not 0."""
@@ -270,6 +278,7 @@ def test_with_joblib_a_killed_worker_stops_the_launcher_and_the_parent_says_what
         assert f"{never} of 4 jobs never started" in parent.data.tags["ragexp.failure_reason"]
 
 
+@pytest.mark.integration
 def test_results_a_killed_job_saved_but_never_logged_are_logged_at_the_sweeps_end(tmp_path, data_dir):
     """A job killed between saving its results and logging them (loky ends every worker when one dies)
     leaves ``mlflow_run.json`` with ``logged: null``: the sweep's end logs that folder as the job's run
@@ -349,6 +358,8 @@ def ray_head(tmp_path):
         stop_process_group(proc, term_wait=30, kill_wait=10)
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_a_sweep_joins_an_existing_ray_cluster_and_its_jobs_get_ragexps_environment(tmp_path, ray_head):
     """Workers of a cluster started elsewhere: the sweep's parent run id, launch id and the offline price
     map reach the jobs only through the launcher (runtime_env), and the jobs work in the launch directory."""

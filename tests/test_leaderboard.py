@@ -12,6 +12,7 @@ from ragexp.stats.paired import holm, paired_compare
 from ragexp.tracking.leaderboard import Entry, choose_metric, higher_is_better, rank
 
 
+@pytest.mark.integration
 def test_demo_sweep_ranks_strong_first_and_weak_differs(tmp_path):
     proc = run_cli("-m", "dataset.system=strong,weak", "stats.primary=answer_token_f1", "stats.resamples=2000",
                    "progress=false", cwd=tmp_path)
@@ -42,6 +43,7 @@ def test_demo_sweep_ranks_strong_first_and_weak_differs(tmp_path):
     assert "the suite's first metric" not in proc.stdout  # the metric was named: no hint
 
 
+@pytest.mark.integration
 def test_a_sweep_that_names_no_metric_says_which_one_ranks_it_and_how_to_choose(tmp_path):
     proc = run_cli("-m", "dataset.system=strong,weak", "metric=answer", "stats.resamples=1000", "progress=false",
                    cwd=tmp_path)

@@ -201,6 +201,7 @@ def test_build_matcher_refuses_an_unknown_implementation_and_a_stemmed_package()
         build_matcher({"name": "rouge_chunk", "implementation": "rouge_package", "use_stemmer": True})
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("overrides, expected", [
     (["matcher.implementation=rouge"],
      "ragexp: error: matcher 'rouge_chunk': implementation must be one of rouge_score, rouge_package, got 'rouge'"),

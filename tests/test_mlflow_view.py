@@ -75,6 +75,7 @@ def summary_of(client, run, work):
     return json.loads(open(client.download_artifacts(run.info.run_id, "summary.json", str(work))).read())
 
 
+@pytest.mark.integration
 def test_the_experiment_opens_on_its_runs_table(store):
     """An experiment made before ragexp used it, without a kind, is marked model development
     (MLflow 3 shows such an experiment's runs first, not the GenAI Traces page)."""
@@ -96,6 +97,7 @@ def test_an_experiment_kind_the_user_chose_stays(tmp_path):
     assert client.get_experiment(fresh).tags[KIND_TAG] == MODEL_DEVELOPMENT
 
 
+@pytest.mark.integration
 def test_the_demo_run_logs_each_groups_option_and_nothing_else(store):
     client, made, _ = store
     params = one(made, "demo").data.params
@@ -103,6 +105,7 @@ def test_the_demo_run_logs_each_groups_option_and_nothing_else(store):
     assert len(params) <= 25
 
 
+@pytest.mark.integration
 def test_params_are_the_choices_and_what_differs_never_a_target(store):
     _, made, _ = store
     for label in ("bm25", "records", "judge"):
@@ -143,6 +146,7 @@ def test_bm25_settings_have_one_key_alone_and_inside_hybrid(compose):
     assert keys["bm25"] <= keys["hybrid"] and dense_keys <= keys["hybrid"]  # hybrid names them as they do
 
 
+@pytest.mark.integration
 def test_single_runs_are_named_from_the_dataset_and_what_they_change(store):
     _, made, _ = store
     assert one(made, "demo").info.run_name == "demo"
@@ -151,6 +155,7 @@ def test_single_runs_are_named_from_the_dataset_and_what_they_change(store):
     assert one(made, "records").info.run_name.startswith("records · metric=answer_token_f1 · path=")
 
 
+@pytest.mark.integration
 def test_a_sweeps_parent_is_named_from_what_it_sweeps_and_when(store):
     _, made, _ = store
     name = parent(made).info.run_name
@@ -160,6 +165,7 @@ def test_a_sweeps_parent_is_named_from_what_it_sweeps_and_when(store):
     assert "leaderboard.png" in note
 
 
+@pytest.mark.integration
 def test_a_sweeps_children_differ_exactly_in_the_swept_values(store):
     _, made, _ = store
     kids = children(made)
@@ -185,6 +191,7 @@ def _num(value: float) -> str:
     return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3f}"
 
 
+@pytest.mark.integration
 def test_descriptions_give_the_dataset_n_and_each_headline_mean_with_its_interval_and_n(store):
     client, made, work = store
     labelled = [one(made, label) for label in ("demo", "bm25", "records", "judge")] + children(made)
@@ -202,6 +209,7 @@ def test_descriptions_give_the_dataset_n_and_each_headline_mean_with_its_interva
     assert demo["hit_rate/k1"][2] == "50" and "token_precision" in demo
 
 
+@pytest.mark.integration
 def test_the_description_says_what_the_judge_did(store):
     client, made, work = store
     run = one(made, "judge")
@@ -211,6 +219,7 @@ def test_the_description_says_what_the_judge_did(store):
     assert "Judge:" not in one(made, "records").data.tags["mlflow.note.content"]  # no judge, no judge line
 
 
+@pytest.mark.integration
 def test_every_mean_says_how_many_samples_it_is_over(store):
     client, made, work = store
     for run in [one(made, "demo"), one(made, "judge"), *children(made)]:
@@ -224,6 +233,7 @@ def test_every_mean_says_how_many_samples_it_is_over(store):
                 assert run.data.metrics[f"{key}/n"] == counts.get("ok", 0), key
 
 
+@pytest.mark.integration
 def test_one_dataset_for_every_job_over_the_same_questions_with_its_real_source(store):
     client, made, work = store
     over_demo = [one(made, "demo"), one(made, "bm25"), *children(made)]
@@ -245,6 +255,7 @@ def test_one_dataset_for_every_job_over_the_same_questions_with_its_real_source(
     assert entry.dataset.digest != digests.pop()
 
 
+@pytest.mark.integration
 def test_the_outputs_tag_tells_systems_apart_and_recognises_the_same_one(store):
     _, made, _ = store
     kids = {(k.data.params["retriever"], k.data.params["retriever.top_k"]): k.data.tags["ragexp.outputs_digest"]

@@ -16,6 +16,7 @@ def _text(output) -> str:
     return output.get("text") or output.get("data", {}).get("text/plain", "")
 
 
+@pytest.mark.services
 def test_the_notebook_runs_and_shows_the_evaluation_the_comparison_and_the_table(tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

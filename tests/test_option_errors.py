@@ -27,6 +27,7 @@ CASES = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("overrides,metric,option,got", CASES, ids=[" ".join(c[0][1:]) for c in CASES])
 def test_bad_metric_option_is_one_line(overrides, metric, option, got, tmp_path, data_dir):
     proc = run_cli(*overrides, f"data_dir={data_dir}", "tracking.enabled=false", "progress=false",
@@ -41,6 +42,7 @@ def test_bad_metric_option_is_one_line(overrides, metric, option, got, tmp_path,
     assert f"set metric.{metric}.{option}=" in line
 
 
+@pytest.mark.integration
 def test_a_list_of_good_values_still_makes_one_variant_each(tmp_path, data_dir):
     """The checks look at each value of a variant list: a good list is not refused."""
     proc = run_cli("metric=hit_rate", "metric.hit_rate.k=[1,3]", f"data_dir={data_dir}", "tracking.enabled=false",

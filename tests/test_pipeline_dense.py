@@ -98,6 +98,7 @@ def test_dense_recall_on_squad_paragraphs(shared_cache, squad_small):
     assert sum(found) / len(found) > 0.6
 
 
+@pytest.mark.integration
 def test_demo_sweep_over_retrievers_and_top_k_runs_offline(tmp_path):
     """``python -m ragexp -m retriever=bm25,dense retriever.top_k=3,5`` on the demo data, no network."""
     run_cli("-m", "retriever=bm25,dense", "retriever.top_k=3,5", "progress=false", cwd=tmp_path,

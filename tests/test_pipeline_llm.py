@@ -126,6 +126,7 @@ def test_a_prompt_without_the_query_is_refused(compose, tmp_path):
         build_pipeline(compose("retriever=bm25", "generator=llm", f"generator.prompt={bad}"), _dataset())
 
 
+@pytest.mark.integration
 def test_cli_run_with_llm_generator_logs_answers_and_generate_latency(server, tmp_path):
     honeybee = "How many eggs can a honeybee queen lay in a day?"  # demo question q01: its call fails for good
     server.script = lambda req: Reply(status=500, text="boom") if honeybee in req.user else scripted_model(req)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from cli import parent_and_children, run_cli
@@ -18,6 +19,7 @@ def _uri(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
 
+@pytest.mark.integration
 def test_bm25_sweep_over_top_k_gives_non_decreasing_recall_under_one_parent(tmp_path, data_dir):
     run_cli("-m", f"data_dir={data_dir}", "dataset=squad2", "dataset.limit=150", "retriever=bm25",
             "retriever.top_k=1,3,5", "metric=recall_at_k", "metric.recall_at_k.k=null", "progress=false",
@@ -34,6 +36,7 @@ def test_bm25_sweep_over_top_k_gives_non_decreasing_recall_under_one_parent(tmp_
     assert len(IndexCache(tmp_path / ".ragexp_cache" / "index").builds()) == 1
 
 
+@pytest.mark.integration
 def test_joblib_parallel_jobs_build_the_shared_index_once(tmp_path, data_dir):
     run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"data_dir={data_dir}", "dataset=squad2",
             "dataset.limit=40", "retriever=bm25", "chunker=words", "chunker.size=40", "retriever.top_k=1,2,3,4",
@@ -50,6 +53,7 @@ def test_joblib_parallel_jobs_build_the_shared_index_once(tmp_path, data_dir):
     assert recall[1] <= recall[2] <= recall[3] <= recall[4]
 
 
+@pytest.mark.integration
 def test_optuna_experiment_optimises_the_objective_over_trials(tmp_path, data_dir):
     run_cli("-m", "+experiment=optuna_bm25", f"data_dir={data_dir}", "hydra.sweeper.n_trials=3", "dataset.limit=40",
             "progress=false", cwd=tmp_path)
@@ -65,6 +69,7 @@ def test_optuna_experiment_optimises_the_objective_over_trials(tmp_path, data_di
     assert len({c.data.params["retriever.b"] for c in children}) == 3  # three different trials
 
 
+@pytest.mark.integration
 def test_custom_pipeline_example_runs_as_documented(tmp_path, data_dir):
     example = ROOT / "experiments" / "custom_pipeline"
     out = run_cli(f"data_dir={data_dir}", "dataset=squad2", "dataset.limit=30", "pipeline=custom",

@@ -235,6 +235,7 @@ def test_pipeline_fills_ids_of_source_passages_and_stage_timings(compose, tmp_pa
     assert "Eiffel Tower" in r.answer
 
 
+@pytest.mark.integration
 def test_checking_a_dense_config_loads_no_model(tmp_path, data_dir):
     """Validation is light: composing and checking a dense pipeline imports neither torch nor a model."""
     code = f"""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pytest
 from cli import parent_and_children, run_cli, runs
 
 OPENAI_KEY = "sk-test-OPENAIKEYVALUE-0123456789"
@@ -38,6 +39,7 @@ def _warnings(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("ragexp: warning:") and "secret" in line]
 
 
+@pytest.mark.integration
 def test_plain_run_with_secrets_in_run_name_and_url(tmp_path, data_dir):
     proc = run_cli(f"data_dir={data_dir}", "metric=hit_rate", "progress=false", "judge=openai_compatible",
                    f"run_name={SERVICE_TOKEN}", API_BASE, f"+extra.api_key={TYPED_KEY}",
@@ -57,6 +59,7 @@ def test_plain_run_with_secrets_in_run_name_and_url(tmp_path, data_dir):
     assert "+extra.api_key=***" in (hydra_dir / "overrides.yaml").read_text()
 
 
+@pytest.mark.integration
 def test_multirun_in_joblib_workers_keeps_secrets_out_of_names_tags_tables_and_hydra_files(tmp_path, data_dir):
     proc = run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"data_dir={data_dir}",
                    "metric=hit_rate", "progress=false", "judge=openai_compatible", "dataset.system=strong,weak",
@@ -79,6 +82,7 @@ def test_multirun_in_joblib_workers_keeps_secrets_out_of_names_tags_tables_and_h
     assert "+extra.api_key=***" in (sweep / "multirun.yaml").read_text()
 
 
+@pytest.mark.integration
 def test_basic_launcher_multirun_and_sweep_results(tmp_path, data_dir):
     proc = run_cli("-m", f"data_dir={data_dir}", "metric=hit_rate", "progress=false", "dataset.system=strong,weak",
                    f"run_name={OPENAI_KEY}", f"+extra.password={TYPED_KEY}", cwd=tmp_path, env=ENV)
@@ -106,6 +110,7 @@ def test_what_counts_as_a_secret(monkeypatch):
     assert RedactingFilter().filter(record) and record.getMessage() == "#0 : x=***"
 
 
+@pytest.mark.integration
 def test_per_sample_table_cells_are_scrubbed(tmp_path, data_dir):
     """A system under test that echoes a token in its answer: per_sample.json keeps the row, not the token."""
     import json

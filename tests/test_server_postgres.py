@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from cli import parent_and_children, run_cli, runs
 from judge_server import JudgeServer
 from test_tracking_failures import Gate, _comparable, _env, _judge_args, _popen, _results_of_failed_logging
@@ -31,6 +32,8 @@ def _assert_nothing_local(launch: Path) -> None:
     assert not (launch / "mlflow.db").exists() and not (launch / "mlruns").exists(), "logged beside the launch"
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_a_sweep_into_the_postgres_backed_server_logs_runs_tables_leaderboard_and_compares(
         tmp_path, pg_mlflow_server, postgres_cluster):
     uri, experiment = pg_mlflow_server.uri, "pg-sweep"  # an experiment of its own on the session's server
@@ -76,6 +79,8 @@ def test_a_sweep_into_the_postgres_backed_server_logs_runs_tables_leaderboard_an
     _assert_nothing_local(tmp_path)
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_eight_parallel_jobs_into_the_server_lose_no_run(tmp_path, fresh_pg_mlflow_server):
     uri = fresh_pg_mlflow_server.uri
     run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=8", "dataset.system=strong,weak",
@@ -98,6 +103,8 @@ def test_eight_parallel_jobs_into_the_server_lose_no_run(tmp_path, fresh_pg_mlfl
     assert client.get_run(parent).info.status == "FINISHED"
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_the_server_stopped_mid_run_fails_in_seconds_keeps_the_results_and_the_upload_logs_them(
         tmp_path, data_dir, fresh_pg_mlflow_server):
     server = fresh_pg_mlflow_server
@@ -142,6 +149,8 @@ def test_the_server_stopped_mid_run_fails_in_seconds_keeps_the_results_and_the_u
         assert a[key] == b[key], key
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_a_run_name_longer_than_the_store_keeps_is_cut_not_the_run_lost(tmp_path, pg_mlflow_server):
     uri, experiment, name = pg_mlflow_server.uri, "pg-long-name", "retriever=bm25," * 20  # 300 characters
     run_cli(*_server_args(uri), f"tracking.experiment={experiment}", f"run_name='{name}'", cwd=tmp_path, env=_env())

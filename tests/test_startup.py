@@ -13,6 +13,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
 from cli import free_port, run_cli, runs
 from ragexp.tracking.store import check_store, vouched
 
@@ -64,6 +65,7 @@ def test_the_cheap_check_does_not_vouch_for_a_server_that_is_not_mlflow():
     assert not vouched(f"http://127.0.0.1:{free_port()}", "ragexp")  # nothing listens
 
 
+@pytest.mark.integration
 def test_a_store_only_mlflow_can_refuse_is_refused_before_any_work(tmp_path):
     first = run_cli(*DEMO, cwd=tmp_path)
     assert "logged to" in first.stdout
@@ -98,6 +100,7 @@ def _logged(folder: Path) -> dict:
     }
 
 
+@pytest.mark.integration
 def test_a_run_logged_by_the_helper_is_the_run_logged_without_it(tmp_path):
     if shutil.which("git"):  # the runs' commit tag is this repository's, not ragexp's checkout (which others commit to)
         subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
@@ -118,6 +121,7 @@ def test_a_run_logged_by_the_helper_is_the_run_logged_without_it(tmp_path):
     assert helper["params"] == in_process["params"]
 
 
+@pytest.mark.integration
 def test_sigterm_while_the_helper_logs_stops_it_at_once_and_says_how_to_log_later(tmp_path, data_dir):
     """The store is locked from the moment the run computes (its checks are done: the judge holds its
     first request), so the helper's logging of the saved results waits on it; a SIGTERM to the run
@@ -183,6 +187,7 @@ def test_sigterm_while_the_helper_logs_stops_it_at_once_and_says_how_to_log_late
     assert [r.info.status for r in found] == ["FINISHED", "FINISHED"]
 
 
+@pytest.mark.integration
 def test_the_helper_ends_without_a_resource_warning_when_its_run_goes_away(tmp_path):
     """A run stopped before it hands anything over (Ctrl-C during the judge) closes the helper's stdin:
     the helper ends then, and nothing it leaves open may print after the run's last line."""

@@ -287,6 +287,7 @@ def test_clustered_run_uses_the_column_and_carries_it(compose):
     assert iv["stderr"] == pytest.approx(math.sqrt(2 / (2 - 1) * (resid[0] ** 2 + resid[1] ** 2)) / len(x))
 
 
+@pytest.mark.integration
 def test_cluster_column_absent_is_one_line(tmp_path):
     proc = run_cli("stats.cluster_by=document", "tracking.enabled=false", cwd=tmp_path, check=False)
     assert proc.returncode == 2
@@ -295,6 +296,7 @@ def test_cluster_column_absent_is_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.integration
 def test_the_table_shows_interval_and_what_the_mean_is_over(tmp_path):
     out = run_cli("dataset.system=strong", "tracking.enabled=false", "progress=false", cwd=tmp_path).stdout
     assert "95% CI" in out and "over" in out and "Wilson" in out
@@ -312,6 +314,7 @@ def test_few_clusters_are_flagged():
     assert many.n_clusters == 30 and many.note is None
 
 
+@pytest.mark.integration
 def test_bad_stats_settings_stop_the_run_in_one_line(tmp_path):
     proc = run_cli("stats.method=student", "tracking.enabled=false", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

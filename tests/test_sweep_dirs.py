@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from cli import parent_and_children
 
 SWEEPS = {"a": "metric.hit_rate.k=1,3", "b": "metric.hit_rate.k=5,10"}
@@ -41,6 +42,7 @@ def _stamps(folders: list[Path]) -> set[str]:
     return {f.parent.name + "/" + f.name.rpartition("_")[0] for f in folders}
 
 
+@pytest.mark.integration
 def test_two_sweeps_in_the_same_second_keep_their_own_folders_and_children(tmp_path, data_dir):
     for attempt in range(3):  # a loaded host can push one start into the next second: launch the pair again
         where = tmp_path / f"launch{attempt}"

@@ -14,6 +14,7 @@ def _titles(stdout: str) -> list[str]:
     return re.findall(r"ragexp · .*? samples", text)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]], ids=["basic", "joblib"])
 def test_each_sweep_table_names_its_job_and_overrides(data_dir, tmp_path, launcher):
     proc = run_cli("-m", *launcher, f"data_dir={data_dir}", "metric=exact_match", "dataset.system=strong,weak",
@@ -24,6 +25,7 @@ def test_each_sweep_table_names_its_job_and_overrides(data_dir, tmp_path, launch
     assert re.fullmatch(r"ragexp · job 1: [^·]*\bdataset\.system=weak\b[^·]* · demo · 50 samples", titles[1]), titles
 
 
+@pytest.mark.integration
 def test_a_single_run_table_has_no_job_label(data_dir, tmp_path):
     proc = run_cli(f"data_dir={data_dir}", "metric=exact_match", "progress=false", cwd=tmp_path)
     assert _titles(proc.stdout) == ["ragexp · demo · 50 samples"], proc.stdout

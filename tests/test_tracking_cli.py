@@ -6,12 +6,14 @@ import json
 import math
 
 import pandas as pd
+import pytest
 import yaml
 
 from cli import parent_and_children, run_cli, runs
 from ragexp.core.results import status_column
 
 
+@pytest.mark.integration
 def test_default_command_leaves_a_complete_run_in_launch_dir_sqlite(tmp_path, data_dir):
     proc = run_cli(f"data_dir={data_dir}", cwd=tmp_path)
     db = tmp_path / "mlflow.db"
@@ -57,6 +59,7 @@ def test_default_command_leaves_a_complete_run_in_launch_dir_sqlite(tmp_path, da
     assert inputs[0].dataset.digest == summary["dataset_digest"]
 
 
+@pytest.mark.integration
 def test_tracking_uri_from_config_and_environment(tmp_path, data_dir):
     other = tmp_path / "store" / "elsewhere.db"
     other.parent.mkdir()
@@ -73,6 +76,7 @@ def test_tracking_uri_from_config_and_environment(tmp_path, data_dir):
     assert [r.data.tags["ragexp.dataset"] for r in found] == ["memory_eval_true"]
 
 
+@pytest.mark.integration
 def test_secrets_never_reach_params_artifacts_or_output(tmp_path, data_dir):
     secret = "sk-test-DO-NOT-LOG-0123456789"
     proc = run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "progress=false",
@@ -93,6 +97,7 @@ def test_secrets_never_reach_params_artifacts_or_output(tmp_path, data_dir):
     assert "extra.api_key=***" in everything  # the override itself was kept, redacted
 
 
+@pytest.mark.integration
 def test_multirun_basic_launcher_nests_children_under_one_parent(tmp_path, data_dir):
     run_cli("-m", f"data_dir={data_dir}", "dataset=memory_eval_true,memory_eval_false",
             "metric=memory", "metric.accuracy.threshold=0.3,0.6", "progress=false", cwd=tmp_path)
@@ -110,6 +115,7 @@ def test_multirun_basic_launcher_nests_children_under_one_parent(tmp_path, data_
         ("memory_eval_true", "0.3"), ("memory_eval_true", "0.6"), ("memory_eval_false", "0.3"), ("memory_eval_false", "0.6")}
 
 
+@pytest.mark.integration
 def test_multirun_with_tracking_disabled_logs_nothing_and_succeeds(tmp_path, data_dir):
     # the jobs log nothing, so the sweep opens no parent run: no store, no "jobs never started"
     proc = run_cli("-m", f"data_dir={data_dir}", "dataset.system=strong,weak", "metric=hit_rate",
@@ -121,6 +127,7 @@ def test_multirun_with_tracking_disabled_logs_nothing_and_succeeds(tmp_path, dat
     assert len(results) == 2, "each job still keeps its results in its folder"
 
 
+@pytest.mark.integration
 def test_multirun_joblib_parallel_jobs_share_one_sqlite_store(tmp_path, data_dir):
     run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"data_dir={data_dir}",
             "dataset=memory_eval_true,memory_eval_false", "metric=memory",

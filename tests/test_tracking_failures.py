@@ -97,6 +97,7 @@ def _judge_args(data_dir: Path, url: str) -> list[str]:
 
 # --- item 12: a store MLflow cannot use is one line, before any work -------------------------------------------
 
+@pytest.mark.integration
 @pytest.mark.parametrize("uri, says", [
     ("http://127.0.0.1:{closed}", "is not reachable"),
     ("file:///nonexistent/dir", "the folder /nonexistent does not exist"),
@@ -121,6 +122,7 @@ def _read_only(path: Path) -> None:
             pytest.skip("running as root without chattr: cannot make a file read-only")
 
 
+@pytest.mark.integration
 def test_a_read_only_sqlite_store_is_one_line_before_any_work(tmp_path, data_dir):
     db = tmp_path / "mlflow.db"
     run_cli(f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=keyword_overlap", "progress=false", cwd=tmp_path)
@@ -174,6 +176,8 @@ def _comparable(client, run, dst: Path) -> dict:
     }
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_a_tracking_server_killed_mid_run_loses_nothing_and_the_printed_command_logs_it_later(tmp_path, data_dir):
     port = free_port()
     store = tmp_path / "server"
@@ -224,6 +228,7 @@ def test_a_tracking_server_killed_mid_run_loses_nothing_and_the_printed_command_
 
 # --- item 2: parallel processes on one fresh SQLite store ------------------------------------------------------
 
+@pytest.mark.integration
 @pytest.mark.parametrize("n", [2, 8])
 def test_processes_started_together_on_a_fresh_store_all_log_and_leave_it_usable(tmp_path, data_dir, n):
     db = tmp_path / "fresh" / "mlflow.db"
@@ -263,6 +268,7 @@ def _sigterm_while_the_judge_waits(args_for: Callable[[str], list[str]], cwd: Pa
     return _lines(err)
 
 
+@pytest.mark.integration
 def test_sigterm_mid_judge_is_one_line_exit_143_and_nothing_left_running(tmp_path, data_dir):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     lines = _sigterm_while_the_judge_waits(lambda url: [*_judge_args(data_dir, url), f"tracking.uri={uri}"], tmp_path)
@@ -278,6 +284,7 @@ def _multirun(data_dir: Path, judge_url: str, uri: str) -> list[str]:
             "judge=openai_compatible", f"judge.api_base={judge_url}", "progress=false", f"tracking.uri={uri}"]
 
 
+@pytest.mark.integration
 def test_sigterm_on_a_multirun_says_what_was_logged_and_closes_the_parent_failed(tmp_path, data_dir):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     lines = _sigterm_while_the_judge_waits(lambda url: _multirun(data_dir, url, uri), tmp_path)
@@ -289,6 +296,7 @@ def test_sigterm_on_a_multirun_says_what_was_logged_and_closes_the_parent_failed
     assert parent.info.status == "FAILED" and "SIGTERM" in parent.data.tags["ragexp.failure_reason"]
 
 
+@pytest.mark.integration
 def test_a_multirun_killed_with_sigkill_is_closed_failed_by_the_next_start(tmp_path, data_dir):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     gate = Gate()

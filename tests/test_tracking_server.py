@@ -17,6 +17,8 @@ def mlflow_server(tmp_path):
     stop_process_group(proc, term_wait=20)  # the server and the uvicorn workers it started
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_joblib_sweep_against_a_real_mlflow_server(tmp_path, data_dir, mlflow_server):
     run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"data_dir={data_dir}",
             "dataset=memory_eval_true,memory_eval_false", "metric=memory", "metric.accuracy.threshold=0.3,0.6",

@@ -20,6 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
 from cli import free_port, run_cli
 
 MLFLOW_UI_START_S = 180  # MLflow's server imports its whole app: 10-20 s here, more on a loaded host
@@ -40,6 +41,8 @@ def _env_without_cost_map() -> dict[str, str]:
     return env
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_printed_command_opens_the_runs_store_offline(tmp_path, data_dir):
     launch = tmp_path / "launch"
     launch.mkdir()
@@ -89,6 +92,7 @@ def test_printed_command_opens_the_runs_store_offline(tmp_path, data_dir):
         s.listen()
 
 
+@pytest.mark.integration
 def test_no_store_is_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "ragexp.cli.ui"], cwd=tmp_path, env=_env_without_cost_map(),
                           capture_output=True, text=True, timeout=120)

@@ -145,6 +145,8 @@ def _docs_copy(shot: Path) -> None:
         shutil.copy(shot, DOCS / shot.name)
 
 
+@pytest.mark.integration
+@pytest.mark.services
 def test_runs_first_statuses_shown_and_the_parents_pictures_load(browser, ui, tmp_path):  # skips before the sweep
     base, store = ui
     client, (parent,), children = parent_and_children(store)
