@@ -104,7 +104,9 @@ def suites() -> str:
         if "defaults:" not in body:
             continue
         members = re.findall(r"^  - (\w+)", body, re.M)
-        about = " ".join(m.group(1) for m in re.finditer(r"^# ?(.*)$", body.split("defaults:")[0], re.M)).strip()
+        comments = re.findall(r"^#(.*)$", body.split("defaults:")[0], re.M)
+        # a comment line indented further is a command: shown as code
+        about = " ".join(f"`{c.strip()}`" if c.startswith("   ") else c.strip() for c in comments)
         rows.append(f"| `{path.stem}` | {cell(about)} | {', '.join(f'`{m}`' for m in members if m != '_self_')} |")
     return "| suite | what it is | members |\n|---|---|---|\n" + "\n".join(rows) + "\n"
 
@@ -116,9 +118,7 @@ def reference() -> str:
     by_module: dict[str, list] = {}
     for info in registry.values():
         by_module.setdefault(info.fn.__module__.rsplit(".", 1)[-1], []).append(info)
-    unknown = sorted(set(by_module) - set(ORDER))
-    if unknown:  # a new family: list it too, at the end, rather than leave it out
-        pass
+    unknown = sorted(set(by_module) - set(ORDER))  # a new family is listed too, at the end
     parts = ["## Suites\n", suites()]
     for family in (*ORDER, *unknown):
         infos = by_module.get(family)
@@ -127,7 +127,12 @@ def reference() -> str:
         module = inspect.getmodule(infos[0].fn)
         doc = inspect.getdoc(module) or ""
         title, _, body = doc.partition("\n")
-        parts.append(f"## {md(title).strip()}\n\n*Module `{module.__name__}`.*\n\n{md(body)}")
+        title = md(title).strip().rstrip(".")
+        source = re.search(r"\s*\(([^()]*)\)", title)  # "(seed 002, continuous-eval)": the sources
+        if source:
+            title = (title[:source.start()] + title[source.end():]).strip()
+        where = f"Module `{module.__name__}`" + (f"; sources: {source.group(1)}" if source else "")
+        parts.append(f"## {title}\n\n*{where}.*\n\n{md(body)}")
         parts += [metric_section(info) for info in infos]
     return "\n".join(parts)
 
