@@ -1,0 +1,99 @@
+"""What would people have scored? The judge's mean corrected by the records people labelled, by
+prediction-powered inference with power tuning (PPI++: Angelopoulos, Duchi and Zrnic 2023), as
+docs/judge-trust.md explains.
+
+``n`` records carry a human value ``Y`` and the judge's value ``Ŷ``; ``N`` more carry only ``Ŷ``.
+With ``λ`` in [0, 1] the estimate is ``θ = mean(λ Ŷ_unlabelled) + mean(Y - λ Ŷ_labelled)``: the
+judge's mean over the unlabelled records plus its average error on the labelled ones. ``λ = 0`` is
+the plain mean of the human labels, ``λ = 1`` classic PPI; the power-tuned ``λ`` minimises the
+variance, ``λ = cov(Y, Ŷ) / ((1 + n/N) var(Ŷ))`` (covariance over the labelled records with a
+1/n normalisation, variance over all judge values with 1/(n+N-1)), clipped to [0, 1], computed
+around the ``λ = 1`` estimate as ppi-python's ``ppi_mean_ci`` does. Its standard error is
+``sqrt(var(λ Ŷ_unlabelled)/N + var(Y - λ Ŷ_labelled)/n)`` (1/N and 1/n variances) and the interval
+is normal. ``bias`` is the judge's mean error on the labelled records, ``mean(Ŷ - Y)``.
+
+    >>> c = ppi_mean([1, 0, 1, 1], [1, 1, 1, 1], [1, 1, 0, 1, 1, 1])
+    >>> c.n_labelled, c.n_total, round(c.judge_mean, 4), round(c.bias, 4)
+    (4, 10, 0.9, 0.25)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from statistics import NormalDist
+from typing import Any, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Corrected:
+    """The judge-corrected mean of one metric, with its interval and what it was computed from."""
+
+    mean: float | None
+    stderr: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_labelled: int
+    n_total: int
+    judge_mean: float | None
+    bias: float | None
+    lam: float | None
+    confidence: float = 0.95
+    resid_var: float | None = None  # var(Y - λŶ) over the labelled records: what more labels buy down
+    imputed_var: float | None = None  # var(λŶ) over the unlabelled ones: the part labels cannot remove
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None or k in ("mean", "ci_low", "ci_high")}
+
+    def labels_for(self, halfwidth: float) -> int | None:
+        """Labels needed for an interval of half-width ``halfwidth``, holding λ and the two variances:
+        ``n ≥ var(Y - λŶ) / ((halfwidth / z)² - var(λŶ) / N)``; None when the unlabelled records' own
+        spread is already wider than that (more labels cannot get there) or nothing is known.
+
+        >>> Corrected(0.7, None, None, None, 100, 1100, 0.8, 0.1, 0.5, resid_var=0.2, imputed_var=0.0).labels_for(0.05)
+        308
+        """
+        if self.resid_var is None or self.imputed_var is None or halfwidth <= 0:
+            return None
+        z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
+        unlabelled = self.n_total - self.n_labelled
+        room = (halfwidth / z) ** 2 - (self.imputed_var / unlabelled if unlabelled else 0.0)
+        if room <= 0:
+            return None
+        return max(2, math.ceil(self.resid_var / room - 1e-9))
+
+
+def ppi_mean(human: Sequence[float], judge_labelled: Sequence[float], judge_unlabelled: Sequence[float], *,
+             confidence: float = 0.95, lam: float | None = None) -> Corrected:
+    """PPI++ estimate of the mean people would give over all ``n + N`` records (module docstring).
+    ``lam`` fixes λ (0: human labels alone, 1: classic PPI); None tunes it."""
+    y = np.asarray(human, dtype=float)
+    yh = np.asarray(judge_labelled, dtype=float)
+    yu = np.asarray(judge_unlabelled, dtype=float)
+    n, N = len(y), len(yu)
+    if len(yh) != n:
+        raise ValueError(f"human and judge_labelled need one value per labelled record each, got {n} and {len(yh)}")
+    judge_mean = float(np.concatenate([yh, yu]).mean()) if n + N else None
+    bias = float((yh - y).mean()) if n else None
+    if n < 2:
+        return Corrected(None, None, None, None, n, n + N, judge_mean, bias, None, confidence,
+                         note="fewer than two labelled records: no corrected mean")
+    if N == 0:
+        lam = 0.0  # every record labelled: the human mean is the answer
+    elif lam is None:
+        theta1 = yu.mean() + (y - yh).mean()
+        cov = ((y - theta1) - (y - theta1).mean()) @ ((yh - theta1) - (yh - theta1).mean()) / n
+        var = np.var(np.concatenate([yh, yu]), ddof=1)
+        lam = float(np.clip(cov / ((1 + n / N) * var), 0, 1)) if var > 0 else 0.0
+    lam = float(lam)
+    resid = y - lam * yh
+    theta = float((lam * yu).mean() + resid.mean()) if N else float(y.mean())
+    imputed_var = float(np.var(lam * yu)) if N else 0.0
+    resid_var = float(np.var(resid))
+    se = math.sqrt((imputed_var / N if N else 0.0) + resid_var / n)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    return Corrected(theta, se, theta - z * se, theta + z * se, n, n + N, judge_mean, bias, lam, confidence,
+                     resid_var, imputed_var)
