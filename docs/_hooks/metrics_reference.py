@@ -143,3 +143,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     if MARKER not in markdown:
         raise ValueError(f"docs/metrics.md lost its marker {MARKER}: the generated reference has nowhere to go")
     return markdown.replace(MARKER, reference())
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    """Docstrings rendered by mkdocstrings keep Sphinx roles (``:func:`x```): show them as plain code."""
+    return re.sub(r":(?:mod|func|class|meth|attr|data|exc):(<code>)~?", r"\1", html)
