@@ -87,3 +87,18 @@ def test_autorag_stored_bleu_and_rouge_values(data_dir):
         refs, answer = list(row["generation_gt"]), row["generated_texts"]
         assert bleu(answer, refs) == pytest.approx(row["bleu"], abs=1e-6)
         assert rougeL(answer, refs) == pytest.approx(row["rouge"], abs=1e-6)
+
+
+def test_a_long_answer_scores_as_rouge_score_and_sacrebleu_score_it(answer_pairs):
+    # 40,000 tokens of real answers against a short reference: the positions of a token are kept as
+    # one bit mask built when the LCS asks for it (ragexp.matchers.rouge.Tokens), not one OR per token
+    answers = [a for a, _ in answer_pairs]
+    long_answer = " ".join(answers * (40_000 // sum(len(a.split()) for a in answers) + 1))
+    refs = answer_pairs[0][1]
+    assert len(long_answer.split()) > 40_000
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"])
+    theirs = scorer.score_multi(refs, long_answer)
+    assert rougeL(long_answer, refs) == theirs["rougeL"].fmeasure
+    assert rouge1(long_answer, refs) == theirs["rouge1"].fmeasure
+    assert rouge2(long_answer, refs) == theirs["rouge2"].fmeasure
+    assert bleu(long_answer, refs) == sacrebleu.sentence_bleu(long_answer, refs).score

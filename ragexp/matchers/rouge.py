@@ -10,8 +10,9 @@ stemming of words longer than three letters) and its formulas::
 with 0 for all three when either side has no token. The numbers here are the same floats.
 What differs is the work:
 
-- a text is tokenised once (cached); its tokens, the set of them and, per distinct token, the
-  bit mask of its positions are kept together (:class:`Tokens`);
+- a text is tokenised once (cached); its tokens, the set of them and, per distinct token the LCS
+  asks for, the bit mask of its positions are kept together (:class:`Tokens`), so the work stays
+  linear in a text's length (a 50 MB answer against short references);
 - the LCS length is computed with the bit-vector algorithm of Allison & Dix (1986) in Hyyrö's
   formulation, on Python integers: one addition, one subtraction and a few logical operations
   per token of the shorter text, whatever the length of the other (rouge-score fills the full
@@ -31,41 +32,52 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Tokens:
-    """One text's rouge-score tokens, with what the LCS and the bounds need."""
+    """One text's rouge-score tokens, with what the LCS and the bounds need. The bit mask of a token's
+    positions is built when the LCS first asks for it (:meth:`mask`), from a positions index made once:
+    linear in the text's length (one mask per token shared with the other text, not one per token)."""
 
-    seq: tuple[str, ...]
-    set: frozenset[str]
-    masks: dict[str, int]  # token → bit i set for every position i where it occurs
-    counts: dict[str, int]  # token → how many times it occurs
-    n: int                  # number of tokens
-    repeats: int            # n - number of distinct tokens
+    __slots__ = ("seq", "set", "counts", "n", "repeats", "_positions", "_masks")
+
+    def __init__(self, seq: tuple[str, ...]):
+        self.seq, self.n = seq, len(seq)
+        self.counts: dict[str, int] = dict(Counter(seq))  # token → how many times it occurs
+        self.set = frozenset(self.counts)
+        self.repeats = self.n - len(self.counts)
+        self._positions: dict[str, list[int]] | None = None
+        self._masks: dict[str, int] = {}
 
     def __len__(self) -> int:
         return self.n
 
-
-def _build(seq: tuple[str, ...]) -> Tokens:
-    masks: dict[str, int] = {}
-    for i, tok in enumerate(seq):
-        masks[tok] = masks.get(tok, 0) | (1 << i)
-    return Tokens(seq, frozenset(masks), masks, {t: m.bit_count() for t, m in masks.items()}, len(seq),
-                  len(seq) - len(masks))
+    def mask(self, tok: str) -> int:
+        """The token's positions as bits (bit i set where ``seq[i] == tok``); 0 when it does not occur."""
+        m = self._masks.get(tok)
+        if m is None:
+            if self._positions is None:
+                positions: dict[str, list[int]] = {}
+                for i, t in enumerate(self.seq):
+                    positions.setdefault(t, []).append(i)
+                self._positions = positions
+            where = self._positions.get(tok, ())
+            buf = bytearray((where[-1] >> 3) + 1 if where else 0)
+            for i in where:
+                buf[i >> 3] |= 1 << (i & 7)
+            m = self._masks[tok] = int.from_bytes(buf, "little")
+        return m
 
 
 @lru_cache(maxsize=300_000)
 def _plain_tokens(text: str) -> Tokens:
     # Same tokens as rouge_score.tokenize.tokenize(text, None): after the substitution only
     # [a-z0-9] and spaces remain, so str.split() yields exactly its valid, non-empty tokens.
-    return _build(tuple(_NON_ALNUM.sub(" ", text.lower()).split()))
+    return Tokens(tuple(_NON_ALNUM.sub(" ", text.lower()).split()))
 
 
 _STEMMER = None
@@ -80,7 +92,7 @@ def _stemmed_tokens(text: str) -> Tokens:
         from nltk.stem import porter
 
         _STEMMER = porter.PorterStemmer()
-    return _build(tuple(tokenize.tokenize(text, _STEMMER)))
+    return Tokens(tuple(tokenize.tokenize(text, _STEMMER)))
 
 
 def tokens(text: str, use_stemmer: bool = False) -> Tokens:
@@ -95,7 +107,7 @@ def lcs_length(a: Tokens, b: Tokens) -> int:
     m = a.n
     if m == 0 or b.n == 0:
         return 0
-    masks = a.masks
+    masks = {tok: a.mask(tok) for tok in a.set & b.set}
     full = (1 << m) - 1
     v = full
     for tok in b.seq:
@@ -110,14 +122,7 @@ def lcs_length(a: Tokens, b: Tokens) -> int:
 def overlap_bound(a: Tokens, b: Tokens) -> int:
     """An upper bound of the LCS: positions of either text whose token occurs in the other."""
     common = a.set & b.set
-    if not common:
-        return 0
-    am, bm = a.masks, b.masks
-    ua = ub = 0
-    for tok in common:
-        ua |= am[tok]
-        ub |= bm[tok]
-    return min(ua.bit_count(), ub.bit_count())
+    return min(sum(a.counts[t] for t in common), sum(b.counts[t] for t in common))
 
 
 def fmeasure(precision: float, recall: float) -> float:
