@@ -1,6 +1,6 @@
 """The pictures a run and a sweep carry: which metrics lead them, and that each PNG is drawn.
 
-Every picture made here was also looked at (README "Comparing runs in the MLflow UI" shows them);
+Every picture made here was also looked at (docs/tracking.md, "Comparing runs in the UI", shows them);
 these tests pin the choices and that a figure is a real, readable PNG whatever its input.
 """
 

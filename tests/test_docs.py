@@ -1,0 +1,76 @@
+"""The README is a front door and the docs/ site holds the rest: the record format is defined on
+its page, the metrics reference covers the whole registry, every page is in the site's nav, and
+nothing a user reads points to a spec the repository does not hold. (The README's Python API
+example runs as a doctest in tests/test_api.py; `mkdocs build --strict` runs in .ci/run.)"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import yaml
+from cli import ROOT
+
+from ragexp.common.records import FIELDS
+from ragexp.metrics.base import load_all
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = ROOT / "docs"
+
+
+def _hook():
+    spec = importlib.util.spec_from_file_location("metrics_reference", DOCS / "_hooks" / "metrics_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _nav_pages(node) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [p for v in node.values() for p in _nav_pages(v)]
+    return [p for item in node for p in _nav_pages(item)]
+
+
+def test_readme_is_a_front_door_without_history_or_timings():
+    assert len(README.splitlines()) <= 200
+    for section in ("## Install", "## The main command", "## Recipes", "## Python API", "## Tests", "## Documentation"):
+        assert section in README, section
+    assert not re.search(r"\bwas \d", README), "history ('was 2.3 s') belongs nowhere; figures go to docs/performance.md"
+    timings = re.findall(r"\b\d+(?:\.\d+)? ?(?:s|ms|seconds)\b", README)
+    assert timings == [], f"timings belong in docs/performance.md: {timings}"
+
+
+def test_every_page_the_readme_links_exists_and_every_page_is_in_the_site_nav():
+    linked = set(re.findall(r"\]\((docs/[\w./-]+\.md)(?:#[\w-]+)?\)", README))
+    assert {p for p in linked if not (ROOT / p).exists()} == set()
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
+    nav = set(_nav_pages(config["nav"]))
+    pages = {p.relative_to(DOCS).as_posix() for p in DOCS.glob("*.md")}
+    assert nav == pages
+    assert {f"docs/{p}" for p in pages} <= linked, "the README's index lists every page"
+
+
+def test_records_page_defines_every_field_with_a_type_and_meaning():
+    text = (DOCS / "records.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \| ([^|]+) \| ([^|]+) \|$", text, re.M)}
+    assert set(rows) == set(FIELDS) | {"human"}  # human: people's labels per metric key (docs/judge-trust.md)
+    assert "**required**" in rows["query"]
+    for words in ("absent", "present but empty", "missing_field", "undefined", '"contexts": []', '"answer": ""'):
+        assert words in text, words
+
+
+def test_metrics_reference_has_a_section_for_every_registered_metric_and_suite():
+    text = _hook().reference()
+    sections = re.findall(r"^### `(\w+)`$", text, re.M)
+    assert sorted(sections) == sorted(load_all())
+    suites = {p.stem for p in (ROOT / "conf" / "metric").glob("*.yaml") if "defaults:" in p.read_text(encoding="utf-8")}
+    assert suites and all(f"| `{s}` |" in text for s in suites)
+    assert "```pycon\n>>> " in text, "the worked examples are shown as code"
+
+
+def test_no_user_facing_text_points_to_the_spec():
+    user_facing = [ROOT / "README.md", *sorted(DOCS.glob("*.md")), *sorted((ROOT / "conf").rglob("*.yaml"))]
+    offenders = [str(p.relative_to(ROOT)) for p in user_facing if "SPEC §" in p.read_text(encoding="utf-8")]
+    assert offenders == []
