@@ -399,4 +399,4 @@ def test_every_option_is_covered():
     assert NEEDS_PATH <= set(OPTIONS)
     assert {"demo", "squad2", "tonic_qa_pairs", "tonic_run", "continuous_eval", "continuous_eval_correctness",
             "autorag", "autorag_result", "autorag_ko", "halueval", "ragchecker", "memory_eval_true",
-            "memory_eval_false", "records", "mapped"} == set(OPTIONS)
+            "memory_eval_false", "records", "mapped", "expertqa"} == set(OPTIONS)

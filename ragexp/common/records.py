@@ -25,7 +25,7 @@ from ragexp.errors import DataError
 #: The canonical fields, in the order SPEC §1 lists them.
 FIELDS = (
     "id", "query", "contexts", "context_ids", "gt_contexts", "gt_context_ids", "answer",
-    "reference_answers", "label", "latency_s", "timings",
+    "reference_answers", "label", "latency_s", "timings", "human",
 )
 LIST_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers")
 STAGES = ("embed", "retrieve", "rerank", "compress", "generate")
@@ -46,6 +46,7 @@ class Record:
     label: bool | None = None
     latency_s: float | None = None
     timings: dict[str, float] | None = None
+    human: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def present(self, name: str) -> bool:
@@ -174,9 +175,70 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
                 raise DataError(f"{expected}, but {stage!r} is {_got(value)}", path=path, row=row, field="timings")
             clean[stage] = seconds
         out["timings"] = clean
+    human = raw.get("human")
+    if not _is_missing(human):
+        out["human"] = human_labels(human, path=path, row=row)
     known = set(FIELDS)
     extra = {k: v for k, v in raw.items() if k not in known}
     return Record(**out, extra=extra)
+
+
+#: People's labels (``human: {metric key: value}``) of the built-in judge metrics: the scale each is on
+#: (binary 0/1, ordinal whole numbers, continuous) and its range, the metric's own (docs/judge-trust.md).
+#: A key not listed here takes any finite number.
+HUMAN_SCALES = {
+    "answer_consistency_binary": ("binary", 0, 1), "answer_similarity": ("ordinal", 0, 5),
+    "correctness": ("ordinal", 0, 4),  # ExpertQA's experts: is the claim true? (no built-in metric yet)
+    **{k: ("continuous", 0, 1) for k in ("answer_consistency", "retrieval_precision", "augmentation_accuracy",
+                                          "augmentation_precision", "overall_score", "questeval_recall",
+                                          "questeval_precision")},
+}
+
+
+def human_labels(value: Any, *, path: str, row: int) -> dict[str, float] | None:
+    """The checked ``human`` mapping: metric key → a number in the metric's range (a bool is 0/1; a
+    number written as text, as a CSV cell is, is read). A missing value (None, NaN, empty text) is no
+    label for that key; a mapping with none left is None.
+
+    >>> human_labels({"answer_similarity": "4", "answer_consistency_binary": True}, path="x.csv", row=2)
+    {'answer_similarity': 4.0, 'answer_consistency_binary': 1.0}
+    >>> human_labels({"answer_similarity": 7}, path="x.csv", row=2)
+    Traceback (most recent call last):
+    ...
+    ragexp.errors.DataError: x.csv, row 2, field 'human.answer_similarity': expected a whole number from 0 to 5 (the metric's range), got int 7
+    """
+    if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
+        raise DataError(f"expected a mapping of metric key to a number, got {_got(value)}", path=path, row=row,
+                        field="human")
+    out: dict[str, float] = {}
+    for key, v in value.items():
+        kind, lo, hi = HUMAN_SCALES.get(key, ("any", -math.inf, math.inf))
+        number: float | None = None
+        if isinstance(v, str) and not v.strip():
+            continue
+        if isinstance(v, bool):
+            number = float(v)
+        elif isinstance(v, (int, float)):
+            number = float(v)
+            if math.isnan(number):
+                continue
+        elif isinstance(v, str):
+            try:
+                number = float(v.strip())
+            except ValueError:
+                number = None
+        elif v is None:
+            continue
+        ok = number is not None and math.isfinite(number) and lo <= number <= hi
+        if ok and kind in ("binary", "ordinal"):
+            ok = number.is_integer()
+        if not ok:
+            what = {"binary": "0 or 1 (or true/false)", "ordinal": f"a whole number from {lo} to {hi}",
+                    "continuous": f"a number from {lo} to {hi}", "any": "a finite number"}[kind]
+            scope = " (the metric's range)" if kind != "any" else ""
+            raise DataError(f"expected {what}{scope}, got {_got(v)}", path=path, row=row, field=f"human.{key}")
+        out[key] = number
+    return out or None
 
 
 def check_records(records: list[Record], *, path: str) -> list[Record]:
@@ -211,4 +273,4 @@ def digest(records: Iterable[Record]) -> str:
     return h.hexdigest()[:16]
 
 
-__all__ = ["Record", "FIELDS", "STAGES", "to_record", "check_records", "present_fields", "digest"]
+__all__ = ["Record", "FIELDS", "STAGES", "HUMAN_SCALES", "human_labels", "to_record", "check_records", "present_fields", "digest"]

@@ -14,7 +14,10 @@ What the label means here: the annotation says whether the *answer* is right wit
 the ground truths. The references are taken as correct, so the label plays the part seed
 ``004_…``'s label plays in its confusion matrix — "should this answer be judged as agreeing
 with the reference?" — and a refusal counts as not agreeing (``refuse-to-answer: false``).
-An annotation missing from ``labels`` is an error naming the row.
+An annotation missing from ``labels`` is an error naming the row. The same verdict is the human
+label of ``answer_similarity`` (docs/judge-trust.md): 5 when the label is true (the answer says what
+the ground truth says), 0 when false. ``split``, ``split_fraction``, ``split_seed``:
+:mod:`ragexp.datasets.split`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
+from ragexp.datasets.split import split_records
 
 COLUMNS = {"question": "query", "retrieved_contexts": "contexts", "ground_truth_contexts": "gt_contexts",
            "answer": "answer", "ground_truths": "reference_answers"}
@@ -30,7 +34,7 @@ DEFAULT_LABELS = {"correct": True, "incorrect": False, "refuse-to-answer": False
 
 
 def load_continuous_eval(path: str, *, name: str = "continuous_eval", limit: int | None = None,
-                         labels: dict[str, bool] | None = None, label: bool | None = None) -> Dataset:
+                         labels: dict[str, bool] | None = None, label: bool | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
     p = existing(path)
     labels = DEFAULT_LABELS if labels is None else dict(labels)
 
@@ -50,6 +54,9 @@ def load_continuous_eval(path: str, *, name: str = "continuous_eval", limit: int
                                     f"{', '.join(map(repr, labels))} (map it with dataset.labels)",
                                     path=str(p), row=row, field="annotation")
                 raw["label"] = labels[annotation]
+                raw["human"] = {"answer_similarity": 5 * int(bool(labels[annotation]))}
             yield row, raw
 
-    return build(name, p, rows(), limit=limit, label=label)
+    ds = build(name, p, rows(), limit=limit, label=label)
+    ds.records = split_records(ds.records, split, split_fraction, split_seed)
+    return ds

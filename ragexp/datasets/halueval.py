@@ -19,6 +19,13 @@ candidate goes:
   answer and the candidate becomes the reference, so ``label`` literally says whether the
   reference is correct.
 
+Human labels (docs/judge-trust.md): with ``role: answer``, the right candidate has
+``human: {answer_consistency_binary: 1, answer_similarity: 5}`` and the hallucinated one ``{0, 0}``
+(the hallucination is not supported by the knowledge, and does not say what the right answer says);
+with ``role: reference`` the answer is always the right one, so ``answer_consistency_binary`` is 1 for
+both and ``answer_similarity`` (answer against the candidate reference) is 5 or 0 as the label.
+``split``, ``split_fraction``, ``split_seed``: :mod:`ragexp.datasets.split`.
+
 Rows in errors are line numbers.
 """
 
@@ -26,11 +33,12 @@ from __future__ import annotations
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
+from ragexp.datasets.split import split_records
 
 ROLES = ("answer", "reference")
 
 
-def load_halueval(path: str, *, role: str = "answer", name: str = "halueval", limit: int | None = None) -> Dataset:
+def load_halueval(path: str, *, role: str = "answer", name: str = "halueval", limit: int | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
     if role not in ROLES:
         raise DataError(f"dataset.role must be one of {', '.join(ROLES)}, got {role!r}")
     p = existing(path)
@@ -50,7 +58,10 @@ def load_halueval(path: str, *, role: str = "answer", name: str = "halueval", li
                     "id": f"{row}-{kind}", "query": item["question"],
                     "contexts": [item["knowledge"]], "gt_contexts": [item["knowledge"]],
                     "answer": answer, "reference_answers": [reference], "label": label,
-                    "candidate": kind,
+                    "candidate": kind, "human": {"answer_consistency_binary": int(label or role == "reference"),
+                                                 "answer_similarity": 5 * int(label)},
                 }
 
-    return build(name, p, rows(), limit=limit, role=role)
+    ds = build(name, p, rows(), limit=limit, role=role)
+    ds.records = split_records(ds.records, split, split_fraction, split_seed)
+    return ds

@@ -5,6 +5,10 @@
     python -m ragexp dataset=mapped dataset.path=runs.csv \\
         'dataset.columns={query: question, contexts: retrieved, reference_answers: gold}'
 
+People's labels go to ``human.<metric key>`` (``'dataset.columns={human.answer_similarity: rating}'``);
+a column named ``human`` may hold them all as a JSON object (docs/judge-trust.md). An empty cell is
+no label for that row.
+
 A column already named like a field (``query``, ``answer``, …) needs no entry; every other
 column is kept in ``extra``. A mapping key that is not a canonical field, or a column the file
 does not have, is an error before any row is read.
@@ -29,22 +33,25 @@ from typing import Any, Iterable
 from ragexp.errors import DataError
 from ragexp.common.records import FIELDS
 from ragexp.datasets.base import Dataset, build, existing, plain, read_table
+from ragexp.datasets.split import split_records
 
-JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings")
+JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings", "human")
 
 
 def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",
                 format: str | None = None, name: str = "mapped", limit: int | None = None,
-                label: bool | None = None) -> Dataset:
+                label: bool | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
     p = existing(path)
     source = str(p)
     mapping, decode, strict = _mapping(columns, json_fields, source)
     names, items = read_table(p, format)
-    return map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label)
+    ds = map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label)
+    ds.records = split_records(ds.records, split, split_fraction, split_seed)
+    return ds
 
 
 def load_in_memory(data: Any, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",
-                   name: str = "dataframe", limit: int | None = None, label: bool | None = None) -> Dataset:
+                   name: str = "dataframe", limit: int | None = None, label: bool | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
     """The same mapping and checks as :func:`load_mapped`, over rows already in memory: a pandas
     DataFrame (rows counted from 1, as in a CSV file; NaN and ``pd.NA`` cells are absent) or a list
     of dicts. Errors name the source as ``DataFrame`` or ``list of records`` where a file's path would be."""
@@ -60,7 +67,9 @@ def load_in_memory(data: Any, *, columns: dict[str, str] | None = None, json_fie
     else:
         raise DataError(f"expected a pandas DataFrame or a list of dicts, got {type(data).__name__}")
     mapping, decode, strict = _mapping(columns, json_fields, source)
-    return map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label)
+    ds = map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label)
+    ds.records = split_records(ds.records, split, split_fraction, split_seed)
+    return ds
 
 
 def _cell(value: Any) -> Any:
@@ -80,10 +89,11 @@ def _mapping(columns: dict[str, str] | None, json_fields: str | list[str], sourc
              ) -> tuple[dict[str, str], set[str], bool]:
     """The checked column mapping and which fields' JSON text to decode (strictly or not)."""
     mapping = dict(columns or {})
-    unknown = [k for k in mapping if k not in FIELDS]
+    unknown = [k for k in mapping if k not in FIELDS and not (k.startswith("human.") and len(k) > 6)]
     if unknown:
         raise DataError(f"dataset.columns names an unknown field {unknown[0]!r}: expected canonical fields "
-                        f"({', '.join(FIELDS)}) mapped to the file's column names", path=source)
+                        f"({', '.join(FIELDS)}, or human.<metric key>) mapped to the file's column names",
+                        path=source)
     if json_fields == "auto":
         return mapping, set(JSON_FIELDS), False
     if isinstance(json_fields, (list, tuple)):
@@ -116,7 +126,11 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
                 if c not in item:
                     raise DataError(f"column {c!r} (mapped to field {f!r}) is missing from this row",
                                     path=source, row=row, field=f)
-                raw[f] = item[c]
+                if f.startswith("human."):
+                    labels = raw["human"] = dict(raw.get("human") or {})
+                    labels[f[6:]] = item[c]
+                else:
+                    raw[f] = item[c]
             for c, v in item.items():
                 if c not in source_of and c not in raw:
                     raw[c] = v
@@ -126,7 +140,7 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
                     try:
                         raw[f] = json.loads(v)
                     except json.JSONDecodeError as exc:
-                        raise DataError(f"expected JSON text ({'a list' if f != 'timings' else 'an object'}), "
+                        raise DataError(f"expected JSON text ({'a list' if f not in ('timings', 'human') else 'an object'}), "
                                         f"got {v[:40]!r}: {exc.msg}", path=source, row=row,
                                         field=f) from None
             yield row, raw

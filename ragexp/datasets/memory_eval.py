@@ -2,17 +2,20 @@
 
 The source carries no per-sample label: the file itself is the label (every reference in
 ``evaluation_samples_true.json`` is correct, every one in ``_false`` deliberately wrong), so
-the config sets ``label`` for all rows.
+the config sets ``label`` for all rows. The answers are right in both files, so the label is also
+the human label of ``answer_similarity`` (answer against reference; docs/judge-trust.md): 5 in
+``_true``, 0 in ``_false``. ``split``, ``split_fraction``, ``split_seed``: :mod:`ragexp.datasets.split`.
 """
 
 from __future__ import annotations
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, read_json
+from ragexp.datasets.split import split_records
 
 
 def load_memory_eval(path: str, *, name: str = "memory_eval", limit: int | None = None,
-                     label: bool | None = None) -> Dataset:
+                     label: bool | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
     p = existing(path)
     items = read_json(p)
     if not isinstance(items, list):
@@ -31,6 +34,10 @@ def load_memory_eval(path: str, *, name: str = "memory_eval", limit: int | None 
                 "reference_answers": item.get("reference_answer"),
                 "label": item.get("label"),
                 "latency_s": item.get("latency_s"),
+                "human": item.get("human", None if (lab := item.get("label", label)) is None
+                                  else {"answer_similarity": 5 * int(bool(lab))}),
             }
 
-    return build(name, p, rows(), limit=limit, label=label)
+    ds = build(name, p, rows(), limit=limit, label=label)
+    ds.records = split_records(ds.records, split, split_fraction, split_seed)
+    return ds

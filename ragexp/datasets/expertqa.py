@@ -1,0 +1,72 @@
+"""``dataset=expertqa``: ExpertQA (Malaviya et al. 2023), answers of six systems to questions written by
+domain experts, split into claims that experts labelled. One record per claim: the question is the
+``query``, the claim (as the system wrote it, citation marks kept) is the ``answer``, and its
+evidence passages are the ``contexts``. The experts' labels become ``human`` labels
+(docs/judge-trust.md shows the mapping in a table):
+
+==================  ============================  ======================  ==============
+``support``         ``answer_consistency_binary``  ``answer_consistency``
+==================  ============================  ======================  ==============
+Complete            1                              1.0
+Partial             0                              0.5
+Incomplete          0                              0.5
+Missing             0                              0.0
+N/A, absent         (no label)                     (no label)
+==================  ============================  ======================  ==============
+
+``support`` says whether the evidence supports the claim, which is what the two consistency
+metrics ask of the contexts: Complete is full support; Partial and Incomplete both mean only part
+of the claim is supported (the file uses both words); Missing means none; N/A marks evidence the
+expert could not read (a dead link). ``correctness`` (is the claim true?) becomes
+``human.correctness`` on 0–4: Definitely correct 4, Probably correct 3, Likely incorrect 1,
+Definitely incorrect 0; Unsure is no label.
+
+``require_evidence: true`` (default) keeps the 974 claims that have evidence text; ``false`` keeps
+all 1,174 (a claim without evidence has ``contexts: []``, scored as a miss). Extra columns:
+``question_id`` (the line: claims of one question are not independent, so
+``stats.cluster_by=question_id``), ``system``, ``field``, ``support``, ``correctness``. Rows in
+errors are line numbers.
+"""
+
+from __future__ import annotations
+
+from ragexp.errors import DataError
+from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
+from ragexp.datasets.split import split_records
+
+SUPPORT = {"Complete": (1, 1.0), "Partial": (0, 0.5), "Incomplete": (0, 0.5), "Missing": (0, 0.0)}
+CORRECTNESS = {"Definitely correct": 4, "Probably correct": 3, "Likely incorrect": 1, "Definitely incorrect": 0}
+
+
+def load_expertqa(path: str, *, name: str = "expertqa", require_evidence: bool = True, limit: int | None = None,
+                  split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
+    p = existing(path)
+
+    def rows():
+        for row, item in iter_jsonl(p):
+            if not isinstance(item, dict) or not isinstance(item.get("answers"), dict):
+                raise DataError("expected an object with 'question' and 'answers' per line", path=str(p), row=row)
+            field = (item.get("metadata") or {}).get("field")
+            for system, answer in item["answers"].items():
+                for i, claim in enumerate((answer or {}).get("claims") or [], start=1):
+                    where = f"answers.{system}.claims[{i}]"
+                    if not isinstance(claim, dict) or not isinstance(claim.get("claim_string"), str):
+                        raise DataError("expected a claim object with a 'claim_string'", path=str(p), row=row,
+                                        field=where)
+                    evidence = [e for e in claim.get("evidence") or [] if isinstance(e, str) and e.strip()]
+                    if require_evidence and not evidence:
+                        continue
+                    support, correctness = claim.get("support"), claim.get("correctness")
+                    human: dict[str, float] = {}
+                    if support in SUPPORT:
+                        human["answer_consistency_binary"], human["answer_consistency"] = SUPPORT[support]
+                    if correctness in CORRECTNESS:
+                        human["correctness"] = CORRECTNESS[correctness]
+                    yield row, {"id": f"{row}-{system}-{i}", "query": item.get("question"),
+                                "answer": claim["claim_string"], "contexts": evidence, "human": human or None,
+                                "question_id": str(row), "system": system, "field": field,
+                                "support": support, "correctness": correctness}
+
+    ds = build(name, p, rows(), limit=limit)
+    ds.records = split_records(ds.records, split, split_fraction, split_seed)
+    return ds
