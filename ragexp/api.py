@@ -175,7 +175,8 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
 
     if log is not False:
         settings["tracking.enabled"] = True
-    cfg, container = _prepared(tuple(chosen) + tuple(str(o) for o in overrides), settings)
+    composed_with = tuple(chosen) + tuple(str(o) for o in overrides)
+    cfg, container = _prepared(composed_with, settings)
     dataset = None
     if in_memory is not None:
         from ragexp.datasets.mapped import load_in_memory
@@ -185,7 +186,7 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
                                  json_fields=_plain(ds.get("json_fields", "auto")), name=ds.get("name") or "dataframe",
                                  limit=ds.get("limit"), label=ds.get("label"))
     try:
-        outcome = execute(cfg, dataset=dataset, save=log is not False, show=False)
+        outcome = execute(cfg, dataset=dataset, save=log is not False, show=False, overrides=composed_with)
     except JudgeFailed as exc:  # every judge metric failed: the reasons, sample by sample, go with the error
         if getattr(exc, "outcome", None) is not None:
             exc.result = _result(exc.outcome, container)
@@ -382,7 +383,7 @@ def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResul
             resamples: int | None = None, confidence: float | None = None, seed: int | None = None,
             min_match_fraction: float = 0.9, regressions: int = 10) -> ComparisonResult:
     """Is ``candidate`` really different from ``baseline``? A paired comparison by sample id, metric by
-    metric, with ``python -m ragexp.compare``'s statistics (:func:`ragexp.cli.compare.compare_tables`).
+    metric, with ``python -m ragexp.compare``'s statistics (:func:`ragexp.core.pairing.compare_tables`).
 
     Each side is an :class:`EvaluationResult` or the id or name of a logged run (read from
     ``tracking_uri``, else the store ``python -m ragexp`` uses). ``resamples``, ``confidence`` and
@@ -391,11 +392,21 @@ def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResul
     """
     import pandas as pd
 
-    from ragexp.cli.compare import compare_tables
+    from ragexp.core.pairing import compare_tables
+    from ragexp.errors import ConfigError
 
-    client: list[Any] = []
-    tables = [_run_table(side, role, tracking_uri, client) for side, role in
-              ((baseline, "baseline"), (candidate, "candidate"))]
+    tables, client = [], None
+    for side, role in ((baseline, "baseline"), (candidate, "candidate")):
+        if isinstance(side, EvaluationResult):
+            tables.append(_run_table(side, role))
+        elif isinstance(side, str):
+            from ragexp.tracking.runs import read_runs
+            from ragexp.tracking.store import resolve_uri
+
+            client, found = read_runs(resolve_uri(tracking_uri), {role: side}, client)
+            tables.append(found[role])
+        else:
+            raise ConfigError(f"{role}: expected an EvaluationResult or a run id or name, got {type(side).__name__}")
     stats = baseline.summary.get("stats", {}) if isinstance(baseline, EvaluationResult) else {}
     result = compare_tables(*tables, resamples=int(resamples if resamples is not None else stats.get("resamples", 10_000)),
                             confidence=float(confidence if confidence is not None else stats.get("confidence", 0.95)),
@@ -408,32 +419,14 @@ def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResul
     return ComparisonResult(metrics=frame, regressions=result["regressions"], comparison=result)
 
 
-def _run_table(side: Any, role: str, tracking_uri: str | None, client: list[Any]) -> Any:
-    """The comparison's view of one side: a result's own per-sample table, or a logged run's."""
-    from ragexp.cli.compare import RunTable, find_run, load_run
-    from ragexp.errors import ConfigError, RagexpError, TrackingError
+def _run_table(side: Any, role: str) -> Any:
+    """The comparison's view of a result: its own per-sample table."""
+    from ragexp.core.pairing import RunTable
 
-    if isinstance(side, EvaluationResult):
-        df = side.per_sample
-        rows = df.astype(object).where(df.notna(), None).values.tolist()
-        name = side.config.get("run_name") or side.run_id or role
-        metrics = {k: v for k, v in side.summary["metrics"].items() if v is not None}
-        return RunTable(name=str(name), columns=[str(c) for c in df.columns], rows=rows, run_id=side.run_id,
-                        questions_digest=side.summary.get("questions_digest"), dataset=side.summary.get("dataset"),
-                        metrics=metrics)
-    if not isinstance(side, str):
-        raise ConfigError(f"{role}: expected an EvaluationResult or a run id or name, got {type(side).__name__}")
-    from ragexp.common.secrets import redact_url
-    from ragexp.tracking.store import bounded_http, first_line, open_client, require_existing_store, resolve_uri
-
-    uri = resolve_uri(tracking_uri)
-    try:
-        with bounded_http():
-            if not client:
-                require_existing_store(uri)
-                client.append(open_client(uri))
-            return load_run(client[0], find_run(client[0], side, role), role)
-    except RagexpError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; one line says which store and why
-        raise TrackingError(f"tracking store {redact_url(uri)}: cannot read the {role} run: {first_line(exc)}") from None
+    df = side.per_sample
+    rows = df.astype(object).where(df.notna(), None).values.tolist()
+    name = side.config.get("run_name") or side.run_id or role
+    metrics = {k: v for k, v in side.summary["metrics"].items() if v is not None}
+    return RunTable(name=str(name), columns=[str(c) for c in df.columns], rows=rows, run_id=side.run_id,
+                    questions_digest=side.summary.get("questions_digest"), dataset=side.summary.get("dataset"),
+                    metrics=metrics)

@@ -14,7 +14,7 @@ import pytest
 
 from cli import run_cli
 
-from ragexp.cli.compare import RunTable, compare_tables
+from ragexp.core.pairing import RunTable, compare_tables
 from ragexp.errors import ConfigError, DataError
 from ragexp.core.gate import add_override_prefix, drop_failures, flat_conditions, floor_failures, read_gate
 from ragexp.core.results import status_column
@@ -394,7 +394,7 @@ def test_cli_help(tmp_path):
 
 
 def test_too_few_resamples_for_holm_are_called_out(capsys):
-    from ragexp.cli.compare import print_comparison
+    from ragexp.report.comparison import print_comparison
 
     rng = np.random.default_rng(5)
     keys = tuple(f"token_f1/v{i}" for i in range(30))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragexp.cli.compare import RunTable, compare_tables
+from ragexp.core.pairing import RunTable, compare_tables
 from ragexp.core.results import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys, status_column,
                             table_frame, trim)
 

@@ -1,0 +1,257 @@
+"""The pure part of ``python -m ragexp.compare``: two runs' per-sample tables in, the comparison out.
+
+1. **Pair the samples** by sample id. Refused, with one line: runs evaluated on different
+   questions (their ``questions_digest`` differ, or a shared id has another query), or fewer
+   shared ids than ``min_match_fraction`` of the larger run (the line says how many). Ids in one
+   run only are counted and left out.
+2. **Per metric** present in both tables: the samples whose status is ``ok`` in both runs are
+   compared (the others are counted by status), with :func:`ragexp.stats.paired.paired_compare`:
+   both means, the difference candidate − baseline with its paired bootstrap CI, the p-value
+   (sign-flip permutation; exact McNemar for 0/1 metrics), Holm-adjusted across the metrics
+   compared, better/tie/worse counts and the minimum detectable difference at 80% power.
+   ``higher_is_better`` comes from the metric registry (by the key's part before ``/``), so
+   ``avg_latency`` going down is an improvement. A metric present in one run only is listed
+   as such.
+
+Finding and reading the runs is :mod:`ragexp.tracking.runs`; printing, :mod:`ragexp.report.comparison`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ragexp.core.results import metric_keys, status_column, trim
+from ragexp.errors import DataError
+from ragexp.metrics.base import direction
+
+TABLE_FILE = "per_sample.json"
+
+
+@dataclass
+class RunTable:
+    """What a comparison reads of one run: its per-sample table and a few facts."""
+
+    name: str
+    columns: list[str]
+    rows: list[list[Any]]
+    run_id: str | None = None
+    experiment_id: str | None = None
+    questions_digest: str | None = None
+    dataset: str | None = None
+    #: the run's own aggregates (over every sample it scored), for the gate's floors
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def _index(table: RunTable, role: str) -> dict[str, int]:
+    if "id" not in table.columns:
+        raise DataError(f"{role} run '{table.name}': {TABLE_FILE} has no 'id' column")
+    col = table.columns.index("id")
+    index: dict[str, int] = {}
+    for i, row in enumerate(table.rows):
+        sid = str(row[col])
+        if sid in index:
+            raise DataError(f"{role} run '{table.name}': {TABLE_FILE} row {i + 1}: sample id '{sid}' appears twice")
+        index[sid] = i
+    return index
+
+
+def _column(table: RunTable, name: str, rows: list[int]) -> list[Any]:
+    col = table.columns.index(name)
+    return [table.rows[i][col] for i in rows]
+
+
+def _columns(table: RunTable, rows: list[int]) -> dict[str, tuple]:
+    """The table's columns (name → values), for these rows, in this order."""
+    picked = [table.rows[i] for i in rows]
+    if not picked:
+        return {c: () for c in table.columns}
+    return dict(zip(table.columns, zip(*picked)))
+
+
+def _numbers(values: tuple) -> Any:
+    """Metric values as floats; None (a sample that did not score) and anything not a number → NaN."""
+    import numpy as np
+
+    if set(map(type, values)) <= {float, int, bool, type(None)}:  # what JSON gives: NaN for None
+        return np.asarray(values, dtype=np.float64)
+    return np.array([float(v) if isinstance(v, (int, float)) else math.nan for v in values], dtype=np.float64)
+
+
+def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 10_000,
+                   confidence: float = 0.95, seed: int = 0, min_match_fraction: float = 0.9,
+                   regressions: int = 10) -> dict[str, Any]:
+    """Pair two runs' per-sample tables by id and compare every shared metric (module docstring).
+
+    Returns the comparison as plain data (``comparison.json``): ``samples`` (the pairing),
+    ``metrics`` (one row per metric key, in the baseline's column order, then the candidate's
+    extra keys), ``regressions`` (per metric, the samples that got most worse), ``not_compared``
+    (dataset-level metrics) and ``method``.
+    """
+    shared, b_rows, c_rows, queries = _pair(baseline, candidate, min_match_fraction)
+    rows, both = _metric_rows(baseline, candidate)
+    values_b, values_c, ok = _usable_values(baseline, candidate, b_rows, c_rows, both, rows)
+    _test(values_b, values_c, ok, both, rows, resamples=resamples, confidence=confidence, seed=seed)
+    compared = _verdicts(rows, 1 - confidence)
+    n = len(shared)
+    return {
+        "not_compared": _dataset_level(baseline, candidate),
+        "baseline": {"run_id": baseline.run_id, "name": baseline.name, "samples": len(baseline.rows)},
+        "candidate": {"run_id": candidate.run_id, "name": candidate.name, "samples": len(candidate.rows)},
+        "samples": {"matched": n, "only_in_baseline": len(baseline.rows) - n,
+                    "only_in_candidate": len(candidate.rows) - n,
+                    "questions_digest": baseline.questions_digest or candidate.questions_digest},
+        "method": {"diff": "candidate − baseline", "confidence": confidence, "resamples": resamples, "seed": seed,
+                   "ci": "paired bootstrap, percentile", "p_value": "two-sided: sign-flip permutation of the mean "
+                   "difference; exact McNemar (binomial on discordant pairs) for 0/1 metrics",
+                   "adjustment": f"Holm across the {len(compared)} metrics compared",
+                   "significant": f"Holm-adjusted p < {1 - confidence:g}", "mde": "80% power, two-sided"},
+        "metrics": rows,
+        "regressions": _regressions(values_b, values_c, ok, both, rows, shared, queries, regressions),
+    }
+
+
+def _pair(baseline: RunTable, candidate: RunTable, min_match_fraction: float
+          ) -> tuple[list[str], list[int], list[int], list[Any]]:
+    """The shared sample ids (baseline order), their rows in each table and their queries; refuses
+    runs of other questions or with too few shared ids."""
+    if baseline.questions_digest and candidate.questions_digest \
+            and baseline.questions_digest != candidate.questions_digest:
+        raise DataError(
+            f"the runs were evaluated on different questions: baseline '{baseline.name}' "
+            f"(dataset {baseline.dataset or '?'}, questions digest {baseline.questions_digest}) vs candidate "
+            f"'{candidate.name}' (dataset {candidate.dataset or '?'}, questions digest {candidate.questions_digest})")
+    b_index, c_index = _index(baseline, "baseline"), _index(candidate, "candidate")
+    shared = [sid for sid in b_index if sid in c_index]
+    needed = max(2, math.ceil(min_match_fraction * max(len(b_index), len(c_index))))
+    if len(shared) < needed:
+        raise DataError(
+            f"only {len(shared)} sample ids are in both runs (baseline '{baseline.name}' has {len(b_index)}, "
+            f"candidate '{candidate.name}' has {len(c_index)}); at least {needed} are needed "
+            f"(min_match_fraction={min_match_fraction:g}): are they runs of the same dataset?")
+    b_rows = [b_index[s] for s in shared]
+    c_rows = [c_index[s] for s in shared]
+    queries = _column(baseline, "query", b_rows) if "query" in baseline.columns else [None] * len(shared)
+    if "query" in baseline.columns and "query" in candidate.columns:
+        for sid, qb, qc in zip(shared, queries, _column(candidate, "query", c_rows)):
+            if qb != qc and trim(qb) != trim(qc):  # a logged table holds the query trimmed, a result's whole
+                raise DataError(f"sample id '{sid}' has another query in each run ({qb!r} vs {qc!r}): "
+                                f"the runs were evaluated on different questions")
+    return shared, b_rows, c_rows, queries
+
+
+def _metric_rows(baseline: RunTable, candidate: RunTable) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """One row per metric key of either run (its direction; where it is missing), and the shared keys."""
+    b_keys, c_keys = metric_keys(baseline.columns), metric_keys(candidate.columns)
+    both = [k for k in b_keys if k in set(c_keys)]
+    rows: dict[str, dict[str, Any]] = {}
+    for key in b_keys + [k for k in c_keys if k not in set(b_keys)]:
+        hib, known = direction(key)
+        rows[key] = {"key": key, "higher_is_better": hib, "direction_known": known}
+        if key not in both:
+            only = "baseline" if key in b_keys else "candidate"
+            rows[key].update(only_in=only, note=f"computed in the {only} run only")
+    return rows, both
+
+
+def _usable_values(baseline: RunTable, candidate: RunTable, b_rows: list[int], c_rows: list[int],
+                   both: list[str], rows: dict[str, dict[str, Any]]) -> tuple[Any, Any, Any]:
+    """``(n, metrics)`` arrays of both runs' values and of "ok in both"; the others counted per row."""
+    import numpy as np
+
+    n = len(b_rows)
+    values_b = np.full((n, len(both)), np.nan)
+    values_c = np.full((n, len(both)), np.nan)
+    ok = np.zeros((n, len(both)), dtype=bool)
+    cols_b, cols_c = _columns(baseline, b_rows), _columns(candidate, c_rows)
+    for j, key in enumerate(both):
+        values_b[:, j] = _numbers(cols_b[key])
+        values_c[:, j] = _numbers(cols_c[key])
+        sb = np.asarray(cols_b[status_column(key)], dtype=object)
+        sc = np.asarray(cols_c[status_column(key)], dtype=object)
+        ok_b = (sb == "ok") & np.isfinite(values_b[:, j])
+        ok_c = (sc == "ok") & np.isfinite(values_c[:, j])
+        ok[:, j] = ok_b & ok_c
+        excluded: dict[str, int] = {}
+        for role, statuses, good in (("baseline", sb, ok_b), ("candidate", sc, ok_c)):
+            for i in np.flatnonzero(~good):
+                label = f"{role} {statuses[i] if statuses[i] != 'ok' else 'no value'}"
+                excluded[label] = excluded.get(label, 0) + 1
+        rows[key].update(n=int(ok[:, j].sum()), excluded=int(n - ok[:, j].sum()), excluded_by=excluded)
+    return values_b, values_c, ok
+
+
+def _test(values_b: Any, values_c: Any, ok: Any, both: list[str], rows: dict[str, dict[str, Any]], *,
+          resamples: int, confidence: float, seed: int) -> None:
+    """The paired statistics of every shared metric, into its row. Metrics with the same usable
+    samples share one set of resamples (one matrix product for all of them)."""
+    import numpy as np
+
+    from ragexp.stats.paired import paired_compare_columns
+
+    groups: dict[bytes, list[int]] = {}
+    for j in range(len(both)):
+        groups.setdefault(np.packbits(ok[:, j]).tobytes(), []).append(j)
+    for cols in groups.values():
+        mask = ok[:, cols[0]]
+        if not mask.any():
+            for j in cols:
+                rows[both[j]].update(note="no sample is ok in both runs")
+            continue
+        results = paired_compare_columns(values_b[mask][:, cols], values_c[mask][:, cols], resamples=resamples,
+                                         confidence=confidence, seed=seed)
+        for j, r in zip(cols, results):
+            row = rows[both[j]]
+            row.update({k: v for k, v in asdict(r).items() if k != "n"})
+            row["mde"] = None if math.isnan(r.mde) else r.mde
+            row["better"], row["worse"] = (r.wins, r.losses) if row["higher_is_better"] else (r.losses, r.wins)
+
+
+def _verdicts(rows: dict[str, dict[str, Any]], alpha: float) -> list[str]:
+    """Holm across the metrics compared, and each one's verdict (direction-aware); their keys."""
+    from ragexp.stats.paired import holm
+
+    compared = [k for k, r in rows.items() if "p_value" in r]
+    for key, p in zip(compared, holm([rows[k]["p_value"] for k in compared])):
+        row = rows[key]
+        row["p_holm"] = p
+        if p < alpha and row["diff"] != 0:
+            row["verdict"] = "better" if (row["diff"] > 0) == row["higher_is_better"] else "worse"
+        else:
+            row["verdict"] = "no significant difference"
+    return compared
+
+
+def _regressions(values_b: Any, values_c: Any, ok: Any, both: list[str], rows: dict[str, dict[str, Any]],
+                 shared: list[str], queries: list[Any], limit: int) -> dict[str, list[dict[str, Any]]]:
+    """Per compared metric, up to ``limit`` samples that got most worse (direction-aware)."""
+    import numpy as np
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for j, key in enumerate(both):
+        if "p_value" not in rows[key]:
+            continue
+        sign = 1.0 if rows[key]["higher_is_better"] else -1.0
+        change = np.where(ok[:, j], sign * (values_c[:, j] - values_b[:, j]), np.nan)
+        worst = [i for i in np.argsort(np.nan_to_num(change, nan=np.inf), kind="stable")[:limit] if change[i] < 0]
+        out[key] = [{"id": shared[i], "query": queries[i], "baseline": float(values_b[i, j]),
+                     "candidate": float(values_c[i, j])} for i in worst]
+    return out
+
+
+_INTERVAL_SUFFIXES = ("/n", "/stderr", "/ci_low", "/ci_high")
+
+
+def _dataset_level(baseline: RunTable, candidate: RunTable) -> dict[str, dict[str, float]]:
+    """Dataset-level metrics both runs logged (one value per run, no per-sample values to pair)."""
+    from ragexp.metrics.base import load_all
+
+    registry = load_all()
+    out = {}
+    for key in baseline.metrics:
+        info = registry.get(key.split("/", 1)[0])
+        if info is not None and info.level == "dataset" and key in candidate.metrics \
+                and not key.endswith(_INTERVAL_SUFFIXES):
+            out[key] = {"baseline": baseline.metrics[key], "candidate": candidate.metrics[key]}
+    return out

@@ -1,0 +1,103 @@
+"""The terminal report of a comparison of two runs (:mod:`ragexp.core.pairing`): a table with the
+significant changes marked ▲ better / ▼ worse, the notes under it, and the samples that regressed most."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, Mapping
+
+
+def _f(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.{digits}f}"
+
+
+def _p(value: float) -> str:
+    return "—" if value is None else ("< 0.001" if value < 0.001 else f"{value:.3f}")
+
+
+def focus_metric(result: Mapping[str, Any], primary: str | None = None) -> str | None:
+    """The metric whose regressed samples are printed: ``stats.primary`` when compared, else the
+    most significant regression, else the metric with the most samples gone worse."""
+    rows = result["metrics"]
+    if primary and primary in result["regressions"]:
+        return primary
+    worse = [r for r in rows.values() if r.get("verdict") == "worse"]
+    if worse:
+        return min(worse, key=lambda r: (r["p_holm"], -abs(r["diff"])))["key"]
+    compared = [r for r in rows.values() if "p_value" in r and result["regressions"].get(r["key"])]
+    return max(compared, key=lambda r: r["worse"])["key"] if compared else None
+
+
+def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> None:
+    """The comparison table, the notes under it, and the samples that regressed most."""
+    from rich.console import Console
+    from rich.table import Table
+
+    method, s = result["method"], result["samples"]
+    level = round(100 * method["confidence"], 2)
+    b, c = result["baseline"], result["candidate"]
+    table = Table(title=f"ragexp.compare · baseline {b['name']} → candidate {c['name']} · {s['matched']} paired samples",
+                  title_justify="left", caption_justify="left",
+                  caption=(f"diff = candidate − baseline with its {level:g}% paired bootstrap CI "
+                           f"({method['resamples']:,} resamples, seed {method['seed']}); p: sign-flip permutation, "
+                           f"† exact McNemar for 0/1 metrics, {method['adjustment']}; "
+                           f"▲/▼ = significantly better/worse ({method['significant']}), direction-aware; "
+                           f"better/tie/worse = samples; MDE = smallest difference these samples detect with "
+                           f"80% power; over = samples ok in both runs"))
+    table.add_column("metric", no_wrap=True)
+    for name in ("baseline", "candidate", "diff", f"{level:g}% CI", "p (Holm)", "better/tie/worse", "MDE", "over"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    notes = []
+    for key, r in result["metrics"].items():
+        arrow = "" if r.get("higher_is_better", True) else " ↓"
+        label = f"{key}{arrow}" + ("" if r.get("direction_known", True) else " ?")
+        if "p_value" not in r:
+            table.add_row(label, "", "", "", "", "", "", "", f"{r.get('n', 0)} / {s['matched']}",
+                          f"[dim]{r.get('note', '')}[/dim]")
+            continue
+        style = {"better": "green", "worse": "red"}.get(r["verdict"], "")
+        mark = {"better": "▲ better", "worse": "▼ worse"}.get(r["verdict"], "")
+        diff = f"{r['diff']:+.4f}"
+        p = _p(r["p_holm"]) + ("†" if r["test"] == "mcnemar" else " ")
+        table.add_row(label, _f(r["mean_baseline"]), _f(r["mean_candidate"]),
+                      f"[{style}]{diff}[/{style}]" if style else diff,
+                      f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]", p,
+                      f"{r['better']}/{r['ties']}/{r['worse']}", _f(r["mde"]), f"{r['n']} / {s['matched']}",
+                      f"[{style}]{mark}[/{style}]" if style else "")
+        if r["excluded_by"]:
+            notes.append(f"{key}: left out " + ", ".join(f"{v} ({k})" for k, v in r["excluded_by"].items()))
+    console = Console(file=sys.stdout, width=max(140, Console().width))
+    console.print(table)
+    lines = [f"samples: {s['matched']} in both runs, {s['only_in_baseline']} only in the baseline, "
+             f"{s['only_in_candidate']} only in the candidate (left out)"]
+    if any(not r.get("higher_is_better", True) for r in result["metrics"].values()):
+        lines.append("↓ = lower is better")
+    if any(not r.get("direction_known", True) for r in result["metrics"].values()):
+        lines.append("? = not a registered metric: higher is taken as better")
+    permuted = sum(1 for r in result["metrics"].values() if r.get("test") == "permutation")
+    compared = sum(1 for r in result["metrics"].values() if "p_value" in r)
+    floor = 2 / (method["resamples"] + 1)  # the smallest p-value a random-pattern permutation test gives
+    if permuted and compared * floor >= 1 - method["confidence"]:
+        lines.append(f"with {method['resamples']:,} resamples no permutation p-value is below {floor:.2g}, and "
+                     f"Holm over {compared} metrics cannot bring it under {1 - method['confidence']:g}: "
+                     f"raise stats.resamples (e.g. stats.resamples={round(20 * compared / (1 - method['confidence'])):,})")
+    whole = result.get("not_compared") or {}
+    if whole:
+        lines.append("not compared (one value per run, nothing to pair): " + ", ".join(
+            f"{k} {_f(v['baseline'])} → {_f(v['candidate'])}" for k, v in whole.items()))
+    for line in lines + notes:
+        console.print(f"[dim]{line}[/dim]", highlight=False, soft_wrap=True)
+    key = focus_metric(result, focus)
+    regs = result["regressions"].get(key) if key else None
+    if regs:
+        worst = Table(title=f"Samples that regressed most on {key}", title_justify="left")
+        for name in ("id", "query", "baseline", "candidate"):
+            worst.add_column(name, justify="right" if name in ("baseline", "candidate") else "left",
+                             overflow="ellipsis", max_width=60 if name == "query" else None, no_wrap=name == "query")
+        for r in regs:
+            worst.add_row(str(r["id"]), str(r["query"] or ""), _f(r["baseline"]), _f(r["candidate"]))
+        console.print(worst)
