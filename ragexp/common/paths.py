@@ -1,4 +1,5 @@
-"""Where the Hydra configs live, in a source checkout and in an installed wheel.
+"""Where the Hydra configs live (in a source checkout and in an installed wheel), and the folder a
+command was started from.
 
 In the repository (and an editable install) they are the top-level ``conf/``; a wheel carries
 the same files as ``ragexp/conf/`` (``pyproject.toml`` maps one onto the other), so
@@ -21,3 +22,16 @@ def conf_dir() -> Path:
     if (source / "config.yaml").is_file():
         return source
     return _PACKAGE / "conf"
+
+
+def launch_dir() -> Path:
+    """The directory the command was started from (Hydra's runtime.cwd when Hydra runs): relative
+    cache folders and the default store ``mlflow.db`` live there, whichever job folder a run writes in."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            return Path(HydraConfig.get().runtime.cwd)
+    except Exception:  # noqa: BLE001 - Hydra absent or not running
+        pass
+    return Path.cwd()

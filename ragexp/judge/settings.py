@@ -137,7 +137,7 @@ class JudgeSettings:
         p = Path(self.cache_path).expanduser()
         if p.is_absolute():
             return p
-        from ragexp.tracking.store import launch_dir
+        from ragexp.common.paths import launch_dir
 
         return launch_dir() / p
 

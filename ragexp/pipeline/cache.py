@@ -51,7 +51,7 @@ class IndexCache:
     """Directory-per-index cache with atomic publication and a build lock."""
 
     def __init__(self, root: str | os.PathLike[str], lock_timeout: float = 3600.0):
-        from ragexp.tracking.store import launch_dir
+        from ragexp.common.paths import launch_dir
 
         root = Path(root).expanduser()
         self.root = root if root.is_absolute() else launch_dir() / root

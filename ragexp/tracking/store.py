@@ -15,19 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
+from ragexp.common.paths import launch_dir
+
 T = TypeVar("T")
-
-
-def launch_dir() -> Path:
-    """The directory the command was started from (Hydra's runtime.cwd when Hydra runs)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            return Path(HydraConfig.get().runtime.cwd)
-    except Exception:  # noqa: BLE001 - Hydra absent or not running
-        pass
-    return Path.cwd()
 
 
 def resolve_uri(configured: str | None = None) -> str:

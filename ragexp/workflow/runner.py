@@ -335,7 +335,7 @@ def results_folder() -> Path:
             return Path(HydraConfig.get().runtime.output_dir)
     except Exception:  # noqa: BLE001 - Hydra not running
         pass
-    from ragexp.tracking.store import launch_dir
+    from ragexp.common.paths import launch_dir
 
     import uuid
 
