@@ -14,9 +14,7 @@ same rounds:
   run, which creates the store's schema);
 - the demo run without the run's two pictures (``tracking.plots=false``: no matplotlib);
 - the demo run without logging (``tracking.enabled=false``: no MLflow anywhere, the results folder
-  still written): the run's own process alone;
-- the same demo run with the MLflow helper process off (``RAGEXP_NO_HELPER=1``: MLflow imported
-  and the run logged in the run's own process), to show what the helper saves.
+  still written): the run without MLflow.
 
 Then ``ragexp.evaluate(df, log=False)`` on 1,000 demo-like records (the 50 demo records of the
 ``strong`` system repeated 20 times with their own ids; the default suite) in a fresh process:
@@ -65,7 +63,7 @@ print(json.dumps({"n": len(result.per_sample), "prepare_s": t1 - t0, "first_s": 
 
 
 def _timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and CPU seconds (user + system, the process and the helper it waited for)."""
+    """Wall seconds and CPU seconds (user + system) of one fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -85,7 +83,6 @@ def main() -> None:
     existing = work / "existing"
     existing.mkdir()
     _timed([py, "-m", "ragexp", "progress=false"], existing, ENV)  # the store the "existing" cases log into
-    no_helper = {**ENV, "RAGEXP_NO_HELPER": "1"}
     cases: dict[str, tuple[list[str], str | None, dict[str, str]]] = {
         'python -c "pass"': ([py, "-c", "pass"], None, ENV),
         'python -c "import mlflow"': ([py, "-c", "import mlflow"], None, ENV),
@@ -95,8 +92,6 @@ def main() -> None:
         "demo run, existing store, no plots": ([py, "-m", "ragexp", "progress=false", "tracking.plots=false"],
                                                "existing", ENV),
         "demo run, no logging": ([py, "-m", "ragexp", "progress=false", "tracking.enabled=false"], "fresh", ENV),
-        "demo run, existing store, no helper": ([py, "-m", "ragexp", "progress=false"], "existing", no_helper),
-        "demo run, fresh store, no helper": ([py, "-m", "ragexp", "progress=false"], "fresh", no_helper),
     }
     times: dict[str, list[float]] = {name: [] for name in cases}
     cpu: dict[str, list[float]] = {name: [] for name in cases}
@@ -118,9 +113,6 @@ def main() -> None:
     for name, ts in times.items():
         print(f"{name:<48} {median[name]:>9.2f} {min(ts):>7.2f} {max(ts):>7.2f} {median[name] / mlflow:>16.2f} "
               f"{median[name] / base:>8.1f} {statistics.median(cpu[name]):>6.2f}")
-    for store in ("existing store", "fresh store"):
-        on, off = median[f"demo run, {store}"], median[f"demo run, {store}, no helper"]
-        print(f"helper process, demo run into an {store}: {off:.2f} s → {on:.2f} s ({off / on:.2f}× faster)")
 
     import json
 

@@ -1,83 +1,14 @@
-"""``python -m ragexp`` skips Hydra's first compose (``Hydra.get_mode``, which reads only ``hydra.mode``)
-when nothing can set ``hydra.mode``, and asks Hydra when something can: the mode it runs in is always
-the mode stock Hydra picks."""
+"""Hydra picks the run mode as stock Hydra does: a user's config that sets ``hydra.mode: MULTIRUN`` sweeps."""
 
 from __future__ import annotations
 
 import pytest
 from cli import run_cli
 
-from ragexp.cli.main import _mode_from_the_command_line, _mode_is_settable
-from ragexp.common.paths import conf_dir
-
-
-@pytest.fixture
-def hydra_pair(monkeypatch, tmp_path):
-    """Stock ``Hydra.get_mode`` and ragexp's, on a real Hydra over ragexp's configs plus ``tmp_path``
-    (a user's ``--config-dir``)."""
-    from hydra._internal.hydra import Hydra
-    from hydra._internal.utils import create_config_search_path
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.config_search_path import SearchPathQuery
-
-    from ragexp.cli.plugins import expose_plugins
-
-    expose_plugins()
-    stock = Hydra.get_mode
-    monkeypatch.setattr(Hydra, "get_mode", stock)  # restored after the test
-    _mode_from_the_command_line()
-    ours = Hydra.get_mode
-    assert ours is not stock
-    search_path = create_config_search_path(str(conf_dir()))
-    search_path.prepend(provider="command-line", path=f"file://{tmp_path}",  # where --config-dir puts it
-                        anchor=SearchPathQuery(provider="schema"))
-    hydra = Hydra.create_main_hydra2(task_name="ragexp", config_search_path=search_path)
-    yield hydra, stock, ours, search_path, tmp_path
-    GlobalHydra.instance().clear()
-
 
 def _experiment(folder, name: str, text: str) -> None:
     (folder / "experiment").mkdir(exist_ok=True)
     (folder / "experiment" / f"{name}.yaml").write_text(text)
-
-
-def test_ragexps_own_configs_cannot_set_the_mode_so_hydra_is_not_asked(hydra_pair):
-    hydra, stock, ours, search_path, _ = hydra_pair
-    for overrides in ([], ["dataset.system=strong,weak"], ["judge.model=x", "hydra/launcher=joblib"]):
-        assert not _mode_is_settable(search_path, overrides), overrides
-        assert ours(hydra, "config", overrides) is None
-        assert stock(hydra, "config", overrides) is None  # what Hydra's compose says too
-
-
-def test_whatever_could_set_the_mode_is_left_to_hydra(hydra_pair):
-    from hydra.types import RunMode
-
-    hydra, stock, ours, search_path, folder = hydra_pair
-    _experiment(folder, "sweeps", "# @package _global_\nhydra:\n  mode: MULTIRUN\n")
-    _experiment(folder, "relocated", "# @package hydra\nmode: MULTIRUN\n")
-    _experiment(folder, "runs", "# @package _global_\nhydra:\n  mode: RUN\n")
-    cases = {
-        ("hydra.mode=MULTIRUN",): RunMode.MULTIRUN,
-        ("+experiment=sweeps",): RunMode.MULTIRUN,
-        ("+experiment=relocated",): RunMode.MULTIRUN,
-        ("+experiment=runs",): RunMode.RUN,
-        ("+hydra.searchpath=[file:///nowhere]",): None,
-    }
-    assert _mode_is_settable(search_path, [])  # the files above are in the search path: Hydra is asked
-    for overrides, mode in cases.items():
-        assert _mode_is_settable(search_path, list(overrides)), overrides
-        assert stock(hydra, "config", list(overrides)) == mode, overrides
-        assert ours(hydra, "config", list(overrides)) == mode, overrides
-
-
-def test_a_mode_key_deeper_down_cannot_be_hydras_and_is_not_read_as_it(hydra_pair):
-    hydra, stock, ours, search_path, folder = hydra_pair
-    _experiment(folder, "deep", "# @package _global_\nretriever:\n  mode: hybrid\nhydra:\n  job:\n    mode: x\n")
-    (folder / "notes.yaml").write_text("# a mode word in a comment, a model key\nmodel: gpt\n")
-    assert not _mode_is_settable(search_path, ["+experiment=deep"])
-    assert stock(hydra, "config", ["+experiment=deep"]) is None
-    _experiment(folder, "escaped", '"hydra":\n  "mo\\x64e": MULTIRUN\n')  # an escape spelling 'mode'
-    assert _mode_is_settable(search_path, [])
 
 
 @pytest.mark.integration

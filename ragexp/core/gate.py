@@ -33,26 +33,29 @@ from ragexp.errors import ConfigError
 
 _GATE_ARG = re.compile(r"^gate\.(min|max_drop)\.[^=]+=")
 
-#: the floors the jobs of this process missed: a multirun exits 1 at its end when any job missed one
-FAILED: list[str] = []
-#: in a multirun, a job that missed a floor leaves its lines in this file of its output folder, so the
-#: launching process learns of it when jobs run in other processes (the joblib launcher)
+#: in a multirun, a job that missed a floor leaves its lines in this file of its output folder; the sweep's
+#: end reads them from every job's folder, whichever process ran the job (basic, joblib, Ray launchers)
 FAILED_FILE = "gate_failed.txt"
 
 
-def record_failures(lines: Sequence[str], folder: Path | None) -> None:
-    """Remember a job's missed floors in this process and, when it has an output folder, on disk."""
-    FAILED.extend(lines)
-    if lines and folder is not None:
+class GateFailed(SystemExit):
+    """Exit status 1: a run (or a sweep's job) missed a floor. Apart from Hydra's own ``SystemExit(1)``
+    on a bad override, which ``python -m ragexp`` turns into exit 2."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+
+
+def record_failures(lines: Sequence[str], folder: Path) -> None:
+    """Leave a job's missed floors in its output folder, for :func:`collect_failures` at the sweep's end."""
+    if lines:
         (folder / FAILED_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def collect_failures(sweep_dir: str | Path) -> list[str]:
-    """The missed floors every job of a sweep left in its folder; added to :data:`FAILED`."""
-    found = [line for f in sorted(Path(sweep_dir).glob(f"*/{FAILED_FILE}"))
-             for line in f.read_text(encoding="utf-8").splitlines() if line]
-    FAILED.extend(found)
-    return found
+    """The missed floors every job of a sweep left in its folder."""
+    return [line for f in sorted(Path(sweep_dir).glob(f"*/{FAILED_FILE}"))
+            for line in f.read_text(encoding="utf-8").splitlines() if line]
 
 
 def add_override_prefix(argv: Sequence[str]) -> list[str]:

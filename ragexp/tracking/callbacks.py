@@ -23,11 +23,14 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp.tracking.log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, STOPPED, git_commit, interrupt_reason,
-                  launch_id)
+from ragexp.tracking.log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, git_commit, interrupt_reason,
+                                 launch_id)
 from ragexp.common.secrets import redact, redact_yaml_file, scrub
 from ragexp.tracking.store import (FAILURE_TAG, bounded_http, check_store, configure_http, fail_orphaned_runs, first_line,
-                    open_client, owner_tags, resolve_uri, retrying, ui_command)
+                                   open_client, owner_tags, resolve_uri, retrying, ui_command)
+
+#: The pid of the process that opened the sweep's parent run (joblib's workers inherit it, and are not it).
+PARENT_OWNER_ENV = "RAGEXP_PARENT_OWNER_PID"
 
 
 class ParentRunCallback(Callback):
@@ -61,39 +64,37 @@ class ParentRunCallback(Callback):
                                                          "launch_id": launch_id()}))
         os.environ[PARENT_ENV] = self.run_id
         os.environ[PARENT_URI_ENV] = self.uri
+        os.environ[PARENT_OWNER_ENV] = str(os.getpid())
         self.config = config
         atexit.register(self._close_if_open)
 
     def _close_if_open(self) -> None:
-        """A sweep that died mid-way (an error, Ctrl-C, SIGTERM) leaves its parent FAILED with the
-        reason in ``ragexp.failure_reason``, not RUNNING forever. (``kill -9`` leaves it RUNNING; the
-        next start on the store closes it, see :func:`ragexp.tracking.store.fail_orphaned_runs`.)"""
+        """A sweep that died mid-way leaves its parent FAILED with the reason in ``ragexp.failure_reason``,
+        not RUNNING forever: an error or an interrupt closes it as it stops (:func:`close_parent`); any other
+        exit (Hydra raising at the end because a job failed) here, at exit, with the jobs accounted for.
+        (``kill -9`` leaves it RUNNING; the next start on the store closes it, see
+        :func:`ragexp.tracking.store.fail_orphaned_runs`.)"""
         if self.run_id is None:
             return
-        reason = f"the sweep stopped before its end: {_stop_reason(STOPPED[-1] if STOPPED else None)}"
-        if not STOPPED and self.config is not None:  # not interrupted: a job failed (Hydra raised at the end)
-            try:
-                with bounded_http():
-                    if open_client(self.uri).get_run(self.run_id).info.status != "RUNNING":
-                        return
-                self._finish(self.config, stopped=reason)
-                return
-            except BaseException:  # noqa: BLE001 - at least close the parent, below
-                pass
+        reason = "the sweep stopped before its end: the process exited (an error, or a job that exited)"
         try:
             with bounded_http():
-                client = open_client(self.uri)
-                if client.get_run(self.run_id).info.status == "RUNNING":
-                    client.set_tag(self.run_id, FAILURE_TAG, reason)
-                    client.set_terminated(self.run_id, "FAILED")
-        except BaseException:  # noqa: BLE001 - best effort at interpreter exit
+                if open_client(self.uri).get_run(self.run_id).info.status != "RUNNING":
+                    return
+            if self.config is not None:
+                self._finish(self.config, stopped=reason)
+                return
+        except BaseException:  # noqa: BLE001 - at least close the parent, below
             pass
+        _fail_parent(self.uri, self.run_id, reason)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from ragexp.core.gate import collect_failures
+        from ragexp.core.gate import GateFailed, collect_failures
 
-        collect_failures(str(config.hydra.sweep.dir))  # floors missed by jobs in other processes: exit 1 at the end
+        missed = collect_failures(str(config.hydra.sweep.dir))  # floors missed by the jobs, whatever ran them
         if self.run_id is None:
+            if missed:
+                raise GateFailed()
             return
         try:
             failed = self._finish(config)
@@ -102,10 +103,13 @@ class ParentRunCallback(Callback):
                   f"{scrub(str(self.uri))}: {scrub(first_line(exc))}. Each job's results are in its folder under "
                   f"{config.hydra.sweep.dir}; log one later with: python -m ragexp.tracking.upload <folder>",
                   file=sys.stderr)
-            return  # the parent is closed FAILED at exit (_close_if_open)
+            failed = 0  # the parent is closed FAILED at exit (_close_if_open)
+        else:
+            _redact_sweep_files(config)  # multirun.yaml (and a sweeper's results) as they are now final
         finally:
             os.environ.pop(PARENT_ENV, None)
-        _redact_sweep_files(config)  # multirun.yaml (and a sweeper's results) as they are now final
+        if missed:
+            raise GateFailed()
         if failed:
             sys.exit(1)  # a job's run ended FAILED (its process was killed): the sweep did not succeed
 
@@ -247,12 +251,31 @@ def _sweep_note(overrides: list[str]) -> str:
             "child's params and metrics).")
 
 
-def _stop_reason(exc: BaseException | None) -> str:
-    if exc is None:
-        return "the process exited (an error, or a job that exited)"
+def _stop_reason(exc: BaseException) -> str:
     if isinstance(exc, KeyboardInterrupt):
         return interrupt_reason(exc)
     return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
+def close_parent(exc: BaseException) -> None:
+    """The sweep's parent run ends FAILED now with what stopped the sweep (``exc``: a user error, Ctrl-C,
+    SIGTERM), when this process opened it (not a joblib worker) and it is still RUNNING."""
+    parent = os.environ.get(PARENT_ENV)
+    if not parent or os.environ.get(PARENT_OWNER_ENV) != str(os.getpid()):
+        return
+    _fail_parent(os.environ.get(PARENT_URI_ENV) or resolve_uri(None), parent,
+                 f"the sweep stopped before its end: {_stop_reason(exc)}")
+
+
+def _fail_parent(uri: str, run_id: str, reason: str) -> None:
+    try:
+        with bounded_http():
+            client = open_client(uri)
+            if client.get_run(run_id).info.status == "RUNNING":
+                client.set_tag(run_id, FAILURE_TAG, scrub(reason))
+                client.set_terminated(run_id, "FAILED")
+    except BaseException:  # noqa: BLE001 - best effort as the process ends; the next start closes it as orphaned
+        pass
 
 
 def _checked_store(uri: str, experiment: str) -> tuple[Any, str]:

@@ -23,7 +23,7 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ragexp import __version__
 from ragexp.common.secrets import redact, scrub, scrub_columns
@@ -111,7 +111,6 @@ UPLOAD_COMMAND = "python -m ragexp.tracking.upload"
 SAVED: list[Path] = []
 LOGGED: list[tuple[str, str]] = []
 CLOSED: list[str] = []  # runs this process created and closed FAILED
-STOPPED: list[BaseException] = []  # what stopped this process early (``__main__`` records it)
 
 
 def _write(path: Path, text: str) -> None:
@@ -135,6 +134,7 @@ def save_results(
     summary: Mapping[str, Any],
     hydra_dir: Path | None = None,
     sweep_dir: str | None = None,
+    overrides: Sequence[str] | None = None,
 ) -> Path:
     """Write the run's results to ``folder`` before anything is logged, so no MLflow failure loses them.
 
@@ -143,6 +143,8 @@ def save_results(
     ``per_sample`` and ``dataset_frame`` are plain columns (:func:`ragexp.core.results.per_sample_columns`,
     :func:`ragexp.core.results.dataset_columns`), written as pandas' split JSON without importing pandas.
     :func:`log_run` logs the folder, now or later (``python -m ragexp.tracking.upload <folder>``).
+    ``overrides``: those a config composed outside a Hydra job was composed with (``ragexp.evaluate``),
+    read as a job's are (:func:`ragexp.tracking.params.composed_context`).
     """
     import yaml
 
@@ -160,12 +162,12 @@ def save_results(
         run_plots(folder, full, summary, objective=config.get("objective"))
     _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False, allow_unicode=True))
     from ragexp.report.describe import dataset_source, run_description
-    from ragexp.tracking.params import hydra_context, run_params
+    from ragexp.tracking.params import composed_context, hydra_context, run_params
     from ragexp.tracking.params import run_name as name_from
 
     uri = resolve_uri(tracking.get("uri"))
-    choices, overrides = hydra_context()
-    params = run_params(config, choices, overrides)
+    choices, typed = hydra_context() if overrides is None else composed_context(overrides)
+    params = run_params(config, choices, typed)
     source = dataset_source(summary.get("dataset_source"))
     source = scrub(source) if source else source  # a path or URL may hold credentials
     tags = {
@@ -210,8 +212,8 @@ def _relative(path: Path, folder: Path) -> str:
         return str(Path(path).resolve())
 
 
-#: The dataset's rows, saved for :func:`_dataset_entity` at logging time (it needs ``import mlflow``,
-#: which a run's own process avoids: the logging happens in a helper process, see ``tracking.background``).
+#: The dataset's rows, saved for :func:`_dataset_entity` at logging time (``python -m ragexp.tracking.upload``
+#: logs a folder without the run's records in memory).
 DATASET_FRAME_FILE = "dataset_frame.json"
 
 
@@ -250,12 +252,11 @@ def _dataset_entity(frame: Any, name: str, digest: str, source: str | None = Non
         return None
     import warnings
 
-    import mlflow
+    from mlflow.data.pandas_dataset import from_pandas
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # MLflow's hint about integer columns in the schema
-        entity = mlflow.data.from_pandas(frame, name=name, digest=digest)._to_mlflow_entity()
-    out = entity.to_dictionary()
+        out = from_pandas(frame, name=name, digest=digest).to_dict()
     if source:  # where the rows came from, rather than MLflow's "code" (the script that logged them)
         out["source_type"], out["source"] = "local", json.dumps({"uri": source})
     return out

@@ -17,9 +17,8 @@ the group's value, ``pipeline: custom (my_rag.KeywordRAG)``), where and how the 
 (``tracking``), ``run_name``, ``progress``, ``data_dir`` (a machine's folder; the dataset's digest
 and source tell data apart). The whole composed config stays in the ``config.yaml`` artifact.
 
-An option's defaults are read from its YAML file (a suite merges its members' files in its
-``defaults`` order): 15–25 ms for the demo's params here, where composing the whole config again
-through Hydra took 0.3–0.55 s.
+What an option brings by itself is what Hydra composes from the run's group choices alone
+(:func:`hydra_context`: Hydra's ``runtime.choices``; one ``compose`` per set of choices, cached).
 Secrets are redacted (:mod:`ragexp.common.secrets`).
 
     >>> p = run_params({"dataset": {"_target_": "ragexp.datasets.demo.load_demo", "name": "demo", "system": "weak",
@@ -49,171 +48,89 @@ REMOVED = "(removed)"
 MAX_NAME = 250
 
 _LOCK = threading.Lock()
-_REPO: list[Any] = []  # ragexp's own Hydra config repository, made once if ever needed
-_OPTIONS: dict[tuple[str, str], Any] = {}  # (group, option) → its defaults, or None
-_UNREADABLE = object()
+_COMPOSED: dict[tuple[tuple[str, ...], bool], tuple[dict[str, Any], dict[str, Any]]] = {}  # → (choices, config)
 
 
-# --- An option's defaults: its YAML file (ragexp's conf dir first, else Hydra's search path) -------------
+# --- What the group choices give alone: Hydra's compose ------------------------------------------------
 
 
-def option_defaults(group: str, option: Any) -> dict[str, Any] | None:
-    """The values an option of a group brings by itself (a suite: its members merged in its
-    ``defaults`` order), as plain data; ``None`` when the option cannot be read on its own (not
-    found, or a defaults list ragexp's suites do not use: another group, a package, an override)."""
-    options = list(option) if isinstance(option, (list, tuple)) else [option]
-    merged: dict[str, Any] = {}
-    for name in options:
-        key = (group, str(name))
-        with _LOCK:
-            known = key in _OPTIONS
-            found = _OPTIONS.get(key)
-        if not known:
-            found = _load_option(group, str(name), depth=0)
-            with _LOCK:
-                _OPTIONS[key] = found
-        if found is None:
-            return None
-        merged = _merge(merged, found)
-    return merged
-
-
-def _load_option(group: str, name: str, depth: int) -> dict[str, Any] | None:
-    raw = _read(group, name)
-    if raw is _UNREADABLE or depth > 8:
-        return None
-    own, entries = raw
-    if "_self_" not in entries:
-        entries = [*entries, "_self_"]  # Hydra >= 1.1: a config's own values come after its defaults
-    merged: dict[str, Any] = {}
-    for entry in entries:
-        member = own if entry == "_self_" else _load_option(group, entry, depth + 1)
-        if member is None:
-            return None
-        merged = _merge(merged, member)
-    return merged
-
-
-def _read(group: str, name: str) -> Any:
-    """``(own values, defaults entries)`` of ``<group>/<name>.yaml``, or ``_UNREADABLE``.
-
-    ragexp's conf dir is Hydra's primary config path (it wins over any added search path), read
-    with a C YAML parser and OmegaConf's scalar rules (0.1 ms a file, against 7 ms through
-    OmegaConf); an option found only on the user's search path is read through Hydra."""
-    from ragexp.common.paths import conf_dir
-
-    path = conf_dir() / group / f"{name}.yaml"
-    if not path.is_file():
-        return _read_through_hydra(group, name)
-    import yaml
-
-    text = path.read_text()
-    if "@package" in text.split("\n\n", 1)[0]:
-        return _UNREADABLE  # a package header (an experiment's _global_): not one group's values
-    try:
-        data = yaml.load(text, Loader=_yaml_loader()) or {}
-    except yaml.YAMLError:
-        return _UNREADABLE
-    entries = data.pop("defaults", None) or []
-    if not isinstance(data, dict) or not all(isinstance(e, str) and "/" not in e for e in entries):
-        return _UNREADABLE  # another group, an override, an optional entry: compose would be needed
-    return data, entries
-
-
-def _read_through_hydra(group: str, name: str) -> Any:
+def _compose(overrides: tuple[str, ...], app: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(group choices, config unresolved)`` of the root config with ``overrides``, through Hydra's compose
+    API: the running app's Hydra (its search path included) when ``app``, else (or when the app has no
+    such config) ragexp's conf dir. Cached."""
+    with _LOCK:
+        if (overrides, app) in _COMPOSED:
+            return _COMPOSED[(overrides, app)]
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    try:
-        loaded = _repository().load_config(f"{group}/{name}")
-    except Exception:  # noqa: BLE001 - a file Hydra cannot read: no defaults to compare with
-        return _UNREADABLE
-    if loaded is None or (loaded.header or {}).get("package"):
-        return _UNREADABLE
-    entries = []
-    for d in loaded.defaults_list or []:
-        path = getattr(d, "path", None)
-        if d.is_self():
-            entries.append("_self_")
-        elif type(d).__name__ != "ConfigDefault" or d.package or d.is_override() or not path or "/" in path:
-            return _UNREADABLE
-        else:
-            entries.append(path)
-    return OmegaConf.to_container(loaded.config, resolve=False), entries
-
-
-def _repository() -> Any:
-    """Hydra's config repository: the running app's (it knows the user's search path), else ragexp's conf dir."""
-    from hydra.core.global_hydra import GlobalHydra
-
-    hydra = GlobalHydra.instance()
-    if hydra.is_initialized():
-        repo = getattr(hydra.config_loader(), "repository", None)
-        if repo is not None:
-            return repo
-    with _LOCK:
-        if not _REPO:
-            from hydra._internal.config_repository import ConfigRepository
-            from hydra._internal.utils import create_config_search_path
-
-            from ragexp.common.paths import conf_dir
-
-            _REPO.append(ConfigRepository(create_config_search_path(str(conf_dir()))))
-        return _REPO[0]
-
-
-def _yaml_loader() -> Any:
-    """libyaml's safe loader with OmegaConf's scalar rules (``1e-3`` is a float, no timestamps)."""
-    import yaml
-    from omegaconf._utils import get_yaml_loader
-
-    rules = get_yaml_loader()
-    if not hasattr(yaml, "CSafeLoader"):
-        return rules
-
-    class Loader(yaml.CSafeLoader):
-        yaml_implicit_resolvers = rules.yaml_implicit_resolvers
-
-    return Loader
-
-
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in extra.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
-def _root() -> tuple[dict[str, Any], dict[str, Any]]:
-    """``config.yaml``: the group choices of its defaults list (``retriever: none``) and its own values."""
-    import yaml
-
     from ragexp.common.paths import conf_dir
 
-    data = yaml.load((conf_dir() / "config.yaml").read_text(), Loader=_yaml_loader()) or {}
-    choices = {}
-    for entry in data.pop("defaults", None) or []:
-        if isinstance(entry, dict) and len(entry) == 1:
-            (group, option), = entry.items()
-            if " " not in group and "/" not in group:
-                choices[group] = option
-    return choices, data
+    def composed() -> Any:
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+
+    cfg = None
+    if app and GlobalHydra.instance().is_initialized():
+        try:
+            cfg = composed()
+        except Exception:  # noqa: BLE001 - another app's Hydra (run(cfg) from a user's @hydra.main): ragexp's own
+            pass
+    if cfg is None:
+        outer = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
+        GlobalHydra.instance().clear()
+        try:
+            with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+                cfg = composed()
+        finally:
+            if outer is not None:
+                GlobalHydra.instance().initialize(outer)
+    found = OmegaConf.to_container(cfg, resolve=False)
+    hydra = found.pop("hydra")
+    choices = {k: v for k, v in hydra["runtime"]["choices"].items() if "/" not in k}
+    with _LOCK:
+        _COMPOSED[(overrides, app)] = (choices, found)
+    return choices, found
+
+
+def composed_context(overrides: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
+    """What :func:`hydra_context` gives inside a Hydra job, for a config composed from ragexp's conf dir with
+    ``overrides`` by Hydra's compose API (``ragexp.evaluate``): the group choices and the overrides."""
+    overrides = tuple(str(o) for o in overrides)
+    return _compose(overrides, app=False)[0], list(overrides)
 
 
 def root_defaults() -> dict[str, Any]:
     """The root config's choice of every group (``config.yaml``'s defaults list: ``retriever: none``)."""
-    return _root()[0]
+    return _compose(())[0]
 
 
 def _group_options(group: str) -> list[str]:
+    from hydra.core.global_hydra import GlobalHydra
+
+    hydra = GlobalHydra.instance()
+    if hydra.is_initialized():
+        return hydra.config_loader().get_group_options(group)
     from ragexp.common.paths import conf_dir
 
     return sorted(f.stem for f in (conf_dir() / group).glob("*.yaml"))
 
 
-# --- Choices: Hydra's, or derived from the config ---------------------------------------------------------
+def _base(choices: Mapping[str, Any]) -> dict[str, Any]:
+    """The config the group choices give alone (an experiment left out: its values count as set)."""
+    root = root_defaults()
+    overrides = []
+    for group, choice in sorted(choices.items()):
+        if group == "experiment" or "@" in group or "/" in group:
+            continue
+        if choice is None:  # no option chosen: Hydra's way is to delete the group's entry
+            overrides += [f"~{group}"] if root.get(group) is not None else []
+        else:
+            overrides.append(f"{'' if group in root else '+'}{group}={_choice_text(choice)}")
+    return _compose(tuple(overrides))[1]
+
+
+# --- Choices: Hydra's, or the root's where Hydra has none ---------------------------------------------
 
 
 def hydra_context() -> tuple[dict[str, Any] | None, list[str]]:
@@ -232,37 +149,28 @@ def hydra_context() -> tuple[dict[str, Any] | None, list[str]]:
 
 
 def derive_choices(config: Mapping[str, Any], known: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Each group's option where Hydra did not record it (a config composed by ``ragexp.evaluate``;
-    a list of options, as ``metric: [recall_at_k, mrr, ndcg]`` in an experiment): ``known`` as given,
-    the others derived from the config (:func:`_derive`)."""
-    out = dict(known or {})
+    """Each group's option: ``known`` (Hydra's choices) as given; a group Hydra did not record (a list of
+    options, ``metric: [recall_at_k, mrr, ndcg]``), or every group of a config composed elsewhere: the
+    option its ``name`` names, else the root config's choice when the keys are its keys, else the
+    members it holds (a list)."""
+    out = {k: v for k, v in (known or {}).items() if not k.startswith("hydra/")}
     for group, default in root_defaults().items():
-        if group not in out and (known is None or group in config):  # Hydra leaves out only list choices
-            out[group] = _derive(group, config.get(group), default)
+        if group in out or (known is not None and group not in config):
+            continue
+        node = config.get(group)
+        if not isinstance(node, Mapping):
+            out[group] = None
+            continue
+        options = _group_options(group)
+        members = [k for k, v in node.items() if isinstance(v, Mapping) and k in options]
+        name, rooted = node.get("name"), _compose(())[1].get(group)
+        if isinstance(name, str) and name in options:
+            out[group] = name
+        elif isinstance(rooted, Mapping) and set(rooted) == set(node) or not members:
+            out[group] = default
+        else:
+            out[group] = members if len(members) > 1 else members[0]
     return out
-
-
-def _derive(group: str, node: Any, default: Any) -> Any:
-    """The option named by the group's ``name`` when its file has the same target; else the option,
-    or list of options (a suite's members), the values differ least from (the root's choice on a tie)."""
-    if not isinstance(node, Mapping):
-        return None
-    name = node.get("name")
-    if isinstance(name, str):
-        known = option_defaults(group, name)
-        if known is not None and known.get("_target_") == node.get("_target_"):
-            return name
-    options = _group_options(group)
-    candidates: list[Any] = list(options)
-    members = [k for k, v in node.items() if isinstance(v, Mapping) and k in options]
-    if len(members) > 1:
-        candidates.append(members)
-    ranked = []
-    for i, option in enumerate(candidates):
-        base = option_defaults(group, option)
-        if base is not None:
-            ranked.append((len(_diff(node, base, group)), option != default, i))
-    return candidates[min(ranked)[2]] if ranked else name
 
 
 # --- Params -----------------------------------------------------------------------------------------------
@@ -276,24 +184,22 @@ def run_params(config: Mapping[str, Any], choices: Mapping[str, Any] | None = No
     (derived from ``config`` when ``None``). ``overrides``: the command line's ``key=value`` items.
     """
     choices = derive_choices(config, choices)
+    base_config = _base(choices)
     groups = [g for g in config if g in choices] + [g for g in choices if g not in config]
     out: dict[str, Any] = {}
     for group in groups:
         if group in NOT_PARAMS:
             continue
-        choice = choices.get(group)
-        out[group] = _choice_text(choice)
+        out[group] = _choice_text(choices.get(group))
         node = config.get(group)
         if group == "experiment" or not isinstance(node, Mapping):
             continue  # an experiment's values land in the other groups, and are compared there
-        base = option_defaults(group, choice) if choice is not None else {}
-        if base is None:  # an option that cannot be read alone: all its values
-            base = {}
-        base = _resolved(base, group, config)
+        base = base_config.get(group)
+        base = _resolved(base if isinstance(base, Mapping) else {}, group, config)
         if node.get("_target_") and base.get("_target_") and node["_target_"] != base["_target_"]:
             out[group] = f"{out[group]} ({node['_target_']})"
         out.update(_diff(node, base, group))
-    root = _resolved({k: v for k, v in _root()[1].items() if k not in NOT_PARAMS}, None, config)
+    root = _resolved({k: v for k, v in base_config.items() if k not in NOT_PARAMS and k not in choices}, None, config)
     for key, value in config.items():
         if key in NOT_PARAMS or key in choices:
             continue

@@ -331,6 +331,90 @@ def fit_run_name(name: str | None) -> str | None:
     return name[:MAX_RUN_NAME - 1] + "…"
 
 
+#: Seconds a database store (PostgreSQL, MySQL, SQL Server) is given to accept one connection: MLflow
+#: itself retries a refused login for ~100 s (10 attempts, doubling waits) and an unreachable host longer.
+CONNECT_TIMEOUT_S = 10
+#: The whole store check of a database store (connect, MLflow's schema check or migration, the experiment):
+#: past it, one line, whatever MLflow was waiting on.
+STORE_DEADLINE_S = 90
+_REACHED: set[str] = set()  # database stores this process has connected to once
+
+
+def _database_scheme(uri: str) -> str | None:
+    from urllib.parse import urlparse
+
+    scheme = urlparse(uri).scheme.split("+", 1)[0]
+    return scheme if scheme in ("postgresql", "mysql", "mssql") else None
+
+
+def check_database(uri: str) -> None:
+    """A database store accepts a connection, tried once within :data:`CONNECT_TIMEOUT_S` through
+    SQLAlchemy (what MLflow connects with): one line naming the store and the reason if not (a wrong
+    password, an unknown user or database, nothing listening, a host that does not answer)."""
+    scheme = _database_scheme(uri)
+    if scheme is None or uri in _REACHED:
+        return
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    from ragexp.common.secrets import redact_url
+    from ragexp.errors import TrackingError
+
+    timeout = {"mssql": {"timeout": CONNECT_TIMEOUT_S}}.get(scheme, {"connect_timeout": CONNECT_TIMEOUT_S})
+
+    def connect() -> None:
+        engine = sqlalchemy.create_engine(uri, connect_args=timeout, poolclass=NullPool)
+        try:
+            with engine.connect():
+                pass
+        finally:
+            engine.dispose()
+
+    try:
+        within_deadline(connect, CONNECT_TIMEOUT_S + 5, f"tracking store {redact_url(uri)}")
+    except TrackingError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the driver's many kinds; the user needs one line
+        raise TrackingError(f"tracking store {redact_url(uri)} cannot be reached: {_db_reason(exc)}") from None
+    _REACHED.add(uri)
+
+
+def _db_reason(exc: BaseException) -> str:
+    """The driver's reason without SQLAlchemy's wrapping: ``password authentication failed for user "x"``."""
+    text = " ".join(str(getattr(exc, "orig", None) or exc).split())
+    for cut in ("FATAL: ", "failed: "):
+        if cut in text:
+            text = text.rsplit(cut, 1)[1]
+    text = text.split(" (Background on this error")[0]
+    return first_line(Exception(text)) if "connection refused" in text.lower() or "timeout" in text.lower() \
+        or "timed out" in text.lower() else text[:300]
+
+
+def within_deadline(fn: Callable[[], T], seconds: float, what: str) -> T:
+    """``fn()`` run in a thread and waited for at most ``seconds``: past that, a TrackingError saying
+    ``what`` did not answer (the thread is left to end by itself; the process goes on or exits)."""
+    import threading
+
+    from ragexp.errors import TrackingError
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="ragexp-store", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TrackingError(f"{what} did not answer within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def open_client(uri: str) -> Any:
     """An ``MlflowClient`` on ``uri``, the store created or migrated under :func:`creation_lock`; the runs it
     creates have names every store takes (:func:`fit_run_name`)."""
@@ -338,6 +422,7 @@ def open_client(uri: str) -> Any:
 
     from ragexp.errors import TrackingError
 
+    check_database(uri)
     try:
         with creation_lock(uri), _quiet_schema_logs():
             client = retrying(MlflowClient, tracking_uri=uri)
@@ -356,31 +441,32 @@ def open_client(uri: str) -> Any:
 
 
 def check_store(uri: str, experiment: str) -> tuple[Any, str]:
-    """Before any work: the store is usable (scheme, reachable, writable); returns ``(client, experiment_id)``.
-
-    Also closes the runs of this host whose process is gone (:func:`fail_orphaned_runs`) and says so.
-    """
-    _check_shape(uri)
-    with bounded_http():
-        _check_reachable(uri)
-        client, exp_id, closed = open_store(uri, experiment)
-    say_closed(closed)
-    return client, exp_id
-
-
-def open_store(uri: str, experiment: str) -> tuple[Any, str, list[tuple[str, int]]]:
-    """The MLflow half of :func:`check_store`: the client, the experiment's id (created if needed) and
-    the orphaned runs it closed FAILED. Call it under :func:`bounded_http`."""
+    """Before any work: the store is usable (scheme, reachable, writable, MLflow opens it and reads or
+    creates the experiment); returns ``(client, experiment_id)``. Also closes the runs of this host
+    whose process is gone (:func:`fail_orphaned_runs`) and says so."""
     from ragexp.errors import TrackingError
 
-    client = open_client(uri)
-    try:
-        with creation_lock(uri):
-            exp_id = get_or_create_experiment(client, experiment, uri)
-    except Exception as exc:  # noqa: BLE001
-        raise TrackingError(f"tracking store {uri}: cannot read or create experiment '{experiment}': "
-                            f"{first_line(exc)}") from None
-    return client, exp_id, fail_orphaned_runs(client)
+    _check_shape(uri)
+
+    def opened() -> tuple[Any, str, list[tuple[str, int]]]:
+        client = open_client(uri)
+        try:
+            with creation_lock(uri):
+                exp_id = get_or_create_experiment(client, experiment, uri)
+        except Exception as exc:  # noqa: BLE001
+            raise TrackingError(f"tracking store {uri}: cannot read or create experiment '{experiment}': "
+                                f"{first_line(exc)}") from None
+        return client, exp_id, fail_orphaned_runs(client)
+
+    with bounded_http():
+        _check_reachable(uri)
+        if _database_scheme(uri):  # a database that hangs mid-check: one line when the deadline passes
+            check_database(uri)
+            client, exp_id, closed = within_deadline(opened, STORE_DEADLINE_S, f"tracking store {uri}")
+        else:
+            client, exp_id, closed = opened()
+    say_closed(closed)
+    return client, exp_id
 
 
 def say_closed(closed: list[tuple[str, int]]) -> None:
@@ -392,76 +478,6 @@ def say_closed(closed: list[tuple[str, int]]) -> None:
         print(f"ragexp: marked {len(closed)} run(s) FAILED that were left RUNNING by processes now gone "
               f"(pid {', '.join(map(str, pids))} on {socket.gethostname()}): {', '.join(r for r, _ in closed)}",
               file=sys.stderr)
-
-
-def check_store_cheaply(uri: str) -> None:
-    """The checks of :func:`check_store` that need no MLflow: scheme, folder and file writable (SQLite),
-    server reachable (HTTP). One line (a TrackingError) if the store cannot take runs."""
-    _check_shape(uri)
-    with bounded_http():
-        _check_reachable(uri)
-
-
-def vouched(uri: str, experiment: str) -> bool:
-    """Whether the standard library alone can tell that MLflow will open ``uri`` and log into
-    ``experiment`` (after :func:`check_store_cheaply`): a SQLite file that is new, empty, or an MLflow
-    store whose schema revision this MLflow knows, with the experiment absent or active; a server that
-    answers MLflow's experiment API. False means only MLflow can tell (ask it before any work)."""
-    db = sqlite_path(uri)
-    if db is not None:
-        return _sqlite_vouched(db, experiment)
-    if uri.startswith(("http://", "https://")):
-        return _server_vouched(uri, experiment)
-    return False
-
-
-def _sqlite_vouched(db: Path, experiment: str) -> bool:
-    import importlib.util
-    import sqlite3
-
-    if not db.exists() or db.stat().st_size == 0:
-        return True  # MLflow creates the schema
-    spec = importlib.util.find_spec("mlflow")  # finds the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        return False
-    versions = Path(list(spec.submodule_search_locations)[0]) / "store" / "db_migrations" / "versions"
-    try:
-        con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
-        try:
-            revisions = [r[0] for r in con.execute("SELECT version_num FROM alembic_version")]
-            stages = [r[0] for r in con.execute("SELECT lifecycle_stage FROM experiments WHERE name = ?",
-                                                (experiment,))]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return False
-    known = len(revisions) == 1 and any(versions.glob(f"{revisions[0]}_*.py"))
-    return known and all(stage == "active" for stage in stages)
-
-
-def _server_vouched(uri: str, experiment: str) -> bool:
-    import json
-    import urllib.error
-    import urllib.parse
-    import urllib.request
-
-    if any(os.environ.get(k) for k in ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME",
-                                       "MLFLOW_TRACKING_CLIENT_CERT_PATH", "MLFLOW_TRACKING_AUTH")):
-        return False  # the request below would not carry the credentials MLflow sends
-    url = (uri.rstrip("/") + "/api/2.0/mlflow/experiments/get-by-name?"
-           + urllib.parse.urlencode({"experiment_name": experiment}))
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            found = json.loads(resp.read() or b"{}")
-        return found.get("experiment", {}).get("lifecycle_stage") == "active"
-    except urllib.error.HTTPError as exc:
-        try:
-            body = json.loads(exc.read() or b"{}")
-        except ValueError:
-            return False
-        return exc.code == 404 and body.get("error_code") == "RESOURCE_DOES_NOT_EXIST"
-    except (OSError, ValueError):
-        return False
 
 
 def _start_time(pid: int) -> str | None:

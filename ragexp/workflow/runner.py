@@ -13,7 +13,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -91,11 +91,13 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     return execute(cfg).summary
 
 
-def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = True, show: bool = True) -> Outcome:
+def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = True, show: bool = True,
+            overrides: Sequence[str] | None = None) -> Outcome:
     """The steps of :func:`run`. ``dataset`` is records already read (``ragexp.evaluate`` on a
     DataFrame), else ``cfg.dataset`` is loaded; ``save=False`` writes nothing (no results folder,
     no MLflow run: the tracking config is ignored); ``show=False`` prints no table (progress bars
-    follow ``cfg.progress``)."""
+    follow ``cfg.progress``); ``overrides``: those ``cfg`` was composed with outside a Hydra job
+    (``ragexp.evaluate``), so its params are those ``python -m ragexp`` logs."""
     started = time.perf_counter()
     bars = bool(cfg.get("progress", True))
     tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
@@ -110,7 +112,7 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
     per_sample = per_sample_columns(records, scored.scores, plan.stats["cluster_by"])  # no pandas
     folder = None
     if save:
-        folder = save_step(cfg, tracking, plan, records, scored, intervals, summary, per_sample)  # before logging
+        folder = save_step(cfg, tracking, plan, records, scored, intervals, summary, per_sample, overrides)
     if show:
         print_step(plan, records, scored, intervals, summary, folder)
     outcome = Outcome(summary, per_sample, intervals, records, folder)
@@ -215,7 +217,8 @@ def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Sco
 
 
 def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: list[Record], scored: Scored,
-              intervals: dict[str, Any], summary: dict[str, Any], per_sample: Any) -> Path:
+              intervals: dict[str, Any], summary: dict[str, Any], per_sample: Any,
+              overrides: Sequence[str] | None = None) -> Path:
     """Write the results folder (summary, per-sample table, config, what to log) before any logging:
     an MLflow failure at the end loses nothing."""
     from ragexp.tracking.log import save_results
@@ -227,7 +230,7 @@ def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: li
         dataset_digest=summary["dataset_digest"], dataset_frame=dataset_columns(records),
         per_sample=per_sample,
         metrics=scored.values, extra_metrics={**scored.extra, **interval_metrics(intervals)}, summary=summary,
-        hydra_dir=hydra_dir, sweep_dir=sweep_dir,
+        hydra_dir=hydra_dir, sweep_dir=sweep_dir, overrides=overrides,
     )
     summary["results_folder"] = str(folder)
     return folder
@@ -302,8 +305,7 @@ def check_store_step(tracking: dict[str, Any]) -> None:
     runs left RUNNING by dead processes of this host are closed FAILED (one line says so)."""
     if not tracking.get("enabled", True):
         return
-    from ragexp.tracking.background import check_store  # MLflow's half in the helper process, if one runs
-    from ragexp.tracking.store import configure_http, resolve_uri
+    from ragexp.tracking.store import check_store, configure_http, resolve_uri
 
     configure_http(tracking)  # tracking.http_timeout_s / http_max_retries, for this job's MLflow calls
     check_store(resolve_uri(tracking.get("uri")), tracking.get("experiment") or "ragexp")
@@ -313,7 +315,7 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any]) ->
     """Log the saved results folder to MLflow and say where; a failure says how to log it later."""
     if not tracking.get("enabled", True):
         return
-    from ragexp.tracking.background import log_run  # by the helper process, if one runs; returns once logged
+    from ragexp.tracking.log import log_run
     from ragexp.tracking.store import ui_command
 
     run_id, uri = log_run(folder)
