@@ -156,3 +156,26 @@ def test_a_run_name_longer_than_the_store_keeps_is_cut_not_the_run_lost(tmp_path
     run_cli(*_server_args(uri), f"tracking.experiment={experiment}", f"run_name='{name}'", cwd=tmp_path, env=_env())
     _, (run,) = runs(uri, experiment)
     assert run.info.status == "FINISHED" and run.info.run_name == name[:249] + "…"
+
+
+@pytest.mark.integration
+@pytest.mark.services
+def test_a_postgres_store_that_refuses_or_is_not_there_is_one_line_for_run_and_compare(tmp_path, postgres_cluster):
+    """A login the database refuses (here an unknown user: the cluster trusts every known one, so a wrong
+    password cannot be shown) and a port nothing listens on: the run and the comparison each stop with
+    one line naming the store and the reason, exit 2, before any work — not MLflow's ~100 s of retries."""
+    from cli import free_port
+
+    base = postgres_cluster.uri
+    refused = base.replace("//ragexp@", "//nobody:wrong@")
+    absent = f"postgresql://ragexp@127.0.0.1:{free_port()}/ragexp"
+    for uri, says in ((refused, 'role "nobody" does not exist'), (absent, "connection refused")):
+        env = {**_env(), "MLFLOW_TRACKING_URI": uri}  # not on the command line, which warns of the secret
+        for command in (["ragexp", "progress=false"], ["ragexp.compare", "baseline=a", "candidate=b"]):
+            proc = subprocess.run([sys.executable, "-m", *command], cwd=tmp_path, env=env, capture_output=True,
+                                  text=True, timeout=300)
+            lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+            assert proc.returncode == 2 and len(lines) == 1, (command, proc.stderr[-3000:])
+            assert lines[0].startswith("ragexp: error: tracking store postgresql://") and says in lines[0], lines
+            assert "wrong" not in proc.stderr and "wrong" not in proc.stdout  # the password is never shown
+        assert not list(tmp_path.rglob("summary.json"))  # refused before the run computed anything
