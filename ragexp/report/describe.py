@@ -69,6 +69,11 @@ def run_description(summary: Mapping[str, Any]) -> str:
     if summary.get("dataset_source"):
         head += f" · source `{summary['dataset_source']}`"
     lines = [head, ""]
+    if summary.get("agreement"):  # what a judged run is worth comes first (docs/judge-trust.md)
+        from ragexp.core.labels import trust_lines
+
+        trust = trust_lines({"agreement": summary["agreement"]})
+        lines = [f"**{trust[0]}**", "", *(f"- {line}" for line in trust[1:]), "", *lines]
     shown = headline(metrics, stats.get("primary"))
     if shown:
         lines += [f"| metric | mean | {level} | n |", "|---|---|---|---|"]

@@ -449,3 +449,54 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
     ax.set_title(f"{title}\nmean per child; colour per column, darker is better (↓: lower is better)",
                  fontsize=9.5, loc="left", pad=12)
     return save_png(fig, path)
+
+
+#: the agreement picture of a run with human labels (docs/judge-trust.md)
+CONFUSION_PLOT = "agreement_confusion.png"
+
+
+def confusion_plot(agreement: dict[str, Any], path: str | Path) -> Path | None:
+    """One panel per labelled metric: the counts of (people's value, the judge's value), rows people,
+    columns the judge, the diagonal of equal values outlined; the panel's title gives the headline
+    statistic with its interval and the number of labels. At most 30 levels a side are drawn."""
+    entries = [(k, e) for k, e in agreement.items() if e.get("n") and e.get("confusion")
+               and len(e["human_levels"]) <= 30 and len(e["judge_levels"]) <= 30]
+    if not entries:
+        return None
+    import numpy as np
+
+    size = [max(len(e["judge_levels"]), len(e["human_levels"])) for _, e in entries]
+    side = [min(7.0, 1.6 + 0.45 * s) for s in size]
+    fig = _figure(sum(side) + 0.4 * len(entries), max(side) + 0.9)
+    x = 0.0
+    total = sum(side) + 0.4 * len(entries)
+    for (key, e), w in zip(entries, side):
+        ax = fig.add_axes([(x + 0.9) / total, 0.14, (w - 1.0) / total, 0.68])
+        x += w + 0.4
+        table = np.array(e["confusion"], dtype=float)
+        ax.imshow(table, cmap="Blues", aspect="auto", vmin=0, vmax=max(1.0, table.max()))
+        for (i, j), v in np.ndenumerate(table):
+            if v:
+                ax.text(j, i, f"{int(v)}", ha="center", va="center", fontsize=7,
+                        color="white" if v > 0.6 * table.max() else "black")
+        hv, jv = e["human_levels"], e["judge_levels"]
+        for i, h in enumerate(hv):
+            if h in jv:
+                j = jv.index(h)
+                ax.add_patch(_rect(j, i))
+        ax.set_xticks(range(len(jv)), [f"{v:g}" for v in jv], fontsize=7, rotation=90 if len(jv) > 8 else 0)
+        ax.set_yticks(range(len(hv)), [f"{v:g}" for v in hv], fontsize=7)
+        ax.set_xlabel("judge", fontsize=8)
+        ax.set_ylabel("people", fontsize=8)
+        iv = e["statistics"][e["headline"]]
+        stat = e["headline"].replace("_", " ")
+        interval = f" [{iv['ci_low']:.2f}, {iv['ci_high']:.2f}]" if iv.get("ci_low") is not None else ""
+        head = "—" if iv.get("mean") is None else f"{iv['mean']:.2f}"
+        ax.set_title(f"{_short_label(key, 34)}\n{stat} {head}{interval}, n={e['n']}", fontsize=8, loc="left")
+    return _save(fig, path, dpi=100)
+
+
+def _rect(j: int, i: int) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="0.3", linewidth=0.8)

@@ -106,6 +106,8 @@ def _redacted_hydra_dir(src: Path, dst: Path) -> None:
 #: ``mlflow_run.json``, everything else MLflow needs to log it (written last: a complete folder).
 SUMMARY_FILE, TABLE_FILE, CONFIG_FILE, MANIFEST_FILE = "summary.json", "per_sample.json", "config.yaml", "mlflow_run.json"
 UPLOAD_COMMAND = "python -m ragexp.tracking.upload"
+#: a run with human labels also has these (docs/judge-trust.md); the picture is ragexp.report.plots.CONFUSION_PLOT
+AGREEMENT_FILE, DISAGREEMENTS_FILE = "agreement.json", "agreement_disagreements.json"
 
 #: What this process saved and logged, for the line an interrupt prints.
 SAVED: list[Path] = []
@@ -135,6 +137,7 @@ def save_results(
     hydra_dir: Path | None = None,
     sweep_dir: str | None = None,
     overrides: Sequence[str] | None = None,
+    agreement: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the run's results to ``folder`` before anything is logged, so no MLflow failure loses them.
 
@@ -160,6 +163,13 @@ def save_results(
         from ragexp.report.plots import run_plots
 
         run_plots(folder, full, summary, objective=config.get("objective"))
+    if agreement:  # agreement with human labels: agreement.json, the disagreements table, the confusion picture
+        _write(folder / AGREEMENT_FILE, json.dumps(redact(dict(agreement["agreement"])), indent=2, ensure_ascii=False))
+        _write(folder / DISAGREEMENTS_FILE, split_json(scrub_columns(dict(agreement["disagreements"]))))
+        if tracking.get("plots", True):
+            from ragexp.report.plots import CONFUSION_PLOT, confusion_plot
+
+            confusion_plot(agreement["agreement"], folder / CONFUSION_PLOT)
     _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False, allow_unicode=True))
     from ragexp.report.describe import dataset_source, run_description
     from ragexp.tracking.params import composed_context, hydra_context, run_params
@@ -329,21 +339,23 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
 
     from mlflow.entities import Metric, Param, RunTag
 
-    from ragexp.report.plots import RUN_PLOT_FILES
+    from ragexp.report.plots import CONFUSION_PLOT, RUN_PLOT_FILES
     from ragexp.core.results import FULL_TABLE_FILE
 
     params = [Param(k, v) for k, v in manifest["params"].items()]
     now = int(time.time() * 1000)
     metrics = [Metric(k, v, now, 0) for k, v in manifest["metrics"].items()]
     # per_sample.json as an MLflow table: the file as client.log_table writes it, and its tag
-    tags = [RunTag("mlflow.loggedArtifacts", json.dumps([{"path": TABLE_FILE, "type": "table"}]))]
+    tables = [TABLE_FILE] + ([DISAGREEMENTS_FILE] if (folder / DISAGREEMENTS_FILE).is_file() else [])
+    tags = [RunTag("mlflow.loggedArtifacts", json.dumps([{"path": t, "type": "table"} for t in tables]))]
     while params or metrics or tags:
         batch_params, params = params[:100], params[100:]
         batch_tags, tags = tags[:100], tags[100:]
         room = 1000 - len(batch_params) - len(batch_tags)
         batch_metrics, metrics = metrics[:room], metrics[room:]
         retrying(client.log_batch, run_id, metrics=batch_metrics, params=batch_params, tags=batch_tags)
-    names = (TABLE_FILE, CONFIG_FILE, SUMMARY_FILE, FULL_TABLE_FILE, *RUN_PLOT_FILES)  # the pictures when drawn
+    names = (TABLE_FILE, CONFIG_FILE, SUMMARY_FILE, FULL_TABLE_FILE, *RUN_PLOT_FILES,  # the pictures when drawn
+             AGREEMENT_FILE, DISAGREEMENTS_FILE, CONFUSION_PLOT)
     hydra_dir = folder / manifest["hydra_dir"] if manifest.get("hydra_dir") else None  # absolute stays absolute
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:

@@ -1,0 +1,179 @@
+"""People's labels against the run's own values (docs/judge-trust.md): for every judge metric that
+has at least one human label (``record.human[<metric key>]``), and for seed 004's keyword verdict
+against ``label``, the agreement statistics with their intervals (:mod:`ragexp.stats.agreement`), the
+judge-corrected mean (:mod:`ragexp.stats.ppi`), how many labels a target half-width needs, and the
+items where the judge and people disagree.
+
+Only samples the judge scored ``ok`` are paired; a labelled sample the judge failed on is counted in
+``labelled_not_scored``. The corrected mean uses the labelled pairs and the judge's values on every
+other ``ok`` sample.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from ragexp.common.records import HUMAN_SCALES
+
+#: the agreement key of the keyword verdict (keyword_overlap above the confusion metrics' threshold)
+VERDICT_KEY = "keyword_verdict"
+CONFUSION_METRICS = ("accuracy", "precision", "recall", "f1")
+SYMBOLS = {"kappa": "κ", "kappa_quadratic": "quadratic κ", "alpha_ordinal": "α", "ac1": "AC1",
+           "percent_agreement": "agreement", "spearman": "Spearman ρ", "kendall_tau_b": "Kendall τ-b"}
+#: rows of the disagreements table kept per metric (the largest disagreements first)
+MAX_DISAGREEMENTS = 1000
+DISAGREEMENT_COLUMNS = ("metric", "id", "query", "answer", "judge", "human", "reason")
+
+
+def _pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """Per metric key: the indices of labelled ``ok`` samples, people's and the judge's values there, the
+    judge's values on the unlabelled ``ok`` samples, and the scale's kind when known."""
+    out: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        if not spec.info.judge or spec.key not in scores:
+            continue
+        name = spec.key if any(spec.key in (r.human or {}) for r in records) else spec.key.split("/")[0]
+        idx, human, judge, rest, failed = [], [], [], [], 0
+        for i, (r, s) in enumerate(zip(records, scores[spec.key])):
+            label = (r.human or {}).get(name)
+            ok = s.status == "ok" and s.value is not None and math.isfinite(s.value)
+            if label is not None and ok:
+                idx.append(i), human.append(float(label)), judge.append(float(s.value))
+            elif label is not None:
+                failed += 1
+            elif ok:
+                rest.append(float(s.value))
+        if idx or failed:
+            out[spec.key] = {"idx": idx, "human": human, "judge": judge, "unlabelled": rest, "failed": failed,
+                             "kind": HUMAN_SCALES.get(name, (None,))[0], "scale": HUMAN_SCALES.get(name)}
+    confusion = next((s for s in specs if s.info.name in CONFUSION_METRICS), None)
+    if confusion is not None and any(r.label is not None for r in records):
+        from ragexp.metrics.keyword import confusion as count
+
+        opts = {k: confusion.options[k] for k in ("threshold", "inclusive", "stopwords") if k in confusion.options}
+        idx, human, judge = [], [], []
+        for i, r in enumerate(records):
+            c = count([r.label], [r.answer], [r.reference_answers], **opts)
+            if not c["skipped"]:
+                idx.append(i), human.append(float(r.label)), judge.append(float(c["tp"] + c["fp"]))
+        if idx:
+            out[VERDICT_KEY] = {"idx": idx, "human": human, "judge": judge, "unlabelled": [], "failed": 0,
+                                "kind": "binary", "scale": ("binary", 0, 1), "against": "label"}
+    return out
+
+
+def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[Any], *,
+                clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
+                seed: int = 0, target_halfwidth: float | None = 0.05) -> dict[str, Any]:
+    """``{"agreement": {key: {...}}, "disagreements": {column: [...]}}``, empty when nothing is labelled."""
+    from ragexp.stats.agreement import agreement, labels_for_halfwidth
+    from ragexp.stats.ppi import ppi_mean
+
+    section: dict[str, Any] = {}
+    table: dict[str, list] = {c: [] for c in DISAGREEMENT_COLUMNS}
+    for key, p in _pairs(specs, scores, records).items():
+        if not p["idx"]:
+            section[key] = {"metric": key, "n": 0, "labelled_not_scored": p["failed"], "statistics": {}}
+            continue
+        a = agreement(key, p["human"], p["judge"], kind=p["kind"],
+                      clusters=None if clusters is None else [clusters[i] for i in p["idx"]],
+                      resamples=resamples, confidence=confidence, seed=seed)
+        entry = a.as_dict()
+        entry["labelled_not_scored"] = p["failed"]
+        if p.get("against"):
+            entry["against"] = p["against"]
+        else:
+            c = ppi_mean(p["human"], p["judge"], p["unlabelled"], confidence=confidence)
+            entry["corrected"] = c.as_dict()
+        head = a.statistics[a.headline]
+        if target_halfwidth:
+            need: dict[str, int | None] = {}
+            if "corrected" in entry:
+                need["corrected_mean"] = c.labels_for(target_halfwidth)
+            if head.ci_low is not None:
+                need[a.headline] = labels_for_halfwidth((head.ci_high - head.ci_low) / 2, a.n, target_halfwidth)
+            entry["labels_needed"] = {"target_halfwidth": target_halfwidth, **need}
+        section[key] = entry
+        _disagreements(table, key, a.kind, p, records, scores.get(key))
+    return {"agreement": section, "disagreements": table} if section else {}
+
+
+def _disagreements(table: dict[str, list], key: str, kind: str, p: dict[str, Any], records, scores) -> None:
+    lo, hi = (p["scale"] or (None, min(p["human"] + p["judge"]), max(p["human"] + p["judge"])))[1:]
+    far = 0.5 * (hi - lo) if kind == "continuous" else 0.0
+    rows = [(abs(h - j), i, h, j) for i, h, j in zip(p["idx"], p["human"], p["judge"]) if abs(h - j) > far or
+            (kind == "continuous" and far == 0 and h != j)]
+    rows.sort(key=lambda t: -t[0])
+    for _, i, h, j in rows[:MAX_DISAGREEMENTS]:
+        r = records[i]
+        detail = scores[i].detail if scores is not None else None
+        for column, value in zip(DISAGREEMENT_COLUMNS, (key, r.id, r.query, r.answer, _plain(j), _plain(h),
+                                                       None if detail is None else str(detail)[:500])):
+            table[column].append(value)
+
+
+def _plain(v: float) -> float | int:
+    return int(v) if float(v).is_integer() else v
+
+
+def trust_metrics(trust: Mapping[str, Any]) -> dict[str, float]:
+    """MLflow keys: ``agreement/<metric>/n``, ``agreement/<metric>/<statistic>`` with ``/ci_low``,
+    ``/ci_high``, ``/stderr``; ``corrected/<metric>`` with ``/ci_low``, ``/ci_high``, ``/n`` (labels),
+    ``/bias``, ``/lam``."""
+    out: dict[str, float] = {}
+    for key, entry in (trust.get("agreement") or {}).items():
+        out[f"agreement/{key}/n"] = float(entry["n"])
+        for name, iv in entry["statistics"].items():
+            for part, suffix in (("mean", ""), ("ci_low", "/ci_low"), ("ci_high", "/ci_high"), ("stderr", "/stderr")):
+                if iv.get(part) is not None:
+                    out[f"agreement/{key}/{name}{suffix}"] = float(iv[part])
+        c = entry.get("corrected") or {}
+        if c.get("mean") is not None:
+            out[f"corrected/{key}"] = float(c["mean"])
+            for part in ("ci_low", "ci_high", "bias", "lam"):
+                if c.get(part) is not None:
+                    out[f"corrected/{key}/{part}"] = float(c[part])
+            out[f"corrected/{key}/n"] = float(c["n_labelled"])
+    return out
+
+
+def _num(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}"
+
+
+def trust_lines(trust: Mapping[str, Any]) -> list[str]:
+    """One sentence per metric: the headline agreement, the corrected mean and the labels hint.
+
+    >>> iv = {"mean": 0.62, "ci_low": 0.48, "ci_high": 0.74}
+    >>> trust_lines({"agreement": {"answer_consistency_binary": {"n": 120, "headline": "kappa",
+    ...     "statistics": {"kappa": iv}, "corrected": {"mean": 0.72, "ci_low": 0.66, "ci_high": 0.78,
+    ...     "judge_mean": 0.81, "n_labelled": 120, "n_total": 2000},
+    ...     "labels_needed": {"target_halfwidth": 0.05, "corrected_mean": 430, "kappa": 700}}}})[0]
+    'judge agrees with people on answer_consistency_binary: κ 0.62 [0.48, 0.74] over 120 labels'
+    """
+    lines = []
+    for key, e in (trust.get("agreement") or {}).items():
+        if not e.get("n"):
+            lines.append(f"{key}: {e.get('labelled_not_scored', 0)} labelled samples, none scored by the judge")
+            continue
+        iv = e["statistics"][e["headline"]]
+        who = "keyword verdict agrees with `label`" if e.get("against") else "judge agrees with people"
+        lines.append(f"{who} on {key}: {SYMBOLS[e['headline']]} {_num(iv.get('mean'))} "
+                     f"[{_num(iv.get('ci_low'))}, {_num(iv.get('ci_high'))}] over {e['n']} labels")
+    for key, e in (trust.get("agreement") or {}).items():
+        c = e.get("corrected") or {}
+        if c.get("mean") is not None:
+            lines.append(f"{key}: judge {_num(c['judge_mean'])}; corrected {_num(c['mean'])} "
+                         f"[{_num(c['ci_low'])}, {_num(c['ci_high'])}] from {c['n_labelled']:,} labels of "
+                         f"{c['n_total']:,}")
+        need = e.get("labels_needed") or {}
+        parts = []
+        for k, v in need.items():
+            what = "the corrected mean" if k == "corrected_mean" else SYMBOLS.get(k, k)
+            if k != "target_halfwidth":
+                parts.append(f"{what}: out of reach by labels alone" if v is None else
+                             f"{what}: met" if v <= e["n"] else f"{what}: about {v:,} labels")
+        if parts:
+            lines.append(f"{key}: for ±{need['target_halfwidth']:g}, {'; '.join(parts)} (now {e['n']:,})")
+    return lines
