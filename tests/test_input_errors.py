@@ -97,6 +97,95 @@ def test_unreadable_parquet(load, tmp_path):
     assert "magic bytes not found" in text
 
 
+@pytest.mark.parametrize("fmt", ["records", "mapped"])
+def test_a_file_the_system_will_not_read_is_named(load, tmp_path, fmt):
+    # /proc/self/mem opens but every read at offset 0 fails with EIO, as a bad disk or a revoked
+    # permission would (chmod 000 cannot stop root, who runs CI's containers)
+    if not Path("/proc/self/mem").exists():
+        pytest.skip("needs Linux's /proc")
+    f = tmp_path / "broken.jsonl"
+    f.symlink_to("/proc/self/mem")
+    with pytest.raises(DataError) as e:
+        load(fmt, f"dataset.path={f}")
+    assert message(e) == f"{f}: cannot read the file: Input/output error"
+
+
+def test_a_file_without_read_permission_is_named(load, tmp_path):
+    import os
+
+    f = jsonl(tmp_path / "private.jsonl", {"query": "q"})
+    f.chmod(0)
+    if os.access(f, os.R_OK):
+        pytest.skip("this user reads any file (root)")
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e) == f"{f}: cannot read the file: Permission denied"
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_json_nested_100000_deep(load, tmp_path, suffix):
+    deep = "[" * 100_000 + "]" * 100_000
+    f = tmp_path / f"deep{suffix}"
+    if suffix == ".jsonl":
+        f.write_text('{"query": "q"}\n{"query": "q2", "extra": ' + deep + "}\n", encoding="utf-8")
+        where = f"{f}, row 2"
+    else:
+        f.write_text(deep, encoding="utf-8")
+        where = f"{f}"
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={f}")
+    assert message(e) == f"{where}: JSON nested too deeply (expected at most a few hundred levels of [ and {{)"
+
+
+def test_json_nested_100000_deep_in_a_csv_cell(load, tmp_path):
+    f = tmp_path / "deep.csv"
+    f.write_text("query,contexts\nq," + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={f}")
+    assert message(e) == (f"{f}, row 1, field 'contexts': JSON nested too deeply "
+                          "(expected at most a few hundred levels of [ and {)")
+
+
+@pytest.mark.parametrize("where, row", [("answer", '"x\\ud800y"'), ("reference_answers", '["ok", "\\udfff"]'),
+                                        ("extra", '{"note": "\\ud834"}')])
+def test_a_lone_surrogate_is_refused_at_load(load, tmp_path, where, row):
+    # json.loads turns the escape into a lone surrogate; it used to fail only when the results were
+    # written, after all the work
+    f = tmp_path / "s.jsonl"
+    f.write_text('{"query": "fine"}\n{"query": "q", "%s": %s}\n' % (where, row), encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load("records", f"dataset.path={f}")
+    assert message(e).startswith(f"{f}, row 2, field '{where}': holds a lone surrogate code point '\\ud")
+    assert message(e).endswith("escape without its pair): expected valid Unicode text")
+
+
+def test_a_lone_surrogate_in_evaluate_is_the_same_error():
+    import ragexp
+
+    with pytest.raises(ragexp.DataError) as e:
+        ragexp.evaluate([{"query": "q", "answer": "a", "reference_answers": ["a"]},
+                         {"query": "q\ud800", "answer": "b", "reference_answers": ["b"]}], log=False)
+    assert message(e).startswith("list of records, row 2, field 'query': holds a lone surrogate code point")
+
+
+def test_columns_given_as_a_list(load, tmp_path):
+    f = jsonl(tmp_path / "r.jsonl", {"query": "q"})
+    with pytest.raises(DataError) as e:
+        load("mapped", f"dataset.path={f}", "dataset.columns=[a,b]")
+    assert message(e) == (f"{f}: dataset.columns must map fields to column names ({{query: question, answer: output}}), "
+                          "got list ['a', 'b']")
+
+
+def test_the_exception_tree_is_importable_from_ragexp():
+    import ragexp
+    from ragexp import errors
+
+    assert ragexp.DataError is errors.DataError and issubclass(ragexp.DataError, ragexp.RagexpError)
+    assert {n for n in ragexp.__all__ if n.endswith(("Error", "Exceeded", "Failed", "Interrupted", "Terminated"))} == {
+        n for n in dir(errors) if isinstance(getattr(errors, n), type) and issubclass(getattr(errors, n), BaseException)
+        and getattr(errors, n).__module__ == "ragexp.errors"}
+
+
 def test_unterminated_csv_quote(load, tmp_path):
     f = tmp_path / "run.csv"
     f.write_text('question,answer\nfine,8\n"never closed,x\nq3,y\n', encoding="utf-8")

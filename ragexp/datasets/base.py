@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -43,6 +44,17 @@ def existing(path: str | Path, what: str = "dataset file", *, directory: bool = 
     return p
 
 
+#: what a JSON value nested deeper than Python's reader goes (about 1,000 levels) is told
+_TOO_DEEP = "JSON nested too deeply (expected at most a few hundred levels of [ and {)"
+#: a lone UTF-16 surrogate (JSON's "\ud800" escape without its pair): no UTF-8 writer accepts it
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unreadable(path: Path, exc: OSError) -> DataError:
+    """The one-line error for a file the system will not let us read (permissions, I/O error)."""
+    return DataError(f"cannot read the file: {exc.strerror or exc}", path=str(path))
+
+
 def read_json(path: Path) -> Any:
     try:
         with open(path, encoding="utf-8-sig") as fh:  # a UTF-8 BOM (Notepad, Excel) is accepted
@@ -51,6 +63,10 @@ def read_json(path: Path) -> Any:
         raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
     except json.JSONDecodeError as exc:
         raise DataError(f"unreadable JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=str(path)) from None
+    except RecursionError:
+        raise DataError(_TOO_DEEP, path=str(path)) from None
+    except OSError as exc:
+        raise unreadable(path, exc) from None
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
@@ -62,13 +78,18 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    yield lineno, json.loads(line.rstrip("\r\n"))
+                    item = json.loads(line.rstrip("\r\n"))
                 except json.JSONDecodeError as exc:
                     where = f"{exc.msg} column {exc.colno}" if exc.msg.endswith(" at") else f"{exc.msg} at column {exc.colno}"
                     raise DataError(f"unreadable JSON line: {where}; expected one JSON object per line",
                                     path=str(path), row=lineno) from None
+                except RecursionError:
+                    raise DataError(_TOO_DEEP, path=str(path), row=lineno) from None
+                yield lineno, item
     except UnicodeDecodeError as exc:
         raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
+    except OSError as exc:
+        raise unreadable(path, exc) from None
 
 
 #: Table formats :func:`read_table` knows, by file suffix.
@@ -127,6 +148,8 @@ def read_delimited(path: Path, fmt: str) -> tuple[list[str], Iterator[tuple[int,
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
+    except OSError as exc:
+        raise unreadable(path, exc) from None
     # a cell may hold a whole document or a JSON list of passages: lift the csv module's 128 KB cap
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True)
@@ -175,6 +198,8 @@ def read_frame(path: Path, fmt: str):
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         if isinstance(exc, (FileNotFoundError, IsADirectoryError)):
             raise
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise unreadable(path, exc) from None
         detail = " ".join(str(exc).split())[:160]
         raise DataError(f"unreadable Parquet: {detail}", path=str(path)) from None
 
@@ -205,6 +230,28 @@ def read_table(path: Path, fmt: str | None = None) -> tuple[list[str], Iterator[
     return columns, rows
 
 
+def check_text(raw: dict[str, Any], source: str | Path, row: int) -> None:
+    """A DataError when a text in the row holds a lone surrogate (``"\\ud800"`` in JSON): it would
+    fail only when the results are written, after all the work."""
+    def walk(value: Any, key: str) -> None:
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                raise DataError(f"holds a lone surrogate code point {_SURROGATE.search(value).group()!r} "
+                                "(a \\ud800-\\udfff escape without its pair): expected valid Unicode text",
+                                path=str(source), row=row, field=key)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(k, key)
+                walk(v, key)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v, key)
+
+    for key, value in raw.items():
+        walk(key, str(key).encode("utf-8", "backslashreplace").decode())
+        walk(value, str(key).encode("utf-8", "backslashreplace").decode())
+
+
 def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None = None,
           label: bool | None = None, corpus: dict[str, str] | None = None, **info: Any) -> Dataset:
     """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels."""
@@ -217,6 +264,8 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
             break
         if label is not None and isinstance(raw, dict) and raw.get("label") is None:
             raw = {**raw, "label": label}
+        if isinstance(raw, dict):
+            check_text(raw, source, row)
         record = to_record(raw, path=str(source), row=row)
         if record.id in seen:  # rows here are the source's own, which check_records cannot know
             raise DataError(f"duplicate id '{record.id}' (first seen at row {seen[record.id]}); ids must be unique",

@@ -88,6 +88,9 @@ def _cell(value: Any) -> Any:
 def _mapping(columns: dict[str, str] | None, json_fields: str | list[str], source: str
              ) -> tuple[dict[str, str], set[str], bool]:
     """The checked column mapping and which fields' JSON text to decode (strictly or not)."""
+    if columns is not None and not (isinstance(columns, dict) and all(isinstance(c, str) for c in columns.values())):
+        raise DataError(f"dataset.columns must map fields to column names ({{query: question, answer: output}}), "
+                        f"got {type(columns).__name__} {columns!r}", path=source)
     mapping = dict(columns or {})
     unknown = [k for k in mapping if k not in FIELDS and not (k.startswith("human.") and len(k) > 6)]
     if unknown:
@@ -143,6 +146,9 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
                         raise DataError(f"expected JSON text ({'a list' if f not in ('timings', 'human') else 'an object'}), "
                                         f"got {v[:40]!r}: {exc.msg}", path=source, row=row,
                                         field=f) from None
+                    except RecursionError:
+                        raise DataError("JSON nested too deeply (expected at most a few hundred levels of [ and {)",
+                                        path=source, row=row, field=f) from None
             yield row, raw
 
     try:
