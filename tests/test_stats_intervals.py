@@ -333,7 +333,7 @@ def test_clustered_stderr_matches_statsmodels_cluster_robust_mean():
 
 def test_a_record_without_its_cluster_label_is_named():
     from ragexp.errors import DataError
-    from ragexp.core.scoring import cluster_labels
+    from ragexp.common.records import cluster_labels
     from ragexp.common.records import to_record
 
     rows = [{"query": "q1", "group": "doc-a"}, {"query": "q2", "group": 7}, {"query": "q3"}]

@@ -20,7 +20,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from ragexp.errors import DataError
+from ragexp.errors import ConfigError, DataError
 
 #: The canonical fields, in the order SPEC §1 lists them.
 FIELDS = (
@@ -262,6 +262,26 @@ def present_fields(records: Iterable[Record]) -> list[str]:
             if f not in have and r.present(f):
                 have.add(f)
     return [f for f in FIELDS if f in have]
+
+
+def cluster_labels(records: list[Record], cluster_by: str | None, *, dataset: str, source: str) -> list[Any] | None:
+    """Each record's cluster (``stats.cluster_by``: a record field or an extra input column)."""
+    if not cluster_by:
+        return None
+
+    def label(r: Record) -> Any:
+        return getattr(r, cluster_by) if hasattr(r, cluster_by) and cluster_by != "extra" else r.extra.get(cluster_by)
+
+    labels = [label(r) for r in records]
+    if all(v is None for v in labels):
+        extra = sorted({k for r in records for k in r.extra})
+        raise ConfigError(f"stats.cluster_by='{cluster_by}': no record of dataset '{dataset}' has that field "
+                          f"(its records have: {', '.join(present_fields(records) + extra)})")
+    for row, (r, v) in enumerate(zip(records, labels), start=1):
+        if v is None:
+            raise DataError(f"expected a cluster label (stats.cluster_by='{cluster_by}') in record '{r.id}', got none",
+                            path=source, row=row, field=cluster_by)
+    return [v if isinstance(v, (str, int, float, bool)) else repr(v) for v in labels]
 
 
 def digest(records: Iterable[Record]) -> str:

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragexp.metrics.base import Score
-from ragexp.common.records import FIELDS
-from ragexp.core.scoring import cluster_labels
+from ragexp.common.records import FIELDS, cluster_labels
 
 
 #: The record fields of the per-sample table, in the order a reader wants them: the question, the

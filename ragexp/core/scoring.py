@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from ragexp.errors import ConfigError, DataError, FieldsError
+from ragexp.errors import ConfigError, FieldsError
 from ragexp.metrics.base import MetricInfo, Score, info_for, mean_ok, status_counts
 from ragexp.common.records import Record, present_fields
 
@@ -391,26 +391,6 @@ _CONFUSION_RATIOS: dict[str, tuple[Callable[..., float], Callable[..., float]]] 
     "recall": (lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fn),
     "f1": (lambda tp, fn, fp, tn: 2 * tp, lambda tp, fn, fp, tn: 2 * tp + fp + fn),
 }
-
-
-def cluster_labels(records: list[Record], cluster_by: str | None, *, dataset: str, source: str) -> list[Any] | None:
-    """Each record's cluster (``stats.cluster_by``: a record field or an extra input column)."""
-    if not cluster_by:
-        return None
-
-    def label(r: Record) -> Any:
-        return getattr(r, cluster_by) if hasattr(r, cluster_by) and cluster_by != "extra" else r.extra.get(cluster_by)
-
-    labels = [label(r) for r in records]
-    if all(v is None for v in labels):
-        extra = sorted({k for r in records for k in r.extra})
-        raise ConfigError(f"stats.cluster_by='{cluster_by}': no record of dataset '{dataset}' has that field "
-                          f"(its records have: {', '.join(present_fields(records) + extra)})")
-    for row, (r, v) in enumerate(zip(records, labels), start=1):
-        if v is None:
-            raise DataError(f"expected a cluster label (stats.cluster_by='{cluster_by}') in record '{r.id}', got none",
-                            path=source, row=row, field=cluster_by)
-    return [v if isinstance(v, (str, int, float, bool)) else repr(v) for v in labels]
 
 
 def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], records: list[Record], *,

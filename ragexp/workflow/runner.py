@@ -21,10 +21,9 @@ from ragexp import __version__
 from ragexp.report.console import print_summary, progress
 from ragexp.datasets.base import Dataset
 from ragexp.errors import ConfigError, JudgeFailed, RagexpError
-from ragexp.core.scoring import (MetricSpec, aggregate, build_metrics, check_fields, cluster_labels, score, stage_latencies,
-                       uncertainty)
+from ragexp.core.scoring import MetricSpec, aggregate, build_metrics, check_fields, score, stage_latencies, uncertainty
 from ragexp.metrics.base import Score
-from ragexp.common.records import Record, present_fields
+from ragexp.common.records import Record, cluster_labels, present_fields
 from ragexp.core.results import dataset_columns, outputs_digest, per_sample_columns, questions_digest
 
 
