@@ -11,7 +11,7 @@ import re
 import yaml
 from cli import ROOT
 
-from ragexp.common.records import FIELDS
+from ragexp.common.records import FIELDS, HUMAN_SCALES
 from ragexp.metrics.base import load_all
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -55,8 +55,10 @@ def test_every_page_the_readme_links_exists_and_every_page_is_in_the_site_nav():
 def test_records_page_defines_every_field_with_a_type_and_meaning():
     text = (DOCS / "records.md").read_text(encoding="utf-8")
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \| ([^|]+) \| ([^|]+) \|$", text, re.M)}
-    assert set(rows) == set(FIELDS) | {"human"}  # human: people's labels per metric key (docs/judge-trust.md)
+    assert set(rows) == set(FIELDS)
     assert "**required**" in rows["query"]
+    human = text[text.index("## Human labels"):text.index("## Absent")]
+    assert [k for k in HUMAN_SCALES if f"`{k}`" not in human] == [], "every labelled key's scale is documented"
     for words in ("absent", "present but empty", "missing_field", "undefined", '"contexts": []', '"answer": ""'):
         assert words in text, words
 

@@ -46,13 +46,19 @@ def md(text: str) -> str:
             lang = "pycon" if block and block[0].startswith(">>>") else "python"
             out += ["", f"```{lang}", *block, "```", ""]
             continue
-        out.append(line)
+        out.append(prose(line))
         i += 1
     return "\n".join(out).strip() + "\n"
 
 
+def prose(line: str) -> str:
+    """``<`` and ``>`` outside code spans as entities: ``<name>`` is text, not an HTML tag."""
+    parts = line.split("`")
+    return "`".join(p.replace("<", "&lt;").replace(">", "&gt;") if i % 2 == 0 else p for i, p in enumerate(parts))
+
+
 def cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return prose(text.replace("|", "\\|").replace("\n", " "))
 
 
 def yaml_options(name: str) -> dict[str, tuple[str, str]]:
