@@ -292,16 +292,15 @@ def _compose_uncached(overrides: tuple[str, ...]) -> Any:
     from omegaconf.errors import OmegaConfBaseException
 
     from ragexp.common.paths import conf_dir
-    from ragexp.errors import ConfigError
+    from ragexp.errors import ConfigError, config_error_line
 
     outer = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
     GlobalHydra.instance().clear()  # a Hydra app calling evaluate(): its own Hydra is put back below
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             return compose(config_name="config", overrides=list(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:  # Hydra's message, without its search path
-        text = " ".join(str(exc).split()).split(" Config search path:")[0]
-        raise ConfigError(text.removeprefix("In 'config': ")) from None
+    except (HydraException, OmegaConfBaseException) as exc:  # Hydra's message as one line, as the CLI prints it
+        raise ConfigError(config_error_line(exc)) from None
     finally:
         if outer is not None:
             GlobalHydra.instance().initialize(outer)

@@ -75,3 +75,25 @@ class Terminated(KeyboardInterrupt):
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during the judge's work; the message says what was received and where it is kept."""
+
+
+def config_error_line(exc: BaseException) -> str:
+    """A Hydra or OmegaConf composition error as one line: what was wrong and the fix, without
+    Hydra's list of every option on its own line or its config search path.
+
+    ``metric=nosuch`` → ``no option 'nosuch' in group 'metric'; the options are: accuracy, answer, …``;
+    ``foo=1`` → ``Could not override 'foo'. To append to your config use +foo=1 (Key 'foo' is not in struct)``.
+    """
+    missing, options = getattr(exc, "missing_cfg_file", None), getattr(exc, "options", None)
+    if missing and options is not None:
+        group, _, option = str(missing).rpartition("/")
+        return f"no option '{option}' in group '{group}'; the options are: {', '.join(options)}"
+    text = str(exc).split("Config search path:")[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    cause = exc.__cause__
+    if cause is not None and type(cause).__module__.startswith("omegaconf"):
+        said = [line.strip() for line in str(cause).splitlines()
+                if line.strip() and not line.strip().startswith(("full_key:", "object_type=", "reference_type="))]
+        if said:
+            lines.append(f"({' '.join(said)})")
+    return " ".join(lines).removeprefix("In 'config': ") or type(exc).__name__

@@ -48,3 +48,31 @@ def test_a_list_of_good_values_still_makes_one_variant_each(tmp_path, data_dir):
     proc = run_cli("metric=hit_rate", "metric.hit_rate.k=[1,3]", f"data_dir={data_dir}", "tracking.enabled=false",
                    "progress=false", cwd=tmp_path, timeout=300)
     assert "hit_rate/k1" in proc.stdout and "hit_rate/k3" in proc.stdout
+
+
+HYDRA_CASES = [
+    # (overrides, the line, or how it starts)
+    (["metric=nosuch"], "ragexp: error: no option 'nosuch' in group 'metric'; the options are: accuracy, answer, "),
+    (["metric.ndcg.k={a: 1}"],
+     "ragexp: error: Error merging override metric.ndcg.k={a: 1} (Cannot merge DictConfig with ListConfig)"),
+    (["foo=1"], "ragexp: error: Could not override 'foo'. To append to your config use +foo=1 (Key 'foo' is not in struct)"),
+    (["-m", "metric=bleu,nosuch"], "ragexp: error: no option 'nosuch' in group 'metric'; the options are: "),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("overrides,line", HYDRA_CASES, ids=[" ".join(c[0]) for c in HYDRA_CASES])
+def test_a_config_hydra_cannot_compose_is_one_line(overrides, line, tmp_path, data_dir):
+    # Hydra printed these over 3 to 51 lines (an unknown option listed every option on its own line)
+    proc = run_cli(*overrides, f"data_dir={data_dir}", "tracking.enabled=false", cwd=tmp_path, check=False, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith(line), proc.stderr
+    assert not (tmp_path / "outputs").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+@pytest.mark.integration
+def test_hydra_full_error_set_by_the_user_still_shows_hydras_traceback(tmp_path, data_dir):
+    proc = run_cli("foo=1", f"data_dir={data_dir}", cwd=tmp_path, env={"HYDRA_FULL_ERROR": "1"}, check=False,
+                   timeout=300)
+    assert proc.returncode != 0 and "Traceback" in proc.stderr and "ConfigCompositionException" in proc.stderr

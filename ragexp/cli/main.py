@@ -44,7 +44,9 @@ def _app(cfg: DictConfig) -> float | None:
     if max_drop:
         print("ragexp: gate.max_drop needs two runs (python -m ragexp.compare); this run checks gate.min only",
               file=sys.stderr)
-    failed = floor_failures(summary["metrics"], floors)
+    from ragexp.core.labels import trust_metrics  # gate.min.agreement.<metric>.kappa: docs/judge-trust.md
+
+    failed = floor_failures({**summary["metrics"], **trust_metrics(summary)}, floors)
     for line in failed:
         print(line, file=sys.stderr)
     if failed:
@@ -139,10 +141,29 @@ def main() -> None:
     from ragexp.cli.plugins import expose_plugins
 
     expose_plugins()  # hydra/launcher=ray from an editable install too
+    # Hydra prints a composition error over many lines (an unknown option lists every option) unless
+    # HYDRA_FULL_ERROR is set, when it raises it: ragexp then prints it as one line (docs/errors.md)
+    full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's own wish for Hydra's full traceback
+    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         _app()
     except KeyboardInterrupt as exc:  # raised outside a job (a launcher waiting for its workers)
         _interrupted(exc)
+    except Exception as exc:  # noqa: BLE001 - Hydra's and OmegaConf's errors, or a bug (its traceback)
+        from hydra.errors import HydraException
+        from omegaconf.errors import OmegaConfBaseException
+
+        from ragexp.errors import config_error_line
+
+        if full_error is not None:
+            raise
+        if isinstance(exc, (HydraException, OmegaConfBaseException)):
+            print(f"ragexp: error: {config_error_line(exc)}", file=sys.stderr)
+        else:
+            import traceback
+
+            traceback.print_exc()
+        sys.exit(2)
     except BrokenPipeError:  # the reader went away (python -m ragexp --help | head): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.__stdout__.fileno())  # so the interpreter's last flush does not complain
