@@ -451,6 +451,18 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
     return save_png(fig, path)
 
 
+def sweep_heatmap(board: dict[str, Any], summaries: dict[str, dict[str, Any] | None], metric: str,
+                  path: str | Path) -> Path | None:
+    """The metric-by-config heat map of a sweep: the board's rows (best first, labelled by the overrides
+    that tell them apart) against the headline metrics (the board's metric first), each child's mean."""
+    keys: list[str] = []
+    for s in summaries.values():
+        keys += [k for k in (s or {}).get("metrics") or {} if k not in keys]
+    rows = [(str(r.get("label") or r["run_name"]), (summaries.get(r["run_id"]) or {}).get("intervals"))
+            for r in board["rows"]]
+    return heatmap(rows, headline_metrics(keys, primary=metric), f"Sweep of {len(rows)} runs", path)
+
+
 #: the agreement picture of a run with human labels (docs/judge-trust.md)
 CONFUSION_PLOT = "agreement_confusion.png"
 

@@ -11,7 +11,8 @@ its adjusted p-value is below ``1 − stats.confidence``.
 
 :func:`rank` is the arithmetic (no I/O); :func:`log_leaderboard` reads the children from MLflow,
 logs ``leaderboard.json``, ``leaderboard.png`` (a forest plot) and ``heatmap.png`` (every child's
-mean of the headline metrics) on the parent run, and prints the table.
+mean of the headline metrics) on the parent run, and prints the table; the pictures and the table
+are drawn by :mod:`ragexp.report`.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
                     ) -> dict[str, Any] | None:
     """Build the leaderboard of ``children``, log it on the parent run, print it; return it."""
     from ragexp.report.console import print_leaderboard
-    from ragexp.report.plots import forest_plot
+    from ragexp.report.plots import forest_plot, sweep_heatmap
     from ragexp.common.secrets import redact
     from ragexp.tracking.store import retrying
 
@@ -192,22 +193,6 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
             retrying(client.log_artifact, parent_run_id, str(png))
     print_leaderboard(board)
     return board
-
-
-def sweep_heatmap(board: Mapping[str, Any], summaries: Mapping[str, Mapping[str, Any] | None], metric: str,
-                  path: Path) -> Path | None:
-    """The metric-by-config heat map of a sweep: the board's rows (best first, labelled by the overrides
-    that tell them apart) against the headline metrics (the board's metric first), each child's mean."""
-    from ragexp.report.plots import heatmap, headline_metrics
-
-    keys: list[str] = []
-    for s in summaries.values():
-        for k in (s or {}).get("metrics") or {}:
-            if k not in keys:
-                keys.append(k)
-    rows = [(str(r.get("label") or r["run_name"]), (summaries.get(r["run_id"]) or {}).get("intervals"))
-            for r in board["rows"]]
-    return heatmap(rows, headline_metrics(keys, primary=metric), f"Sweep of {len(rows)} runs", path)
 
 
 def _add_labels(rows: list[dict[str, Any]]) -> None:
