@@ -73,6 +73,17 @@ def yaml_options(name: str) -> dict[str, tuple[str, str]]:
     return found
 
 
+def reads(info) -> str:
+    """The fields a metric reads; for one whose fields depend on the dataset (``relevance: auto``), each choice."""
+    fields = info.required_fields()
+    text = ", ".join(f"`{f}`" for f in fields) or "other metrics of the run"
+    if "relevance" in info.options:
+        other = info.required_fields({"relevance": "matcher"})
+        if other != fields:
+            text += " when the dataset has both, else " + ", ".join(f"`{f}`" for f in other)
+    return text
+
+
 def bounds(lo: float, hi: float) -> str:
     return f"[{lo:g}, ∞)" if math.isinf(hi) else f"[{lo:g}, {hi:g}]"
 
@@ -81,7 +92,7 @@ def metric_section(info) -> str:
     doc = inspect.getdoc(info.fn) or ""
     conf = yaml_options(info.name)
     facts = [
-        f"**reads** {', '.join(f'`{f}`' for f in info.required_fields()) or 'other metrics of the run'}",
+        f"**reads** {reads(info)}",
         f"**range** {bounds(*info.bounds)}, {'higher' if info.higher_is_better else 'lower'} is better",
     ]
     if info.level == "dataset":
@@ -117,6 +128,17 @@ def suites() -> str:
     return "| suite | what it is | members |\n|---|---|---|\n" + "\n".join(rows) + "\n"
 
 
+def glance(by_module: dict, families: tuple) -> str:
+    """One row per metric: its key (a link to its section), what it reads, its range, its first sentence."""
+    rows = []
+    for family in families:
+        for info in by_module.get(family, []):
+            first = (inspect.getdoc(info.fn) or "").split("\n\n")[0].replace("\n", " ")
+            first = re.split(r";\s*range\b", first)[0].rstrip(". ")
+            rows.append(f"| [`{info.name}`](#{info.name.lower()}) | {reads(info)} | {bounds(*info.bounds)} | {cell(md(first).strip())} |")
+    return "| key | reads | range | what it measures |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
+
+
 def reference() -> str:
     from ragexp.metrics.base import load_all
 
@@ -125,7 +147,7 @@ def reference() -> str:
     for info in registry.values():
         by_module.setdefault(info.fn.__module__.rsplit(".", 1)[-1], []).append(info)
     unknown = sorted(set(by_module) - set(ORDER))  # a new family is listed too, at the end
-    parts = ["## Suites\n", suites()]
+    parts = ["## Suites\n", suites(), "## All metrics\n", glance(by_module, (*ORDER, *unknown))]
     for family in (*ORDER, *unknown):
         infos = by_module.get(family)
         if not infos:

@@ -109,7 +109,7 @@ class LLMClient:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 
-        from ragexp.judge.client import _retry_after, classify
+        from ragexp.common.http import classify, retry_after
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
                                   "temperature": self.temperature, "max_tokens": self.max_tokens,
@@ -137,7 +137,7 @@ class LLMClient:
                 if not retryable:
                     break  # a 400 (prompt too long, content filter): the same request fails again
                 if attempt < self.max_retries:
-                    time.sleep(max(min(2.0 ** attempt, 8.0), _retry_after(exc) or 0.0))
+                    time.sleep(max(min(2.0 ** attempt, 8.0), retry_after(exc) or 0.0))
         self.failures += 1
         raise RuntimeError(f"{self.who} model '{self.model}' failed after {attempt + 1} attempt(s): "
                            f"{type(last).__name__}: {str(last)[:200]}")

@@ -1,0 +1,126 @@
+"""How a failed HTTP request to a model (through litellm) is classified and when to ask again.
+
+Shared by the judge (:mod:`ragexp.judge`) and the pipeline's language model
+(:mod:`ragexp.pipeline.llm`): a failure becomes a status and whether retrying can fix it
+(:func:`classify`), the wait a 429 or 503 asked for (:func:`retry_after`), and whether the
+connection itself failed (:func:`connection_failed`).
+
+    >>> connection_failed(OSError("the request failed")), connection_failed(ConnectionRefusedError(111, "refused"))
+    (False, True)
+    >>> retry_after(RemoteFailure("rate_limited", True, 2.5, "429"))
+    2.5
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import time
+
+from ragexp.errors import ConfigError, CredentialsError
+
+
+class RemoteFailure(Exception):
+    """A failed request already classified where it was sent (a worker process of ``judge.workers``):
+    ``status``, ``retryable``, ``retry_after``, and ``connection`` (the connection itself failed:
+    nothing listening, unknown host)."""
+
+    def __init__(self, status: str, retryable: bool, retry_after: float | None, text: str, connection: bool = False):
+        super().__init__(text)
+        self.status, self.retryable, self.retry_after = status, retryable, retry_after
+        self.connection = connection
+
+
+def connection_failed(exc: BaseException) -> bool:
+    """True when ``exc`` (or what caused it) is a failed connection: refused, host unknown, no route.
+
+    litellm reports a closed port as a 500 (``InternalServerError``) whose cause chain holds
+    ``httpx.ConnectError`` / aiohttp's ``ClientConnectorError`` / ``ConnectionRefusedError``.
+    """
+    import socket
+
+    if getattr(exc, "connection", False):  # a RemoteFailure: the worker process looked at the chain
+        return True
+    seen: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and not any(e is s for s in seen):
+        seen.append(e)
+        if isinstance(e, (ConnectionRefusedError, socket.gaierror)) or type(e).__name__ in (
+                "ConnectError", "ClientConnectorError", "ClientConnectorDNSError"):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The first cause of ``exc`` (``ConnectionRefusedError: …`` rather than litellm's wrapping of it)."""
+    seen = [exc]
+    while True:
+        nxt = seen[-1].__cause__ or seen[-1].__context__
+        if nxt is None or any(nxt is s for s in seen):
+            return seen[-1]
+        seen.append(nxt)
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds a 429 (or 503) asked us to wait: ``retry-after-ms``, ``retry-after`` (seconds or a date)."""
+    if hasattr(exc, "retryable"):  # a RemoteFailure: the worker process read the headers
+        return getattr(exc, "retry_after", None)
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def classify(exc: BaseException, who: str = "judge") -> tuple[str, bool]:
+    """(status, retryable) of a failed request; raises for errors retrying cannot fix.
+
+    ``who`` is the config group that sent it (``judge``, ``generator``, ``compressor``), named in the error.
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch litellm's price map
+    import litellm
+
+    if isinstance(exc, RemoteFailure):  # classified by the worker process that sent the request
+        return exc.status, exc.retryable
+    if isinstance(exc, (CredentialsError, ConfigError)):
+        raise exc
+    if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError, TimeoutError)):
+        return "timeout", True
+    if isinstance(exc, litellm.RateLimitError):
+        return "rate_limited", True
+    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+        raise CredentialsError(f"the {who} model rejected its credentials ({type(exc).__name__}): check the key "
+                               f"in the variable {who}.api_key_env names") from None
+    if isinstance(exc, litellm.NotFoundError):
+        raise ConfigError(f"the {who}'s model or endpoint was not found: {short_error(exc)} "
+                          f"(check {who}.model and {who}.api_base)") from None
+    if isinstance(exc, litellm.APIConnectionError):
+        return "api_error", True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and (status >= 500 or status in (408, 409)):
+        return "api_error", True
+    if status == 200:  # the server said OK but its body could not be read (cut off, not JSON): ask again
+        return "api_error", True
+    return "api_error", False  # 400s: a context too long, a content filter… the same request fails again
+
+
+def short_error(exc: BaseException, limit: int = 300) -> str:
+    text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
