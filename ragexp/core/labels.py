@@ -177,3 +177,98 @@ def trust_lines(trust: Mapping[str, Any]) -> list[str]:
         if parts:
             lines.append(f"{key}: for ±{need['target_halfwidth']:g}, {'; '.join(parts)} (now {e['n']:,})")
     return lines
+
+
+HUMAN_PREFIX = "human/"
+
+
+def human_column(key: str) -> str:
+    """The per-sample table's column of people's labels for metric ``key``."""
+    return f"{HUMAN_PREFIX}{key}"
+
+
+def _floats(values: Sequence[Any]) -> list[float]:
+    return [float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else math.nan
+            for v in values]
+
+
+def corrected_difference(human_b: Sequence[float], judge_b: Sequence[float], human_c: Sequence[float],
+                         judge_c: Sequence[float], *, confidence: float = 0.95) -> dict[str, Any] | None:
+    """The corrected mean of candidate − baseline over the same items (NaN: no label, or the judge had no
+    ``ok`` value): PPI++ on the per-item differences — labelled where people labelled the item in both
+    runs, the judge's difference elsewhere — with a normal two-sided p-value. None when fewer than two
+    items are labelled in both."""
+    from statistics import NormalDist
+
+    from ragexp.stats.ppi import ppi_mean
+
+    lab_y, lab_j, rest = [], [], []
+    for hb, jb, hc, jc in zip(_floats(human_b), _floats(judge_b), _floats(human_c), _floats(judge_c)):
+        if math.isnan(jb) or math.isnan(jc):
+            continue
+        if math.isnan(hb) or math.isnan(hc):
+            rest.append(jc - jb)
+        else:
+            lab_y.append(hc - hb), lab_j.append(jc - jb)
+    if len(lab_y) < 2:
+        return None
+    c = ppi_mean(lab_y, lab_j, rest, confidence=confidence)
+    p = None
+    if c.stderr:
+        p = 2 * (1 - NormalDist().cdf(abs(c.mean) / c.stderr))
+    elif c.mean is not None:
+        p = 1.0 if c.mean == 0 else 0.0
+    return {"diff": c.mean, "ci_low": c.ci_low, "ci_high": c.ci_high, "stderr": c.stderr, "p_value": p,
+            "n_labelled": c.n_labelled, "n": c.n_total, "judge_diff": c.judge_mean, "lam": c.lam}
+
+
+def compare_agreement(cols_b: Mapping[str, Sequence[Any]], cols_c: Mapping[str, Sequence[Any]], keys: Sequence[str],
+                      *, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
+                      correct: bool = False) -> dict[str, Any]:
+    """For two runs' paired per-sample columns (same items, same order): per metric key with people's
+    labels in both tables, the paired difference of the judges' agreement with them (over the items
+    labelled alike in both, ``ok`` in both: a different judge or prompt on the same answers), and with
+    ``correct`` the difference of the judge-corrected means (:func:`corrected_difference`)."""
+    from ragexp.stats.agreement import paired_agreement
+
+    out: dict[str, Any] = {}
+    for key in keys:
+        col = human_column(key.split("/")[0]) if human_column(key) not in cols_b else human_column(key)
+        if col not in cols_b or col not in cols_c:
+            continue
+        hb, hc = _floats(cols_b[col]), _floats(cols_c[col])
+        jb, jc = _floats(cols_b[key]), _floats(cols_c[key])
+        sb, sc = cols_b.get(f"{key}/status"), cols_c.get(f"{key}/status")
+        jb = [v if sb is None or s == "ok" else math.nan for v, s in zip(jb, sb or jb)]
+        jc = [v if sc is None or s == "ok" else math.nan for v, s in zip(jc, sc or jc)]
+        rows = [i for i in range(len(hb)) if not any(math.isnan(x[i]) for x in (hb, hc, jb, jc)) and hb[i] == hc[i]]
+        entry: dict[str, Any] = {"n_labelled": len(rows)}
+        if len(rows) >= 2:
+            kind = HUMAN_SCALES.get(col[len(HUMAN_PREFIX):], (None,))[0]
+            d = paired_agreement(key, [hb[i] for i in rows], [jb[i] for i in rows], [jc[i] for i in rows],
+                                 kind=kind, resamples=resamples, confidence=confidence, seed=seed)
+            entry["agreement"] = d.as_dict()
+        if correct:
+            entry["corrected"] = corrected_difference(hb, jb, hc, jc, confidence=confidence)
+        out[key] = entry
+    return out
+
+
+def comparison_lines(section: Mapping[str, Any]) -> list[str]:
+    """The comparison report's lines on agreement and corrected means (one per metric and kind)."""
+    lines = []
+    for key, e in section.items():
+        d = e.get("agreement")
+        if d:
+            ci = "" if d["ci_low"] is None else f" [{_num(d['ci_low'])}, {_num(d['ci_high'])}]"
+            p = "" if d["p_value"] is None else f", p = {d['p_value']:.3g}"
+            lines.append(f"{key}: agreement with people ({SYMBOLS[d['statistic']]}) {_num(d['baseline'])} → "
+                         f"{_num(d['candidate'])}, difference {d['diff']:+.2f}{ci}{p} over {d['n']} labels")
+        elif "agreement" not in e:
+            lines.append(f"{key}: {e['n_labelled']} items labelled alike and ok in both runs: agreement not compared")
+        c = e.get("corrected")
+        if c:
+            lines.append(f"{key}: corrected difference {c['diff']:+.3f} [{_num(c['ci_low'])}, {_num(c['ci_high'])}], "
+                         f"p = {c['p_value']:.3g} (judge's own {c['judge_diff']:+.3f}; {c['n_labelled']} labels of "
+                         f"{c['n']})")
+    return lines

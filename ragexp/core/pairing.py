@@ -81,13 +81,14 @@ def _numbers(values: tuple) -> Any:
 
 def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 10_000,
                    confidence: float = 0.95, seed: int = 0, min_match_fraction: float = 0.9,
-                   regressions: int = 10) -> dict[str, Any]:
+                   regressions: int = 10, correct_with_labels: bool = False) -> dict[str, Any]:
     """Pair two runs' per-sample tables by id and compare every shared metric (module docstring).
 
     Returns the comparison as plain data (``comparison.json``): ``samples`` (the pairing),
     ``metrics`` (one row per metric key, in the baseline's column order, then the candidate's
     extra keys), ``regressions`` (per metric, the samples that got most worse), ``not_compared``
-    (dataset-level metrics) and ``method``.
+    (dataset-level metrics) and ``method``; with people's labels in both tables (``human/<key>``),
+    ``agreement``: :func:`ragexp.core.labels.compare_agreement` (corrected means with ``correct_with_labels``).
     """
     shared, b_rows, c_rows, queries = _pair(baseline, candidate, min_match_fraction)
     rows, both = _metric_rows(baseline, candidate)
@@ -95,7 +96,12 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
     _test(values_b, values_c, ok, both, rows, resamples=resamples, confidence=confidence, seed=seed)
     compared = _verdicts(rows, 1 - confidence)
     n = len(shared)
+    from ragexp.core.labels import compare_agreement
+
+    agreement = compare_agreement(_columns(baseline, b_rows), _columns(candidate, c_rows), both, resamples=resamples,
+                                  confidence=confidence, seed=seed, correct=correct_with_labels)
     return {
+        **({"agreement": agreement} if agreement else {}),
         "not_compared": _dataset_level(baseline, candidate),
         "baseline": {"run_id": baseline.run_id, "name": baseline.name, "samples": len(baseline.rows)},
         "candidate": {"run_id": candidate.run_id, "name": candidate.name, "samples": len(candidate.rows)},

@@ -77,6 +77,8 @@ def per_sample_columns(records, scores: dict[str, list[Score]], cluster_by: str 
         columns[cluster_by] = list(clusters)
     if any(r.label is not None for r in records):
         columns["label"] = [r.label for r in records]
+    for key in dict.fromkeys(k for r in records for k in (r.human or {})):  # people's labels: docs/judge-trust.md
+        columns[f"human/{key}"] = [(r.human or {}).get(key) for r in records]
     if any(r.latency_s is not None for r in records):
         columns["latency_s"] = [r.latency_s for r in records]
     if any(r.extra.get("pipeline_error") for r in records):  # why a stage left a sample's fields empty

@@ -91,6 +91,12 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
             f"{k} {_f(v['baseline'])} → {_f(v['candidate'])}" for k, v in whole.items()))
     for line in lines + notes:
         console.print(f"[dim]{line}[/dim]", highlight=False, soft_wrap=True)
+    if result.get("agreement"):  # the judges against people's labels (docs/judge-trust.md)
+        from ragexp.core.labels import comparison_lines
+
+        console.print("[bold]Agreement with people[/bold]", highlight=False)
+        for line in comparison_lines(result["agreement"]):
+            console.print(line, highlight=False, soft_wrap=True)
     key = focus_metric(result, focus)
     regs = result["regressions"].get(key) if key else None
     if regs:

@@ -1,0 +1,136 @@
+"""Agreement with people through the real run: the fake judge (tests/judge_server.py) answers from a
+chosen confusion matrix against the human labels, and the run reports the κ that matrix implies;
+dataset=expertqa logs the agreement keys, agreement.json, the confusion picture and the disagreements
+table; compare reports the paired difference of two judges' agreement; the gate takes floors on it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge_server import Reply, blocks
+
+N0, N1 = 16, 24  # people: 16 items unsupported (0), 24 supported (1)
+# the judge: of the 16 zeros it calls 12 zero and 4 one; of the 24 ones, 6 zero and 18 one
+CONFUSION = {(0, 0): 12, (0, 1): 4, (1, 0): 6, (1, 1): 18}
+
+
+def _records(path):
+    rows, verdicts, i = [], {}, 0
+    for (human, judge), count in CONFUSION.items():
+        for _ in range(count):
+            i += 1
+            answer = f"Statement number {i} about topic {i}."
+            rows.append({"id": f"s{i}", "query": f"What about topic {i}?", "answer": answer,
+                         "contexts": [f"A passage on topic {i}."], "human": {"answer_consistency_binary": human}})
+            verdicts[answer] = bool(judge)
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return verdicts
+
+
+def _script(verdicts, flip_every: int = 0):
+    def script(request):
+        answer = blocks(request.first_user)["answer"][0].strip()
+        verdict = verdicts[answer]
+        number = int(answer.split()[2])
+        if flip_every and number % flip_every == 0:
+            verdict = not verdict
+        return Reply(text=json.dumps({"fully_supported": verdict, "reason": f"scripted {verdict}"}))
+    return script
+
+
+def _overrides(server, path, *more):
+    return ("dataset=records", f"dataset.path={path}", "metric=answer_consistency_binary", "judge=openai_compatible",
+            f"judge.api_base={server.url}", "judge.cache=false", "stats.resamples=2000", *more)
+
+
+def test_fake_judge_with_a_confusion_matrix_gives_the_kappa_it_implies(compose, server, tmp_path):
+    from ragexp.workflow.runner import execute
+
+    server.script = _script(_records(tmp_path / "labelled.jsonl"))
+    outcome = execute(compose(*_overrides(server, tmp_path / "labelled.jsonl")), save=False, show=False)
+    entry = outcome.summary["agreement"]["answer_consistency_binary"]
+    n = N0 + N1
+    po = (12 + 18) / n
+    pe = (N0 / n) * ((12 + 6) / n) + (N1 / n) * ((4 + 18) / n)  # people's margins times the judge's
+    assert entry["n"] == 40 and entry["kind"] == "binary"
+    assert entry["statistics"]["kappa"]["mean"] == pytest.approx((po - pe) / (1 - pe), abs=1e-12)
+    assert entry["statistics"]["percent_agreement"]["mean"] == pytest.approx(po, abs=1e-12)
+    assert entry["confusion"] == [[12, 4], [6, 18]]  # rows people, columns judge
+    iv = entry["statistics"]["kappa"]
+    assert iv["ci_low"] < iv["mean"] < iv["ci_high"]
+    # every record is labelled: the corrected mean is people's mean, the bias the judge's excess
+    assert entry["corrected"]["mean"] == pytest.approx(N1 / n, abs=1e-12)
+    assert entry["corrected"]["bias"] == pytest.approx((22 - 24) / n, abs=1e-12)
+
+
+@pytest.mark.slow
+def test_expertqa_run_logs_agreement_keys_artifacts_and_description(compose, server, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from ragexp.workflow.runner import execute
+
+    cfg = compose("dataset=expertqa", "dataset.limit=40", "metric=answer_consistency_binary",
+                  "judge=openai_compatible", f"judge.api_base={server.url}", "judge.cache=false",
+                  "stats.resamples=1000", "stats.cluster_by=question_id")
+    outcome = execute(cfg, show=False)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.get_run(outcome.summary["run_id"])
+    m = run.data.metrics
+    for key in ("agreement/answer_consistency_binary/n", "agreement/answer_consistency_binary/kappa",
+                "agreement/answer_consistency_binary/kappa/ci_low", "agreement/answer_consistency_binary/ac1",
+                "corrected/answer_consistency_binary", "corrected/answer_consistency_binary/ci_high"):
+        assert key in m, key
+    labelled = sum(1 for r in outcome.records if "answer_consistency_binary" in (r.human or {}))
+    assert m["agreement/answer_consistency_binary/n"] == labelled
+    names = {f.path for f in client.list_artifacts(run.info.run_id)}
+    assert {"agreement.json", "agreement_disagreements.json", "agreement_confusion.png"} <= names
+    tables = json.loads(run.data.tags["mlflow.loggedArtifacts"])
+    assert {"path": "agreement_disagreements.json", "type": "table"} in tables
+    note = run.data.tags["mlflow.note.content"]
+    assert note.startswith("**judge agrees with people on answer_consistency_binary: κ ")
+    table = json.loads((outcome.folder / "agreement_disagreements.json").read_text())
+    rows = [dict(zip(table["columns"], r)) for r in table["data"]]
+    assert rows and all(r["judge"] != r["human"] for r in rows)
+    assert all(r["reason"] for r in rows)  # the judge's stated reason
+    conf = json.loads((outcome.folder / "agreement.json").read_text())["answer_consistency_binary"]["confusion"]
+    assert sum(map(sum, conf)) - conf[0][0] - conf[1][1] == len(rows)
+
+
+@pytest.mark.slow
+def test_compare_two_judges_paired_agreement_and_gate_floor(compose, server, tmp_path):
+    from ragexp.cli.compare import compare_runs
+    from ragexp.stats.agreement import paired_agreement
+    from ragexp.workflow.runner import execute
+
+    path = tmp_path / "labelled.jsonl"
+    verdicts = _records(path)
+    server.script = _script(verdicts)
+    a = execute(compose(*_overrides(server, path), "run_name=judge-a"), show=False).summary
+    server.script = _script(verdicts, flip_every=3)  # a worse judge: every third verdict flipped
+    b = execute(compose(*_overrides(server, path), "run_name=judge-b"), show=False).summary
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from ragexp.common.paths import conf_dir
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = hydra_compose("compare", overrides=[f"baseline={a['run_id']}", f"candidate={b['run_id']}",
+                                                  f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", "log=false",
+                                                  "stats.resamples=2000", "stats.correct_with_labels=true",
+                                                  "++gate.min.agreement.answer_consistency_binary.kappa=0.6"])
+    result = compare_runs(cfg)
+    d = result["agreement"]["answer_consistency_binary"]["agreement"]
+    human = [h for (h, _), c in CONFUSION.items() for _ in range(c)]
+    judge_a = [float(v) for v in verdicts.values()]
+    judge_b = [float(not v if (i + 1) % 3 == 0 else v) for i, v in enumerate(verdicts.values())]
+    ref = paired_agreement("m", human, judge_a, judge_b, resamples=2000)
+    assert d["diff"] == pytest.approx(ref.diff, abs=1e-12) and d["diff"] < 0
+    assert (d["ci_low"], d["ci_high"]) == (pytest.approx(ref.ci_low), pytest.approx(ref.ci_high))
+    corrected = result["agreement"]["answer_consistency_binary"]["corrected"]
+    assert corrected["diff"] == pytest.approx(0.0, abs=1e-12)  # the same answers: people's mean cannot move
+    kappa_b = b["agreement"]["answer_consistency_binary"]["statistics"]["kappa"]["mean"]
+    assert kappa_b < 0.6
+    assert result["gate"]["failures"] == [
+        f"gate: agreement/answer_consistency_binary/kappa = {kappa_b:.4f} in the candidate is under its floor 0.6"]
