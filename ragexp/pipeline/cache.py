@@ -99,3 +99,62 @@ class IndexCache:
         """The index names built so far, one per build, oldest first."""
         f = self.root / BUILD_LOG
         return [ln.rsplit(" ", 1)[-1] for ln in f.read_text().splitlines()] if f.exists() else []
+
+
+#: The query-embedding cache beside the indexes: one SQLite file for every model, keyed by
+#: (model, prefix, query text), so the dense jobs of a sweep encode each query once per model.
+QUERY_VECTORS = "query_vectors.sqlite"
+
+
+class QueryVectors:
+    """Query embeddings of one model (``model``: what determines the vectors) in ``<root>/query_vectors.sqlite``.
+
+    Jobs in parallel workers share the file (SQLite's WAL, a writer waits up to 60 s); a vector is
+    stored once, as the float32 bytes the encoder returned.
+
+        >>> import tempfile, numpy as np
+        >>> store = QueryVectors(tempfile.mkdtemp(), {"model": "m"})
+        >>> store.put("query: ", ["a", "b"], np.array([[1, 0], [0, 1]], dtype=np.float32))
+        >>> sorted((q, v.tolist()) for q, v in store.get("query: ", ["a", "c"]).items())
+        [('a', [1.0, 0.0])]
+    """
+
+    def __init__(self, root: str | os.PathLike[str], model: dict[str, Any]):
+        self.path = Path(root) / QUERY_VECTORS
+        self.model = key_digest(model)
+
+    def _connect(self) -> Any:
+        import sqlite3
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=60)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, prefix TEXT, query TEXT, dtype TEXT, vector BLOB,"
+                   " PRIMARY KEY (model, prefix, query))")
+        return db
+
+    def get(self, prefix: str, queries: list[str]) -> dict[str, Any]:
+        """The stored vectors of those ``queries`` (query → vector); the others are absent."""
+        import numpy as np
+
+        found: dict[str, Any] = {}
+        wanted = list(dict.fromkeys(queries))
+        db = self._connect()
+        try:
+            for i in range(0, len(wanted), 500):
+                part = wanted[i:i + 500]
+                rows = db.execute(f"SELECT query, dtype, vector FROM vectors WHERE model = ? AND prefix = ? AND query IN "
+                                  f"({','.join('?' * len(part))})", [self.model, prefix, *part])
+                found.update((q, np.frombuffer(blob, dtype=dtype)) for q, dtype, blob in rows)
+        finally:
+            db.close()
+        return found
+
+    def put(self, prefix: str, queries: list[str], vectors: Any) -> None:
+        db = self._connect()
+        try:
+            with db:
+                db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?, ?)",
+                               [(self.model, prefix, q, str(v.dtype), v.tobytes()) for q, v in zip(queries, vectors)])
+        finally:
+            db.close()

@@ -7,7 +7,9 @@ the query and reads what it returns.
 
 Both fill, per record, ``timings`` (seconds per stage: ``embed``, ``retrieve``, ``rerank``,
 ``compress``, ``generate``, and ``total``) and ``latency_s`` (= ``total``), which the runner
-logs as ``latency/<stage>`` and ``avg_latency`` (SPEC §2.5).
+logs as ``latency/<stage>`` and ``avg_latency``. The retriever searches ``batch_size`` queries
+at a time; a stage done for a whole batch gives each query an equal share of its seconds, and
+``pipeline.batch_size=1`` times each query alone (docs/performance.md, "Sweeps").
 
 Ids after chunking (the convention the ranked metrics rely on): with
 ``context_ids: source`` (the default) a retrieved chunk's ``context_ids`` entry is the id of
@@ -44,14 +46,18 @@ class RAGPipeline:
 
     ``cache_dir``: where indexes are cached (relative to the launch directory; null: no cache).
     ``context_ids``: ``source`` (ids of the corpus passages the chunks came from) or ``chunk``.
+    ``batch_size``: queries searched (and encoded) together; 1 times each query alone.
     The stages and the corpus are passed in by :func:`ragexp.pipeline.build_pipeline`.
     """
 
     def __init__(self, *, chunker: Chunker, retriever: Retriever, compressor: Compressor, generator: Generator,
                  corpus: dict[str, str] | None = None, cache_dir: str | None = ".ragexp_cache/index",
-                 context_ids: str = "source"):
+                 context_ids: str = "source", batch_size: int = 4096):
         if context_ids not in ("source", "chunk"):
             raise ConfigError(f"pipeline.context_ids: expected 'source' or 'chunk', got {context_ids!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"pipeline.batch_size: expected a positive integer, got {batch_size!r}")
+        self.batch_size = batch_size
         self.chunker, self.retriever, self.compressor, self.generator = chunker, retriever, compressor, generator
         self.corpus = corpus
         self.cache = IndexCache(cache_dir) if cache_dir else None
@@ -91,9 +97,21 @@ class RAGPipeline:
                      f"({self.stats[f'index/{kind}/seconds']:.2f} s)")
 
     def run(self, records: list[Record], progress: Progress | None = None) -> list[Record]:
+        from itertools import islice
+
         self.prepare()
-        for r in (progress(records) if progress else records):
-            self.run_one(r)
+        rows = iter(progress(records) if progress else records)
+        while batch := list(islice(rows, self.batch_size)):
+            timings: list[dict[str, float]] = [{} for _ in batch]
+            hits: list[Any] = [None] * len(batch)
+            if self.retriever.uses_corpus:
+                hits = self.retriever.search_many([r.query for r in batch], self.retriever.top_k, timings)
+            for t in timings:  # the retrieval's share of each query's total
+                t["total"] = sum(t.values())
+            for r, t, h in zip(batch, timings, hits):
+                self.run_one(r, h, t)
+        if self.retriever.uses_corpus:
+            self.stats["pipeline/batch_size"] = float(self.batch_size)
         if self.compressor.active or self.generator.active:  # the stages that call a model and may fail
             self.stats["pipeline/failures"] = float(self.failures)
         if self.failures:
@@ -101,11 +119,15 @@ class RAGPipeline:
                  "(see the pipeline_error column of per_sample.json)")
         return records
 
-    def run_one(self, r: Record) -> None:
-        timings: dict[str, float] = {}
-        t0 = time.perf_counter()
+    def run_one(self, r: Record, hits: list[tuple[int, float]] | None = None,
+                timings: dict[str, float] | None = None) -> None:
+        """The stages after retrieval for one record (``hits``: its search results; ``timings``: the
+        seconds spent on it so far, ``total`` included)."""
+        timings = {} if timings is None else timings
+        t0 = time.perf_counter() - timings.pop("total", 0.0)
         if self.retriever.uses_corpus:
-            hits = self.retriever.search(r.query, self.retriever.top_k, timings)
+            if hits is None:
+                hits = self.retriever.search(r.query, self.retriever.top_k, timings)
             chunks = [self.chunks[i] for i, _ in hits]
             r.contexts = [c.text for c in chunks]
             r.context_ids = [c.doc_id if self.context_ids == "source" else c.id for c in chunks]

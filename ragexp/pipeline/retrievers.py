@@ -2,10 +2,13 @@
 
 Each is built from its YAML (the keys are the constructor's arguments), validated at once,
 then ``prepare``-d over the chunked corpus (loading or building its index through the
-:class:`~ragexp.pipeline.cache.IndexCache`), then asked ``search(query, k, timings)`` per
-sample, which returns ``(chunk position, score)`` pairs, best first, and adds the seconds it
-spent to ``timings`` (``embed`` for encoding the query, ``retrieve`` for the search, ``rerank``
-for the hybrid's fusion).
+:class:`~ragexp.pipeline.cache.IndexCache`), then asked ``search(query, k, timings)`` for one
+sample, or ``search_many(queries, k, timings)`` for a batch of them (``pipeline.batch_size``),
+which return ``(chunk position, score)`` pairs, best first, and add the seconds spent to
+``timings`` (``embed`` for encoding the query, ``retrieve`` for the search, ``rerank`` for the
+hybrid's fusion). In a batch, a stage done for the whole batch at once (BM25's search, the dense
+encoder's pass) gives each query an equal share of its seconds (docs/performance.md, "Sweeps").
+Both give the same top-k lists, ties in the same order.
 
 ``bm25`` is bm25s (Lucene's BM25 variant by default). ``dense`` encodes chunks and queries
 with a sentence-transformers model — by default all-MiniLM-L6-v2 from the
@@ -75,7 +78,28 @@ class Retriever:
         return {}
 
     def search(self, query: str, k: int, timings: dict[str, float]) -> list[tuple[int, float]]:
+        return self.search_many([query], k, [timings])[0]
+
+    def search_many(self, queries: list[str], k: int, timings: list[dict[str, float]]) -> list[list[tuple[int, float]]]:
+        """:meth:`search` for every query of a batch (``timings``: one dict per query)."""
         raise NotImplementedError
+
+
+def _share(timings: list[dict[str, float]], stage: str, seconds: float) -> None:
+    """Each query of a batch gets an equal share of a stage done for the whole batch."""
+    for t in timings:
+        t[stage] = t.get(stage, 0.0) + seconds / len(timings)
+
+
+#: Indexes loaded in this process, by directory: the jobs of a sweep that run in one worker load each once.
+_LOADED: dict[tuple[str, str], Any] = {}
+
+
+def _load_once(kind: str, path: Path, load: Any) -> Any:
+    key = (kind, str(path))
+    if key not in _LOADED:
+        _LOADED[key] = load(path)
+    return _LOADED[key]
 
 
 class NoRetriever(Retriever):
@@ -142,17 +166,21 @@ class BM25Retriever(Retriever):
             self._model, built = build(None), True
         else:
             path, built = cache.get_or_build("bm25", {**corpus_key, **self.index_parts()}, build)
-            self._model = bm25s.BM25.load(str(path), show_progress=False)
+            self._model = _load_once("bm25", path, lambda p: bm25s.BM25.load(str(p), show_progress=False))
         return {"index/bm25/built": float(built), "index/bm25/seconds": time.perf_counter() - t0}
 
-    def search(self, query: str, k: int, timings: dict[str, float]) -> list[tuple[int, float]]:
-        with _Timer(timings, "retrieve"):
-            k = min(k, self._n)
-            if k < 1:
-                return []
-            tokens = self._tokenize([query], ids=False)
+    def search_many(self, queries: list[str], k: int, timings: list[dict[str, float]]) -> list[list[tuple[int, float]]]:
+        """bm25s's ``retrieve`` over the whole batch: each query's top-k is what it gets alone."""
+        t0 = time.perf_counter()
+        k = min(k, self._n)
+        if k < 1:
+            out: list[list[tuple[int, float]]] = [[] for _ in queries]
+        else:
+            tokens = self._tokenize(list(queries), ids=False)
             docs, scores = self._model.retrieve(tokens, k=k, show_progress=False, n_threads=1)
-            return [(int(d), float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+            out = [[(int(d), float(s)) for d, s in zip(dd, ss) if s > 0] for dd, ss in zip(docs, scores)]
+        _share(timings, "retrieve", time.perf_counter() - t0)
+        return out
 
 
 # -------------------------------------------------------------------------------------- dense
@@ -220,7 +248,7 @@ class DenseRetriever(Retriever):
         self.query_prefix, self.document_prefix = query_prefix or "", document_prefix or ""
         resolve_model(self.model)  # fails now if the bundled package is missing
         self._emb: Any = None
-        self._encoder: Any = None
+        self._vectors: Any = None  # the query-embedding cache beside the index cache
 
     def index_parts(self) -> dict[str, Any]:
         return {"model": self.model, "path": resolve_model(self.model), "document_prefix": self.document_prefix,
@@ -230,12 +258,9 @@ class DenseRetriever(Retriever):
         import numpy as np
 
         t0 = time.perf_counter()
-        self._encoder = load_encoder(self.model, self.device)
 
         def encode_all() -> Any:
-            texts = [self.document_prefix + c.text for c in chunks]
-            return np.asarray(self._encoder.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                                   convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
+            return self._encode([self.document_prefix + c.text for c in chunks])
 
         def build(directory: Path) -> None:
             emb = encode_all()
@@ -247,26 +272,57 @@ class DenseRetriever(Retriever):
             self._emb, built = encode_all(), True
         else:
             path, built = cache.get_or_build("dense", {**corpus_key, **self.index_parts()}, build)
-            self._emb = np.load(path / "embeddings.npy")
+            self._emb = _load_once("dense", path, lambda p: np.load(p / "embeddings.npy"))
+            from ragexp.pipeline.cache import QueryVectors
+
+            self._vectors = QueryVectors(cache.root, {"model": self.model, "path": resolve_model(self.model),
+                                                      "normalized": True})
         if self._emb.shape[0] != len(chunks):
             raise RuntimeError(f"dense index holds {self._emb.shape[0]} vectors for {len(chunks)} chunks")
         return {"index/dense/built": float(built), "index/dense/seconds": time.perf_counter() - t0}
 
-    def search(self, query: str, k: int, timings: dict[str, float]) -> list[tuple[int, float]]:
+    def _encode(self, texts: list[str]) -> Any:
         import numpy as np
 
-        with _Timer(timings, "embed"):
-            q = self._encoder.encode([self.query_prefix + query], normalize_embeddings=True, convert_to_numpy=True,
-                                     show_progress_bar=False)[0]
-        with _Timer(timings, "retrieve"):
-            n = self._emb.shape[0]
-            k = min(k, n)
-            if k < 1:
-                return []
-            scores = self._emb @ q.astype(np.float32)
-            top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-            top = top[np.argsort(-scores[top], kind="stable")]
-            return [(int(i), float(scores[i])) for i in top]
+        encoder = load_encoder(self.model, self.device)  # loaded once per process, and only when needed
+        return np.asarray(encoder.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                         convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
+
+    def embed_queries(self, queries: list[str]) -> Any:
+        """The batch's query vectors: from the query-embedding cache, the others encoded in one pass
+        (a batch of one is encoded alone, without the cache: the latency of a query on its own)."""
+        import numpy as np
+
+        texts = [self.query_prefix + q for q in queries]
+        if self._vectors is None or len(texts) == 1:
+            return self._encode(texts)
+        found = self._vectors.get(self.query_prefix, queries)
+        missing = list(dict.fromkeys(q for q in queries if q not in found))
+        if missing:
+            new = self._encode([self.query_prefix + q for q in missing])
+            found.update(zip(missing, new))
+            self._vectors.put(self.query_prefix, missing, new)
+        return np.stack([found[q] for q in queries])
+
+    def search_many(self, queries: list[str], k: int, timings: list[dict[str, float]]) -> list[list[tuple[int, float]]]:
+        import numpy as np
+
+        t0 = time.perf_counter()
+        vectors = self.embed_queries(queries)
+        _share(timings, "embed", time.perf_counter() - t0)
+        out = []
+        n = self._emb.shape[0]
+        k = min(k, n)
+        for q, t in zip(vectors, timings):  # one product per query: the same scores as a query alone
+            with _Timer(t, "retrieve"):
+                if k < 1:
+                    out.append([])
+                    continue
+                scores = self._emb @ q.astype(np.float32)
+                top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+                top = top[np.argsort(-scores[top], kind="stable")]
+                out.append([(int(i), float(scores[i])) for i in top])
+        return out
 
 
 # ------------------------------------------------------------------------------------- hybrid
@@ -317,9 +373,12 @@ class HybridRetriever(Retriever):
     def prepare(self, chunks: list[Chunk], corpus_key: dict[str, Any], cache: IndexCache | None) -> dict[str, float]:
         return {**self.bm25.prepare(chunks, corpus_key, cache), **self.dense.prepare(chunks, corpus_key, cache)}
 
-    def search(self, query: str, k: int, timings: dict[str, float]) -> list[tuple[int, float]]:
+    def search_many(self, queries: list[str], k: int, timings: list[dict[str, float]]) -> list[list[tuple[int, float]]]:
         depth = max(self.candidates, k)
-        lexical = [i for i, _ in self.bm25.search(query, depth, timings)]
-        semantic = [i for i, _ in self.dense.search(query, depth, timings)]
-        with _Timer(timings, "rerank"):
-            return rrf([lexical, semantic], self.rrf_k, self.weights)[:k]
+        lexical = self.bm25.search_many(queries, depth, timings)
+        semantic = self.dense.search_many(queries, depth, timings)
+        out = []
+        for lex, sem, t in zip(lexical, semantic, timings):
+            with _Timer(t, "rerank"):
+                out.append(rrf([[i for i, _ in lex], [i for i, _ in sem]], self.rrf_k, self.weights)[:k])
+        return out
