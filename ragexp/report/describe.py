@@ -87,6 +87,11 @@ def run_description(summary: Mapping[str, Any]) -> str:
                       "and `summary.json`."]
     else:
         lines.append("No metric was computed.")
+    batch = summary.get("latency_batch")
+    if batch and batch > 1 and summary.get("latency"):
+        lines += ["", f"Latencies: the retriever searched up to {int(batch)} queries at a time; a query's "
+                      "`latency/retrieve` (and `latency/embed`) is its equal share of its batch. "
+                      "`pipeline.batch_size=1` times each query alone."]
     skipped = summary.get("skipped_metrics") or []
     if skipped:
         lines += ["", "Skipped:", *[f"- {s}" for s in skipped]]

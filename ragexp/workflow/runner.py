@@ -201,6 +201,7 @@ def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Sco
         "skipped_metrics": plan.skipped,
         "warnings": scored.notes,
         "latency": {k: v for k, v in scored.extra.items() if k.startswith("latency/")},
+        "latency_batch": scored.extra.get("pipeline/batch_size"),  # >1: a query's latency is its share of a batch
         "judge": scored.usage,
         "ragexp_version": __version__,
         "seconds": None,
