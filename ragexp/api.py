@@ -184,7 +184,8 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
         ds = cfg.dataset
         dataset = load_in_memory(in_memory, columns=_plain(ds.get("columns")),
                                  json_fields=_plain(ds.get("json_fields", "auto")), name=ds.get("name") or "dataframe",
-                                 limit=ds.get("limit"), label=ds.get("label"))
+                                 limit=ds.get("limit"), label=ds.get("label"), split=ds.get("split", "all"),
+                                 split_fraction=ds.get("split_fraction", 0.5), split_seed=ds.get("split_seed", 0))
     try:
         outcome = execute(cfg, dataset=dataset, save=log is not False, show=False, overrides=composed_with)
     except JudgeFailed as exc:  # every judge metric failed: the reasons, sample by sample, go with the error
@@ -389,6 +390,15 @@ def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResul
     ``seed`` default to the baseline's ``stats`` settings. Runs of other questions are refused
     with a :class:`~ragexp.errors.DataError`. Nothing is logged (``python -m ragexp.compare`` logs).
     """
+    from ragexp.stats.settings import count_setting, fraction_setting, stats_settings
+
+    stats = dict(baseline.summary.get("stats", {}) if isinstance(baseline, EvaluationResult) else {})
+    stats.update({k: v for k, v in (("resamples", resamples), ("confidence", confidence), ("seed", seed)) if v is not None})
+    stats = stats_settings({k: stats[k] for k in ("resamples", "confidence", "seed") if k in stats})
+    # checked before any store is read, as python -m ragexp.compare checks them
+    min_match_fraction = fraction_setting(min_match_fraction, "min_match_fraction")
+    regressions = count_setting(regressions, "regressions")
+
     import pandas as pd
 
     from ragexp.core.pairing import compare_tables
@@ -406,10 +416,7 @@ def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResul
             tables.append(found[role])
         else:
             raise ConfigError(f"{role}: expected an EvaluationResult or a run id or name, got {type(side).__name__}")
-    stats = baseline.summary.get("stats", {}) if isinstance(baseline, EvaluationResult) else {}
-    result = compare_tables(*tables, resamples=int(resamples if resamples is not None else stats.get("resamples", 10_000)),
-                            confidence=float(confidence if confidence is not None else stats.get("confidence", 0.95)),
-                            seed=int(seed if seed is not None else stats.get("seed", 0)),
+    result = compare_tables(*tables, resamples=stats["resamples"], confidence=stats["confidence"], seed=stats["seed"],
                             min_match_fraction=min_match_fraction, regressions=regressions)
     columns = ["mean_baseline", "mean_candidate", "diff", "ci_low", "ci_high", "p_value", "p_holm", "verdict", "n",
                "better", "ties", "worse", "mde", "test"]

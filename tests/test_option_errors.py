@@ -76,3 +76,86 @@ def test_hydra_full_error_set_by_the_user_still_shows_hydras_traceback(tmp_path,
     proc = run_cli("foo=1", f"data_dir={data_dir}", cwd=tmp_path, env={"HYDRA_FULL_ERROR": "1"}, check=False,
                    timeout=300)
     assert proc.returncode != 0 and "Traceback" in proc.stderr and "ConfigCompositionException" in proc.stderr
+
+
+# --- stats and comparison settings: one check (ragexp/stats/settings.py) for the run and the compare --
+
+BAD_SETTINGS = [
+    (["stats.confidence=1.5"], "stats.confidence must be a number between 0 and 1 (e.g. 0.95), got 1.5"),
+    (["stats.confidence=abc"], "stats.confidence must be a number between 0 and 1 (e.g. 0.95), got 'abc'"),
+    (["stats.resamples=0"], "stats.resamples must be a whole number from 100 to 1,000,000, got 0"),
+    (["stats.resamples=100000000"], "stats.resamples must be a whole number from 100 to 1,000,000, got 100000000"),
+    (["stats.resamples=2.5"], "stats.resamples must be a whole number from 100 to 1,000,000, got 2.5"),
+    (["stats.seed=abc"], "stats.seed must be a whole number of at least 0, got 'abc'"),
+    (["stats.seed=-3"], "stats.seed must be a whole number of at least 0, got -3"),
+    (["stats.method=student"], "stats.method must be one of percentile, bca, got 'student'"),
+    (["stats.correct_with_labels=maybe"], "stats.correct_with_labels must be true or false, got 'maybe'"),
+]
+COMPARE_ONLY = [
+    (["regressions=-1"], "regressions must be a whole number of at least 0, got -1"),
+    (["regressions=abc"], "regressions must be a whole number of at least 0, got 'abc'"),
+    (["min_match_fraction=0"], "min_match_fraction must be a number above 0 and at most 1, got 0"),
+]
+
+
+def _compose(config: str, *overrides: str):
+    from hydra import compose, initialize_config_dir
+
+    from ragexp.common.paths import conf_dir
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        return compose(config_name=config, overrides=list(overrides))
+
+
+@pytest.mark.parametrize("overrides,line", BAD_SETTINGS, ids=[c[0][0] for c in BAD_SETTINGS])
+def test_a_run_refuses_bad_stats_settings_before_any_work(overrides, line, compose, tmp_path):
+    from ragexp.errors import ConfigError
+    from ragexp.workflow.runner import run
+
+    with pytest.raises(ConfigError) as e:
+        run(compose(*overrides, "tracking.enabled=false"))
+    assert str(e.value) == line
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+@pytest.mark.parametrize("overrides,line", BAD_SETTINGS + COMPARE_ONLY, ids=[c[0][0] for c in BAD_SETTINGS + COMPARE_ONLY])
+def test_the_compare_refuses_the_same_settings_before_reading_the_store(overrides, line, tmp_path):
+    from ragexp.cli.compare import compare_runs
+    from ragexp.errors import ConfigError
+
+    store = tmp_path / "none.db"
+    cfg = _compose("compare", "baseline=a", "candidate=b", f"tracking.uri=sqlite:///{store}", *overrides)
+    with pytest.raises(ConfigError) as e:
+        compare_runs(cfg)
+    assert str(e.value) == line
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("options,line", [
+    (dict(resamples=0), "stats.resamples must be a whole number from 100 to 1,000,000, got 0"),
+    (dict(confidence=1.5), "stats.confidence must be a number between 0 and 1 (e.g. 0.95), got 1.5"),
+    (dict(seed="abc"), "stats.seed must be a whole number of at least 0, got 'abc'"),
+    (dict(regressions=-1), "regressions must be a whole number of at least 0, got -1"),
+])
+def test_compare_results_refuses_the_same_settings(options, line):
+    import ragexp
+
+    with pytest.raises(ragexp.ConfigError) as e:
+        ragexp.compare_results("a", "b", tracking_uri="sqlite:////nonexistent/x.db", **options)
+    assert str(e.value) == line
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("module", ["ragexp", "ragexp.compare"])
+def test_bad_stats_seed_is_one_line_from_both_commands(module, tmp_path, data_dir):
+    import os
+    import subprocess
+    import sys
+
+    args = ["baseline=a", "candidate=b"] if module == "ragexp.compare" else [f"data_dir={data_dir}",
+                                                                             "tracking.enabled=false"]
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    proc = subprocess.run([sys.executable, "-m", module, *args, "stats.seed=abc"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == ["ragexp: error: stats.seed must be a whole number of at least 0, got 'abc'"]

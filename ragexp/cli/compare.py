@@ -27,6 +27,7 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     from ragexp.core.pairing import compare_tables
     from ragexp.core.results import metric_keys
     from ragexp.report.comparison import print_comparison
+    from ragexp.stats.settings import count_setting, fraction_setting, stats_settings
     from ragexp.tracking.runs import log_comparison, read_runs
     from ragexp.tracking.store import bounded_http, first_line, resolve_uri
 
@@ -34,16 +35,18 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
         if OmegaConf.is_missing(cfg, role) or cfg.get(role) in (None, ""):
             raise ConfigError(f"say which run is the {role}: {role}=<run id | run name>")
     allowances, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
+    stats = stats_settings(OmegaConf.to_container(cfg.stats, resolve=True) if cfg.get("stats") else None)
+    confidence = stats["confidence"]
+    regressions = count_setting(cfg.get("regressions", 10), "regressions")  # before the store is read
+    min_match = fraction_setting(cfg.get("min_match_fraction", 0.9), "min_match_fraction")
     tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
     uri = resolve_uri(tracking.get("uri"))
-    stats = cfg.get("stats") or {}
-    confidence = float(stats.get("confidence", 0.95))
     client, runs = read_runs(uri, {"baseline": cfg.baseline, "candidate": cfg.candidate})
     baseline, candidate = runs["baseline"], runs["candidate"]
-    result = compare_tables(baseline, candidate, resamples=int(stats.get("resamples", 10_000)),
-                            confidence=confidence, seed=int(stats.get("seed", 0)),
-                            min_match_fraction=float(cfg.get("min_match_fraction", 0.9)),
-                            regressions=int(cfg.get("regressions", 10)))
+    result = compare_tables(baseline, candidate, resamples=stats["resamples"],
+                            confidence=confidence, seed=stats["seed"],
+                            min_match_fraction=min_match, regressions=regressions,
+                            correct_with_labels=stats["correct_with_labels"])
     result["tracking_uri"] = redact_url(uri)  # the store's address without credentials
     failures = drop_failures(result["metrics"], allowances, 1 - confidence)
     candidate_values = dict(candidate.metrics)

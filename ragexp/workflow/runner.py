@@ -71,6 +71,7 @@ class Scored:
     extra: dict[str, float]  # latencies, pipeline stats, judge usage, status counts
     usage: dict[str, float]
     notes: list[str]
+    trust: dict[str, Any] | None = None  # agreement with human labels (ragexp.core.labels.judge_trust)
 
 
 @dataclass
@@ -106,7 +107,10 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
     records = pipeline_step(plan, bars)
     scored = score_step(plan, records, bars)
     intervals = uncertainty_step(plan.specs, scored.scores, records, plan.stats, plan.dataset)
+    trust_step(plan, records, scored)
     summary = summary_step(cfg, plan, records, scored, intervals)
+    if scored.trust:
+        summary["agreement"] = scored.trust["agreement"]
     summary["seconds"] = round(time.perf_counter() - started, 3)
     per_sample = per_sample_columns(records, scored.scores, plan.stats["cluster_by"])  # no pandas
     folder = None
@@ -230,7 +234,7 @@ def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: li
         dataset_digest=summary["dataset_digest"], dataset_frame=dataset_columns(records),
         per_sample=per_sample,
         metrics=scored.values, extra_metrics={**scored.extra, **interval_metrics(intervals)}, summary=summary,
-        hydra_dir=hydra_dir, sweep_dir=sweep_dir, overrides=overrides,
+        hydra_dir=hydra_dir, sweep_dir=sweep_dir, overrides=overrides, agreement=scored.trust,
     )
     summary["results_folder"] = str(folder)
     return folder
@@ -242,6 +246,10 @@ def print_step(plan: Plan, records: list[Record], scored: Scored, intervals: dic
     footer = [f"[dim]{m}[/dim]" for m in plan.skipped] + [f"[yellow]warning: {m}[/yellow]" for m in scored.notes]
     if folder is not None:
         footer.append(f"Results (summary.json, per_sample.json) in {folder}")
+    if scored.trust:
+        from ragexp.core.labels import trust_lines
+
+        footer = ["[bold]Agreement with people[/bold] (agreement.json)", *trust_lines(scored.trust), *footer]
     shown = dict(scored.values)
     shown.update({k: v for k, v in scored.extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
     print_summary(f"ragexp{_job_label()} · {plan.dataset.name} · {len(records)} samples · {summary['seconds']} s",
@@ -265,17 +273,9 @@ def judge_failed_step(plan: Plan, scored: Scored, folder: Path | None, outcome: 
 
 def stats_settings(cfg: DictConfig) -> dict[str, Any]:
     """The ``stats`` node with its defaults (resamples, confidence, seed, method, cluster_by, primary)."""
-    node = OmegaConf.to_container(cfg.stats, resolve=True) if cfg.get("stats") else {}
-    out = {"resamples": 10_000, "confidence": 0.95, "seed": 0, "method": "percentile", "cluster_by": None,
-           "primary": None}
-    out.update(node or {})
-    from ragexp.stats.intervals import check_settings
+    from ragexp.stats.settings import stats_settings as checked  # one check for the run and the compare
 
-    try:
-        check_settings(out["confidence"], out["method"], out["resamples"])
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"stats.{exc}") from None
-    return out
+    return checked(OmegaConf.to_container(cfg.stats, resolve=True) if cfg.get("stats") else None)
 
 
 def uncertainty_step(specs, scores, records, stats_cfg: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
@@ -286,6 +286,22 @@ def uncertainty_step(specs, scores, records, stats_cfg: dict[str, Any], dataset:
     with shared_draws():  # the mean and ratio intervals draw the same seeded resamples: draw them once
         return uncertainty(specs, scores, records, clusters=clusters, resamples=stats_cfg["resamples"],
                            confidence=stats_cfg["confidence"], seed=stats_cfg["seed"], method=stats_cfg["method"])
+
+
+def trust_step(plan: Plan, records: list[Record], scored: Scored) -> None:
+    """Agreement of every labelled judge metric with people, the corrected means and the labels hint
+    (docs/judge-trust.md), onto ``scored.trust`` and the run's metrics; nothing when no record is labelled."""
+    if not any(r.human for r in records) and not any(r.label is not None for r in records):
+        return
+    from ragexp.core.labels import judge_trust, trust_metrics
+
+    st = plan.stats
+    clusters = cluster_labels(records, st["cluster_by"], dataset=plan.dataset.name, source=plan.dataset.source)
+    scored.trust = judge_trust(plan.specs, scored.scores, records, clusters=clusters, resamples=st["resamples"],
+                               confidence=st["confidence"], seed=st["seed"],
+                               target_halfwidth=st.get("target_halfwidth")) or None
+    if scored.trust:
+        scored.extra.update(trust_metrics(scored.trust))
 
 
 def interval_metrics(intervals: dict[str, Any]) -> dict[str, float]:
