@@ -364,3 +364,71 @@ def test_only_runs_of_dead_processes_of_this_host_are_closed(tmp_path):
     assert {n: r.info.status for n, r in status.items()} == {
         "dead": "FAILED", "alive": "RUNNING", "reused pid": "FAILED", "this process": "RUNNING", "other host": "RUNNING"}
     assert f"pid {dead.pid} on {socket.gethostname()}" in status["dead"].data.tags[FAILURE_TAG]
+
+
+_FILL = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing us
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
+from mlflow.tracking import MlflowClient
+try:
+    MlflowClient(sys.argv[1])
+except Exception:
+    sys.exit(3)
+"""
+
+
+def _half_created_store(folder: Path) -> Path:
+    """A fresh ``mlflow.db`` whose creation ran out of room mid-migration (a file-size limit stands in for a
+    full disk: SQLite's writes fail the same way) and left alembic's ``_alembic_tmp_*`` copy behind."""
+    import sqlite3
+
+    for kb in range(400, 1200, 20):
+        db = folder / "mlflow.db"
+        db.unlink(missing_ok=True)
+        proc = subprocess.run([sys.executable, "-c", _FILL, f"sqlite:///{db}", str(kb * 1024)], env=_env(),
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode != 3:
+            continue
+        con = sqlite3.connect(db)
+        left = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE name LIKE '_alembic_tmp_%'")]
+        con.close()
+        if left:
+            return db
+    pytest.fail("no file-size limit left a half-migrated store behind")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_store_whose_creation_ran_out_of_disk_is_repaired_by_the_next_run(tmp_path):
+    db = _half_created_store(tmp_path)
+    from mlflow.tracking import MlflowClient
+
+    with pytest.raises(Exception, match="_alembic_tmp_"):  # what every later run and upload met before
+        MlflowClient(f"sqlite:///{db}")
+    proc = run_cli("progress=false", "tracking.plots=false", cwd=tmp_path)
+    assert f"ragexp: repaired {db}" in proc.stderr, proc.stderr[-2000:]
+    assert "logged to" in proc.stdout
+    _, found = runs(f"sqlite:///{db}")
+    assert [r.info.status for r in found] == ["FINISHED"]
+
+
+def test_a_half_migrated_store_that_cannot_be_repaired_names_the_fix(tmp_path):
+    """A copy whose original table is gone may hold the only rows: it is left, and the line says what to do."""
+    import sqlite3
+
+    from ragexp.errors import TrackingError
+    from ragexp.tracking.store import _repair_migration
+
+    db = tmp_path / "mlflow.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE _alembic_tmp_experiments (x)")
+    con.close()
+    with pytest.raises(TrackingError) as caught:
+        _repair_migration(f"sqlite:///{db}", Exception("table _alembic_tmp_experiments already exists"))
+    assert str(caught.value).endswith(f"move it aside (mv {db} {db}.broken) and run again, else: "
+                                      f"sqlite3 {db} 'DROP TABLE _alembic_tmp_experiments'")
+    assert "\n" not in str(caught.value)
+    con = sqlite3.connect(db)
+    assert [r[0] for r in con.execute("SELECT name FROM sqlite_master")] == ["_alembic_tmp_experiments"]
+    con.close()

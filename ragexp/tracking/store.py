@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import socket
+import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -425,7 +426,12 @@ def open_client(uri: str) -> Any:
     check_database(uri)
     try:
         with creation_lock(uri), _quiet_schema_logs():
-            client = retrying(MlflowClient, tracking_uri=uri)
+            try:
+                client = retrying(MlflowClient, tracking_uri=uri)
+            except Exception as exc:  # noqa: BLE001 - a schema a failed creation left half-migrated: repaired once
+                if not _repair_migration(uri, exc):
+                    raise
+                client = retrying(MlflowClient, tracking_uri=uri)
         create_run = client.create_run
 
         def create_fitting_run(experiment_id: str, start_time: int | None = None, tags: Any = None,
@@ -438,6 +444,32 @@ def open_client(uri: str) -> Any:
         raise
     except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; the user needs one line
         raise TrackingError(f"tracking store {uri} cannot be opened: {first_line(exc)}") from None
+
+
+def _repair_migration(uri: str, exc: BaseException) -> bool:
+    """A SQLite store whose schema upgrade failed half-way (a full disk while ``mlflow.db`` was created)
+    stops every later upgrade at ``table _alembic_tmp_<t> already exists``: drop the leftover copies
+    (:func:`ragexp._compat.drop_leftover_migration_tables`) so MLflow can finish the upgrade; True if it
+    did. When it cannot, one line naming the exact fix."""
+    from ragexp._compat import ALEMBIC_TMP, drop_leftover_migration_tables
+    from ragexp.errors import TrackingError
+
+    db = sqlite_path(uri)
+    if db is None or ALEMBIC_TMP not in str(exc):
+        return False
+    try:
+        if drop_leftover_migration_tables(db):
+            import sys
+
+            print(f"ragexp: repaired {db}: a schema upgrade that failed earlier (a full disk?) had left "
+                  f"alembic's temporary tables behind", file=sys.stderr)
+            return True
+    except sqlite3.Error:
+        pass
+    table = str(exc).split(ALEMBIC_TMP, 1)[1].split()[0].strip("\"'`")
+    raise TrackingError(f"tracking store {uri}: a schema upgrade that failed earlier left table {ALEMBIC_TMP}{table} "
+                        f"and ragexp could not repair it; if the store holds no runs yet, move it aside "
+                        f"(mv {db} {db}.broken) and run again, else: sqlite3 {db} 'DROP TABLE {ALEMBIC_TMP}{table}'")
 
 
 def check_store(uri: str, experiment: str) -> tuple[Any, str]:
