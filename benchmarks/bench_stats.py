@@ -1,6 +1,7 @@
 """Speed of a paired comparison: two runs of 10,000 samples × 40 metrics, 10,000 resamples.
 
     python benchmarks/bench_stats.py            # one core (BLAS threads pinned to 1 before numpy loads)
+    python benchmarks/bench_stats.py --broken   # status columns no reader knows: must exit 1
 
 Times, in this process:
 
@@ -13,7 +14,8 @@ Times, in this process:
    extrapolated linearly (its cost is exactly proportional to resamples × metrics); the
    printed ratio says so.
 
-Target (issue 9): the whole comparison in ≤ 2 s on one core.
+Target: the whole comparison in ≤ 2 s on one core. The script exits 1 unless the comparison
+found and compared all 40 metrics it was given (a benchmark that measured nothing says so).
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import random  # noqa: E402
 import statistics  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from ragexp.core.pairing import RunTable, compare_tables  # noqa: E402
+from ragexp.core.results import status_column  # noqa: E402
 from ragexp.stats.paired import holm, paired_compare_columns  # noqa: E402
 
 N, METRICS, BINARY, RESAMPLES = 10_000, 40, 10, 10_000
@@ -45,9 +49,10 @@ def make_runs(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return b, c
 
 
-def as_table(name: str, values: np.ndarray) -> RunTable:
+def as_table(name: str, values: np.ndarray, broken: bool = False) -> RunTable:
     keys = [f"metric{j:02d}" for j in range(METRICS)]
-    columns = ["id", "query", "answer"] + [c for k in keys for c in (k, f"{k}.status")]
+    status = (lambda k: f"{k}:status") if broken else status_column
+    columns = ["id", "query", "answer"] + [c for k in keys for c in (k, status(k))]
     rows = []
     for i in range(N):
         row: list = [f"q{i}", f"question {i}", "an answer"]
@@ -86,12 +91,29 @@ def timed(fn, repeats: int = 3) -> tuple[float, float, object]:
     return statistics.median(walls), statistics.median(cpus), out
 
 
-def main() -> None:
+def measured(out: dict, stats: list) -> str | None:
+    """Why the figures would be of nothing (None when both steps compared every metric)."""
+    if len(stats) != METRICS:
+        return f"the statistics compared {len(stats)} metrics, not the {METRICS} given"
+    got = out.get("metrics") or {}
+    compared = [k for k, r in got.items() if r.get("test")]
+    if len(compared) != METRICS:
+        return f"compare_tables compared {len(compared)} metrics, not the {METRICS} given ({sorted(got)[:5]}…)"
+    return None
+
+
+def main() -> int:
     b, c = make_runs()
     paired_compare_columns(b[:50], c[:50], resamples=100)  # scipy's import and first calls, not timed
     stats_s, stats_cpu, _ = timed(lambda: holm([r.p_value for r in paired_compare_columns(b, c, resamples=RESAMPLES)]))
-    base, cand = as_table("baseline", b), as_table("candidate", c)
+    stats = paired_compare_columns(b[:200], c[:200], resamples=100)
+    broken = "--broken" in sys.argv[1:]
+    base, cand = as_table("baseline", b, broken), as_table("candidate", c, broken)
     whole_s, whole_cpu, out = timed(lambda: compare_tables(base, cand, resamples=RESAMPLES, min_match_fraction=1.0))
+    wrong = measured(out, stats)
+    if wrong:
+        print(f"bench_stats: measured nothing worth printing: {wrong}", file=sys.stderr)
+        return 1
     cpu = time.process_time()
     per = loop_seconds_per_metric_resample(b, c)
     per_cpu = (time.process_time() - cpu) / 20
@@ -109,7 +131,8 @@ def main() -> None:
           f"× 2 metrics, EXTRAPOLATED to {RESAMPLES:,} × {METRICS}): {loop_cpu:,.0f} s CPU, {loop_s:,.0f} s wall")
     print(f"  ratio (CPU): vectorised statistics {loop_cpu / stats_cpu:,.0f}× faster than the loop; whole "
           f"comparison {loop_cpu / whole_cpu:,.0f}×")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
