@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from ragexp.stats.agreement import agreement, kind_of, labels_for_halfwidth, paired_agreement
+from ragexp.stats.agreement import judge_agreement, kind_of, labels_for_halfwidth, paired_agreement
 from ragexp.stats.ppi import ppi_mean
 
 rng = np.random.default_rng(20261124)
@@ -21,7 +21,7 @@ CON_J = np.clip(CON_H + rng.normal(0, 0.3, 180), 0, 1).round(2)
 def test_binary_kappa_equals_scikit_learn():
     from sklearn.metrics import cohen_kappa_score
 
-    a = agreement("m", BIN_H, BIN_J, resamples=500)
+    a = judge_agreement("m", BIN_H, BIN_J, resamples=500)
     assert a.kind == "binary" and a.n == 250
     assert a.statistics["kappa"].mean == pytest.approx(cohen_kappa_score(BIN_H, BIN_J), abs=1e-9)
     assert a.statistics["percent_agreement"].mean == pytest.approx((BIN_H == BIN_J).mean(), abs=1e-12)
@@ -31,7 +31,7 @@ def test_ordinal_quadratic_kappa_and_alpha_equal_the_references():
     from sklearn.metrics import cohen_kappa_score
     import krippendorff
 
-    a = agreement("m", ORD_H, ORD_J, resamples=500)
+    a = judge_agreement("m", ORD_H, ORD_J, resamples=500)
     assert a.kind == "ordinal"
     assert a.statistics["kappa_quadratic"].mean == pytest.approx(
         cohen_kappa_score(ORD_H, ORD_J, weights="quadratic", labels=list(range(6))), abs=1e-9)
@@ -45,7 +45,7 @@ def test_gwet_ac1_by_arithmetic():
     # 10 items: people say 1 on 8, the judge agrees on 7 of those and on 1 of the 2 zeros
     human = [1] * 8 + [0] * 2
     judge = [1] * 7 + [0] + [0, 1]
-    a = agreement("m", human, judge, resamples=200)
+    a = judge_agreement("m", human, judge, resamples=200)
     pa = 8 / 10
     pi1 = (8 / 10 + 8 / 10) / 2  # share of 1 among both raters' 20 values
     pe = (pi1 * (1 - pi1) + (1 - pi1) * pi1) / (2 - 1)
@@ -57,7 +57,7 @@ def test_gwet_ac1_by_arithmetic():
 def test_rank_correlations_equal_scipy():
     from scipy.stats import kendalltau, spearmanr
 
-    a = agreement("m", CON_H, CON_J, resamples=500)
+    a = judge_agreement("m", CON_H, CON_J, resamples=500)
     assert a.kind == "continuous"
     assert a.statistics["spearman"].mean == pytest.approx(spearmanr(CON_H, CON_J)[0], abs=1e-9)
     assert a.statistics["kendall_tau_b"].mean == pytest.approx(kendalltau(CON_H, CON_J)[0], abs=1e-9)
@@ -67,7 +67,7 @@ def test_bootstrap_interval_matches_scipy_bootstrap_within_resampling_error():
     from scipy.stats import bootstrap
     from sklearn.metrics import cohen_kappa_score
 
-    a = agreement("m", BIN_H, BIN_J, resamples=4000, seed=3)
+    a = judge_agreement("m", BIN_H, BIN_J, resamples=4000, seed=3)
     ref = bootstrap((BIN_H, BIN_J), lambda x, y: cohen_kappa_score(x, y), paired=True, vectorized=False,
                     n_resamples=1000, method="percentile", random_state=np.random.default_rng(5)).confidence_interval
     iv = a.statistics["kappa"]
@@ -79,15 +79,15 @@ def test_bootstrap_interval_matches_scipy_bootstrap_within_resampling_error():
 def test_clustered_interval_is_wider_when_items_repeat_within_clusters():
     # each labelled pair appears 5 times in one cluster: 50 independent pairs, not 250
     h, j = np.repeat(BIN_H[:50], 5), np.repeat(BIN_J[:50], 5)
-    plain = agreement("m", h, j, resamples=2000).statistics["kappa"]
-    clustered = agreement("m", h, j, clusters=np.repeat(np.arange(50), 5), resamples=2000).statistics["kappa"]
+    plain = judge_agreement("m", h, j, resamples=2000).statistics["kappa"]
+    clustered = judge_agreement("m", h, j, clusters=np.repeat(np.arange(50), 5), resamples=2000).statistics["kappa"]
     assert clustered.method == "cluster-percentile" and clustered.n_clusters == 50
     assert clustered.mean == plain.mean
     assert (clustered.ci_high - clustered.ci_low) > 1.8 * (plain.ci_high - plain.ci_low)  # about sqrt(5)
 
 
 def test_one_class_gives_no_kappa_and_says_so():
-    a = agreement("m", [1, 1, 1, 1], [1, 1, 1, 1], resamples=200)
+    a = judge_agreement("m", [1, 1, 1, 1], [1, 1, 1, 1], resamples=200)
     assert a.statistics["percent_agreement"].mean == 1.0
     assert a.statistics["kappa"].mean is None and "one class" in a.statistics["kappa"].note
 

@@ -67,7 +67,7 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
                 clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
                 seed: int = 0, target_halfwidth: float | None = 0.05) -> dict[str, Any]:
     """``{"agreement": {key: {...}}, "disagreements": {column: [...]}}``, empty when nothing is labelled."""
-    from ragexp.stats.agreement import agreement, labels_for_halfwidth
+    from ragexp.stats.agreement import judge_agreement, labels_for_halfwidth
     from ragexp.stats.ppi import ppi_mean
 
     section: dict[str, Any] = {}
@@ -76,7 +76,7 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
         if not p["idx"]:
             section[key] = {"metric": key, "n": 0, "labelled_not_scored": p["failed"], "statistics": {}}
             continue
-        a = agreement(key, p["human"], p["judge"], kind=p["kind"],
+        a = judge_agreement(key, p["human"], p["judge"], kind=p["kind"],
                       clusters=None if clusters is None else [clusters[i] for i in p["idx"]],
                       resamples=resamples, confidence=confidence, seed=seed)
         entry = a.as_dict()

@@ -17,7 +17,7 @@ matrix product, and each statistic is computed on all of them at once. The inter
 percentile interval of the resampled statistic (resamples where it is undefined, a table with one
 class only, are left out and counted in ``note``); the standard error is their standard deviation.
 
-    >>> a = agreement("v", human=[1, 1, 0, 0, 1, 0], judge=[1, 0, 0, 0, 1, 1], resamples=1000)
+    >>> a = judge_agreement("v", human=[1, 1, 0, 0, 1, 0], judge=[1, 0, 0, 0, 1, 1], resamples=1000)
     >>> a.kind, a.n, round(a.statistics["percent_agreement"].mean, 4)
     ('binary', 6, 0.6667)
     >>> a.statistics["kappa"].mean == (4/6 - (3/6 * 3/6 + 3/6 * 3/6)) / (1 - 1/2)
@@ -199,9 +199,9 @@ def _prepare(human, judge, kind):
     return h, j, hv, jv, cells
 
 
-def agreement(metric: str, human: Sequence[float], judge: Sequence[float], *, kind: str | None = None,
-              clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
-              seed: int = 0) -> Agreement:
+def judge_agreement(metric: str, human: Sequence[float], judge: Sequence[float], *, kind: str | None = None,
+                    clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
+                    seed: int = 0) -> Agreement:
     """The agreement of ``judge`` with ``human`` (one value each per labelled item, in the same order).
 
     ``kind`` (binary, ordinal, continuous) defaults to :func:`kind_of` the values; ``clusters`` (one
