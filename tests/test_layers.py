@@ -1,0 +1,206 @@
+"""The package's architecture, read from its source: layers import downward only, no import cycles,
+no module sharing its name with a public function.
+
+Every ``import`` statement of every module under ``ragexp/`` counts, the ones inside functions and
+under ``TYPE_CHECKING`` included: an import deferred for start-up time still ties the layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import ragexp
+
+PACKAGE = Path(ragexp.__file__).parent
+
+#: Each top-level part of ``ragexp`` and its layer; a module imports only from its own layer or lower.
+#: Layer 1 is ordered inside: the judge scores metrics (metrics never import it: it is passed in), the
+#: datasets and the pipeline may use the judge's client and the matchers.
+LAYERS = {
+    "errors": 0, "_compat": 0, "common": 0,
+    "stats": 1.0, "matchers": 1.0, "metrics": 1.1, "judge": 1.2, "datasets": 1.3, "pipeline": 1.3,
+    "core": 2,
+    "report": 3,
+    "tracking": 4,
+    "workflow": 5,
+    "cli": 6, "api": 6, "__main__": 6, "compare": 6, "ui": 6,
+}
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+TREES = {name: ast.parse(path.read_text(encoding="utf-8"), str(path)) for name, path in MODULES.items()}
+
+
+def _static_names(tree: ast.Module) -> set[str]:
+    """Names a module binds when it is imported (not the ones a module ``__getattr__`` serves later)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+ROOT_NAMES = _static_names(TREES["ragexp"])
+
+
+def layer(module: str) -> float:
+    """The layer of a module of ragexp (``ragexp`` itself: the top, it serves the library API)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return max(LAYERS.values())
+    if parts[1] not in LAYERS:
+        raise AssertionError(f"{module}: ragexp.{parts[1]} has no layer; place it in LAYERS of {__file__}")
+    return LAYERS[parts[1]]
+
+
+def imports(module: str, source: str | None = None) -> list[tuple[int, str, str]]:
+    """(line, the module of ragexp imported, the statement) for every import of ``module`` (or of
+    ``source`` read as that module), wherever it stands."""
+    path = MODULES.get(module)
+    is_package = path is not None and path.name == "__init__.py"
+    package = module if is_package else module.rpartition(".")[0]
+    text = path.read_text(encoding="utf-8") if source is None else source
+    tree, lines = (TREES[module] if source is None else ast.parse(source)), text.splitlines()
+    found = []
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                if sub in MODULES:
+                    targets.append(sub)  # from ragexp.core import pairing: the submodule
+                elif base == "ragexp" and a.name not in ROOT_NAMES:
+                    targets.append("ragexp.api")  # served by ragexp.__getattr__ from ragexp.api
+                elif base == "ragexp":
+                    targets.append("ragexp.errors")  # ragexp's own names: __version__ and the errors
+                else:
+                    targets.append(base)
+        for target in targets:
+            if target == "ragexp" or target.startswith("ragexp."):
+                found.append((node.lineno, target, lines[node.lineno - 1].strip()))
+    return found
+
+
+def test_every_module_is_read():
+    assert {"ragexp.core.pairing", "ragexp.tracking.runs", "ragexp.report.comparison", "ragexp.cli.compare",
+            "ragexp.common.http", "ragexp.api"} <= set(MODULES)
+    assert len(MODULES) > 80
+    # the reader sees an import inside a function: api.py imports the runner only when evaluate() runs
+    assert any(t == "ragexp.workflow.runner" for _, t, _ in imports("ragexp.api"))
+
+
+def upward(module: str, source: str | None = None) -> list[str]:
+    """One line per import of ``module`` from a higher layer: where it stands and what it imports."""
+    where = "/".join(module.split(".")) + (".py" if MODULES.get(module) is None or MODULES[module].name != "__init__.py"
+                                           else "/__init__.py")
+    here = layer(module)
+    return [f"{where}:{line}: {text}  (layer {here:g} imports {target}, layer {layer(target):g})"
+            for line, target, text in imports(module, source) if layer(target) > here]
+
+
+def test_layers_import_downward_only():
+    found = [line for module in MODULES for line in upward(module)]
+    assert not found, "imports up the layers (pass an object or a callable in instead):\n" + "\n".join(found)
+
+
+def test_an_upward_import_is_named_with_its_line():
+    """The check above finds an import hidden in a function, and names the file, the line and the statement."""
+    source = "import json\n\n\ndef cache_root():\n    from ragexp.tracking.store import launch_dir\n"
+    assert upward("ragexp.pipeline.probe", source) == [
+        "ragexp/pipeline/probe.py:5: from ragexp.tracking.store import launch_dir  "
+        "(layer 1.3 imports ragexp.tracking.store, layer 4)"]
+    assert upward("ragexp.judge.probe", "from ragexp.metrics.base import Score") == []  # downward
+    assert upward("ragexp.metrics.probe", "from ragexp.judge import build_judge") != []  # metrics < judge
+
+
+def test_importing_ragexp_imports_only_layer_0():
+    """``import ragexp`` is cheap and pulls no layer in: its module-level imports are the errors."""
+    top = [(n.lineno, a) for n in TREES["ragexp"].body if isinstance(n, (ast.Import, ast.ImportFrom))
+           for a in ([n.module] if isinstance(n, ast.ImportFrom) else [x.name for x in n.names])]
+    assert all(name in ("__future__", "ragexp.errors") for _, name in top), top
+
+
+def test_no_import_cycles():
+    """No two modules import each other, directly or round a loop (a package's own ``__init__``, which
+    Python imports first anyway, is not an edge)."""
+    edges = {m: {t for _, t, _ in imports(m) if t in MODULES and t != m and not m.startswith(t + ".")}
+             for m in MODULES}
+    cycles, index, low, stack, on, counter = [], {}, {}, [], set(), [0]
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in MODULES:
+        if v not in index:
+            visit(v)
+    detail = ["; ".join(f"{m} imports {', '.join(sorted(edges[m] & set(c)))}" for m in c) for c in cycles]
+    assert not cycles, "import cycles:\n" + "\n".join(detail)
+
+
+def test_no_module_shares_its_name_with_a_public_function():
+    """``x.py`` defines no public ``x``, and no package binds a public name that is one of its modules:
+    ``ragexp.x.y`` always means the same thing."""
+    clashes = []
+    for module, tree in TREES.items():
+        path, leaf = MODULES[module], module.rpartition(".")[2]
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == leaf \
+                    and path.name != "__init__.py":
+                clashes.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {node.name} in module {module}")
+        if path.name == "__init__.py":
+            shadowed = {n for n in _static_names(tree) if not n.startswith("_") and f"{module}.{n}" in MODULES}
+            for n in sorted(shadowed):
+                clashes.append(f"{path.relative_to(PACKAGE.parent)}: binds {n}, which is also the module {module}.{n}")
+    assert not clashes, "a module and a public name share a name:\n" + "\n".join(clashes)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from ragexp.tracking.store import launch_dir", ["ragexp.tracking.store"]),
+    ("def f():\n    from ragexp.core import pairing", ["ragexp.core.pairing"]),
+    ("from ragexp import __version__", ["ragexp.errors"]),
+    ("from ragexp import evaluate", ["ragexp.api"]),
+    ("import json, ragexp.report.plots", ["ragexp.report.plots"]),
+    ("from ..judge import client", ["ragexp.judge.client"]),
+    ("from .base import register", ["ragexp.metrics.base"]),
+])
+def test_the_reader_resolves_each_kind_of_import(source, expected):
+    """The checks above would pass on a reader that misses imports: it is tested on each kind."""
+    assert [t for _, t, _ in imports("ragexp.metrics.probe", source)] == expected
