@@ -11,9 +11,11 @@ Which statistics, by the kind of scale:
 - ``continuous`` (a share in [0, 1]): Spearman's ``spearman`` and Kendall's ``kendall_tau_b``.
 
 Every statistic here is a function of the table of (human value, judge value) counts, so a
-resample is a table: the seeded draw of :mod:`ragexp.stats.intervals` (counts per item, or per
-cluster when ``clusters`` is given) times each unit's table gives every resampled table in one
-matrix product, and each statistic is computed on all of them at once. The interval is the
+resample is a table, and each statistic is computed on all the resampled tables at once. Items
+resampled with replacement give a table drawn from the multinomial distribution of the observed
+cells (the same distribution, at a cost that does not grow with the number of items), drawn by the
+seeded generator of :mod:`ragexp.stats.intervals`; with ``clusters``, its seeded draw of counts per
+cluster times each cluster's table gives the resampled tables in one matrix product. The interval is the
 percentile interval of the resampled statistic (resamples where it is undefined, a table with one
 class only, are left out and counted in ``note``); the standard error is their standard deviation.
 
@@ -32,7 +34,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragexp.stats.intervals import Interval, _draws, check_settings
+from ragexp.stats.intervals import Interval, _draws, _rng, check_settings
 
 STATISTICS = {"binary": ("percent_agreement", "kappa", "ac1"),
               "ordinal": ("percent_agreement", "kappa_quadratic", "alpha_ordinal", "ac1"),
@@ -154,18 +156,39 @@ def _units(clusters: Sequence[Any] | None, n: int) -> tuple[np.ndarray, bool]:
     return labels, True
 
 
-def _unit_tables(cells: np.ndarray, unit_of: np.ndarray, n_cells: int) -> np.ndarray:
-    g = int(unit_of.max()) + 1
-    per = np.zeros((g, n_cells), dtype=np.float32)
-    np.add.at(per, (unit_of, cells), 1.0)
-    return per
-
-
-def _resampled(per_unit: list[np.ndarray], shapes: list[tuple[int, int]], seed: int, resamples: int):
-    """``(start, size, [tables of each table set])`` for every chunk of the seeded draw over the units."""
-    g = per_unit[0].shape[0]
-    for start, size, counts in _draws(seed, g, resamples):
-        yield start, size, [(counts @ p).astype(float).reshape(size, *shape) for p, shape in zip(per_unit, shapes)]
+def _resampled(cells: list[np.ndarray], shapes: list[tuple[int, int]], unit_of: np.ndarray, clustered: bool,
+               seed: int, resamples: int):
+    """``(start, size, [resampled tables of each table set])`` in chunks: the table sets (one per judge)
+    share each resample of the items (or clusters)."""
+    sizes = [a * b for a, b in shapes]
+    if clustered:
+        g = int(unit_of.max()) + 1
+        per = []
+        for c, m in zip(cells, sizes):
+            p = np.zeros((g, m), dtype=np.float32)
+            np.add.at(p, (unit_of, c), 1.0)
+            per.append(p)
+        for start, size, counts in _draws(seed, g, resamples):
+            yield start, size, [(counts @ p).astype(float).reshape(size, *shape) for p, shape in zip(per, shapes)]
+        return
+    joint = np.zeros(len(cells[0]), dtype=np.int64)
+    for c, m in zip(cells, sizes):
+        joint = joint * m + c
+    uniq, inverse = np.unique(joint, return_inverse=True)
+    probs = np.bincount(inverse, minlength=len(uniq)) / len(joint)
+    maps = []
+    for m in reversed(sizes):  # each table set's cell of every distinct joint cell
+        onehot = np.zeros((len(uniq), m))
+        onehot[np.arange(len(uniq)), uniq % m] = 1.0
+        maps.append(onehot)
+        uniq = uniq // m
+    maps.reverse()
+    rng = _rng(seed)
+    chunk = max(1, _CHUNK_CELLS // max(len(probs), max(sizes)))
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        counts = rng.multinomial(len(joint), probs, size=size).astype(float)
+        yield start, size, [(counts @ m).reshape(size, *shape) for m, shape in zip(maps, shapes)]
 
 
 def _interval(point: float, boot: np.ndarray, confidence: float, n: int, clustered: bool, units: int,
@@ -225,9 +248,8 @@ def judge_agreement(metric: str, human: Sequence[float], judge: Sequence[float],
             stats[name] = Interval(value if math.isfinite(value) else None, None, None, None, n, None, confidence,
                                    note=note)
     else:
-        per = _unit_tables(cells, unit_of, shape[0] * shape[1])
         boot = {name: np.empty(int(resamples)) for name in STATISTICS[kind]}
-        for start, size, (tables,) in _resampled([per], [shape], seed, int(resamples)):
+        for start, size, (tables,) in _resampled([cells], [shape], unit_of, clustered, seed, int(resamples)):
             for name, values in table_statistics(tables, hv, jv, kind).items():
                 boot[name][start:start + size] = values
         few = (f"only {units} clusters: the cluster bootstrap needs many; this interval is rough"
@@ -286,9 +308,8 @@ def paired_agreement(metric: str, human: Sequence[float], baseline: Sequence[flo
     unit_of, clustered = _units(clusters, n)
     if n < 2 or int(unit_of.max()) + 1 < 2 or shape[0] * shape[1] > MAX_CELLS or not math.isfinite(diff):
         return AgreementDiff(metric, statistic, n, a, b, diff, None, None, None, "no interval on these labels")
-    per = [_unit_tables(c, unit_of, shape[0] * shape[1]) for c in cells]
     boot = np.empty(int(resamples))
-    for start, size, (ta, tb) in _resampled(per, [shape, shape], seed, int(resamples)):
+    for start, size, (ta, tb) in _resampled(cells, [shape, shape], unit_of, clustered, seed, int(resamples)):
         boot[start:start + size] = (table_statistics(tb, hv, jv, kind)[statistic]
                                     - table_statistics(ta, hv, jv, kind)[statistic])
     kept = boot[np.isfinite(boot)]
