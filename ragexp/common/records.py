@@ -1,4 +1,4 @@
-"""The canonical record every metric reads (SPEC §1), and its validation.
+"""The canonical record every metric reads (docs/records.md#fields), and its validation.
 
 Adapters turn each source format into plain dicts and hand them to :func:`to_record`, which
 checks every field's type and says exactly where a bad value sits::
@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 from ragexp.errors import ConfigError, DataError
 
-#: The canonical fields, in the order SPEC §1 lists them.
+#: The canonical fields, in the order docs/records.md#fields lists them.
 FIELDS = (
     "id", "query", "contexts", "context_ids", "gt_contexts", "gt_context_ids", "answer",
     "reference_answers", "label", "latency_s", "timings", "human",
@@ -104,7 +104,7 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
     """Validate one raw dict and build a :class:`Record`.
 
     ``row`` is 1-based and appears in every error. Unknown keys go to ``extra``. A single
-    string in ``reference_answers`` becomes a one-item list (SPEC §1).
+    string in ``reference_answers`` becomes a one-item list (docs/records.md#fields).
     """
     if not isinstance(raw, dict):
         raise DataError(f"expected an object with the record's fields, got {_got(raw)}", path=path, row=row)

@@ -1,8 +1,8 @@
 """Tokenisers shared by the metrics.
 
 - :func:`squad_tokens` — SQuAD's answer normalisation: lowercase, drop ASCII punctuation,
-  drop the articles a/an/the, split on white space (SPEC §2.1, §2.4).
-- :func:`keywords` — the keyword set of SPEC §2.5: lowercased word tokens of two or more
+  drop the articles a/an/the, split on white space (docs/metrics.md#token_f1, docs/metrics.md#exact_match).
+- :func:`keywords` — the keyword set of docs/metrics.md#keyword_overlap: lowercased word tokens of two or more
   characters; runs of Chinese characters are segmented into words as jieba segments them
   (:func:`ragexp.common.segmentation.segment`: ``jieba.lcut``'s words). A word is a run
   of letters and digits; ``_`` inside a word belongs to it (``customer_id`` is one keyword, an
@@ -105,7 +105,7 @@ def stopword_set(stopwords: str | list[str] | None) -> frozenset[str]:
 
 @lru_cache(maxsize=200_000)
 def keywords(text: str, stopwords: frozenset[str] = frozenset(), min_len: int = 2) -> frozenset[str]:
-    """The keyword set of SPEC §2.5: distinct lowercased words of ``min_len`` or more characters (cached)."""
+    """The keyword set of docs/metrics.md#keyword_overlap: distinct lowercased words of ``min_len`` or more characters (cached)."""
     return frozenset(t for t in _word_tokens(text) if len(t) >= min_len and t not in stopwords)
 
 

@@ -1,4 +1,4 @@
-"""Dataset adapters, one module per source format (SPEC §1); each returns a :class:`Dataset`.
+"""Dataset adapters, one module per source format (docs/records.md); each returns a :class:`Dataset`.
 
 Pick one with ``dataset=<name>`` (``conf/dataset/<name>.yaml`` names the loader function).
 """

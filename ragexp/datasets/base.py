@@ -2,7 +2,7 @@
 
 An adapter is a function ``load_<format>(path, *, name, limit, label, ...) -> Dataset`` named
 by ``_target_`` in ``conf/dataset/<name>.yaml``. It reads the file, maps each item to the
-canonical fields of SPEC §1, and validates every record through
+canonical fields (docs/records.md#fields), and validates every record through
 :func:`ragexp.common.records.to_record`, so a bad value is reported with its file, row and field.
 """
 

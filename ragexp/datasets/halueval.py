@@ -3,7 +3,7 @@ hallucinated_answer}``. Each item becomes two labelled records, ``<line>-right``
 ``<line>-hallucinated``; ``knowledge`` (the gold passage) fills both ``gt_contexts`` and
 ``contexts``, as if a retriever had returned exactly the gold passage.
 
-SPEC's ``label`` asks "is the reference (ground truth) correct?". In seed ``004_…`` the
+The record's ``label`` (docs/records.md#fields) asks "is the reference (ground truth) correct?". In seed ``004_…`` the
 generated answers are right and some references are deliberately wrong, so the label is, in
 effect, "should this answer be judged as agreeing with the reference?" — that is what the
 confusion metrics (``accuracy``, ``precision``, ``recall``, ``f1``) compare a metric's verdict with.

@@ -1,6 +1,6 @@
 """``dataset=mapped``: any JSONL, JSON list, CSV, TSV or Parquet file, through a column mapping.
 
-``columns`` maps a canonical field (SPEC §1) to the file's column that holds it::
+``columns`` maps a canonical field (docs/records.md#fields) to the file's column that holds it::
 
     python -m ragexp dataset=mapped dataset.path=runs.csv \\
         'dataset.columns={query: question, contexts: retrieved, reference_answers: gold}'

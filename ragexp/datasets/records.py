@@ -1,4 +1,4 @@
-"""``dataset=records``: canonical records (SPEC §1), one JSON object per line."""
+"""``dataset=records``: canonical records (docs/records.md#fields), one JSON object per line."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from ragexp.datasets.split import split_records
 
 
 def load_records(path: str, *, name: str = "records", limit: int | None = None, label: bool | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
-    """Read canonical JSONL records; every field is checked against SPEC §1's types. ``split``:
+    """Read canonical JSONL records; every field is checked against the types of docs/records.md#fields. ``split``:
     :mod:`ragexp.datasets.split`."""
     p = existing(path)
     ds = build(name, p, iter_jsonl(p), limit=limit, label=label)

@@ -1,4 +1,4 @@
-"""The LLM judge: one small interface in front of litellm (SPEC §2.6, §2.7).
+"""The LLM judge: one small interface in front of litellm (docs/metrics.md#answer_similarity, docs/metrics.md#questeval_recall).
 
 ``build_judge(cfg, specs)`` checks everything a run needs from the judge *before any work* —
 credentials (one line naming the variable to set), the server URL, the prompt versions, the

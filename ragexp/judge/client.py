@@ -1,7 +1,7 @@
 """The one place that talks to a judge model: litellm behind cache, limits, retries and a budget.
 
 :meth:`JudgeClient.complete` sends one chat request and returns a :class:`Completion`, or raises
-:class:`CallFailed` with a SPEC §3 status (``timeout``, ``rate_limited``, ``api_error``) once its
+:class:`CallFailed` with a status (docs/metrics.md#how-to-read-a-value) (``timeout``, ``rate_limited``, ``api_error``) once its
 retries are spent. It is the only retry layer: litellm is called with ``num_retries=0`` and
 ``max_retries=0`` (no retries inside litellm or the OpenAI SDK). Retries cover 429 (waiting at
 least the ``Retry-After`` the server sent, and pausing every other request too), 5xx, connection
@@ -67,7 +67,7 @@ class Completion:
 
 @dataclass
 class Usage:
-    """Counters of one run; :meth:`as_metrics` gives the ``judge/…`` keys of SPEC §4."""
+    """Counters of one run; :meth:`as_metrics` gives the ``judge/…`` keys of docs/tracking.md#what-a-run-leaves-in-mlflow."""
 
     calls: int = 0  # HTTP requests sent (retries included)
     answered: int = 0  # replies received (and cached, when the cache is on)

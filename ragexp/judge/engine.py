@@ -63,7 +63,7 @@ _CORRECTION = ("Your reply could not be read: {reason}.{cut} Reply again with on
 
 @dataclass
 class Outcome:
-    """A verdict, or why there is none (a SPEC §3 status and the detail to show)."""
+    """A verdict, or why there is none (a status, docs/metrics.md#how-to-read-a-value, and the detail to show)."""
 
     verdict: Any
     status: str = "ok"
@@ -378,7 +378,7 @@ PLANS: dict[str, Plan] = {
 
 
 def overall_parts(specs: Sequence[Any]) -> dict[str, list[str]]:
-    """For each overall_score spec, the keys of the §2.6 metrics it averages."""
+    """For each overall_score spec, the keys of the judge metrics it averages."""
     out = {}
     for spec in specs:
         if spec.info.name != "overall_score":

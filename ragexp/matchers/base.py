@@ -10,7 +10,7 @@ the passages (:func:`ragexp.matchers.sentences.split_sentences`) for a sentence 
 - retrieved passages and their components are kept as they are, duplicates included:
   precision counts every retrieved component;
 - per passage, the ground-truth components it matches and the ground-truth *contexts* those
-  components belong to (what the ranked metrics of §2.3 call relevant items).
+  components belong to (what the ranked metrics call relevant items: docs/metrics.md#hit_rate).
 
 Context metrics and ranked metrics at several cut-offs ask for the same record many times, so
 a matcher remembers its last results, and :func:`ragexp.matchers.build_matcher` hands out one

@@ -1,4 +1,4 @@
-"""Answer metrics against the reference answers (SPEC §2.4).
+"""Answer metrics against the reference answers.
 
 - ``exact_match``: 1 if the SQuAD-normalised answer equals a normalised reference, else 0.
 - ``answer_token_f1``: SQuAD's token F1 (multiset overlap of normalised tokens), max over references.

@@ -11,7 +11,7 @@ work, and the runner check its fields against the dataset before any work. A met
 a float, or a :class:`Score` when it must say why a value is missing.
 
 Two levels exist. ``level="sample"`` metrics score one record and are averaged over the
-records whose status is ``ok``. ``level="dataset"`` metrics (the confusion metrics of SPEC §2.5)
+records whose status is ``ok``. ``level="dataset"`` metrics (the confusion metrics, docs/metrics.md#accuracy)
 receive one list per field, a value per record, and return one number for the run.
 """
 
@@ -30,7 +30,7 @@ STATUSES = ("ok", "missing_field", "undefined", "parse_error", "timeout", "rate_
 
 @dataclass(frozen=True, slots=True)
 class Score:
-    """One per-sample value with its status (SPEC §3). ``value`` is None unless status is ok."""
+    """One per-sample value with its status (docs/metrics.md#how-to-read-a-value). ``value`` is None unless status is ok."""
 
     value: float | None
     status: str = "ok"

@@ -1,4 +1,4 @@
-"""Context precision, recall and F1 through a matcher (SPEC §2.2; seed ``002_…``, continuous-eval).
+"""Context precision, recall and F1 through a matcher (seed ``002_…``, continuous-eval).
 
 The retrieved passages and the ground-truth contexts are cut into components — the passages
 themselves for a chunk matcher, their sentences for a sentence matcher — and a matcher

@@ -1,4 +1,4 @@
-"""LLM-judge metrics of the Tonic Validate family and the overall score (SPEC §2.6; seed ``001_…``).
+"""LLM-judge metrics of the Tonic Validate family and the overall score (seed ``001_…``, Tonic Validate).
 
 The judge (``conf/judge/``, any litellm model) gives typed verdicts; the arithmetic on them is
 the pure functions below, each with its worked example. The runner scores a whole dataset
@@ -12,7 +12,7 @@ functions score one record when given a judge, for use from Python::
 Verdicts are shared: ``augmentation_precision`` reuses the relevance verdicts of
 ``retrieval_precision`` and the usage verdicts of ``augmentation_accuracy`` — no new request.
 
-Empty outputs are misses (SPEC §3), scored without asking the judge: ``contexts: []`` (nothing
+Empty outputs are misses (docs/records.md#absent-is-not-the-same-as-empty), scored without asking the judge: ``contexts: []`` (nothing
 retrieved) gives 0 for retrieval_precision, augmentation_accuracy, augmentation_precision,
 answer_consistency and answer_consistency_binary; ``answer: ""`` gives answer_similarity 0 and
 augmentation_accuracy / augmentation_precision 0 (it uses no passage). Undefined (status
@@ -40,7 +40,7 @@ from typing import Any, Mapping, Sequence
 from ragexp.errors import ConfigError
 from ragexp.metrics.base import Score, register
 
-#: The SPEC §2.6 metrics the overall score may average, and what each is divided by to lie in [0, 1].
+#: The judge metrics the overall score may average, and what each is divided by to lie in [0, 1].
 TONIC_SCALE = {
     "answer_similarity": 5.0,
     "retrieval_precision": 1.0,
@@ -92,7 +92,7 @@ def augmentation_accuracy_value(used: Sequence[bool]) -> float:
 
 
 def augmentation_precision_value(relevant: Sequence[bool], used: Sequence[bool]) -> float:
-    """Relevant-and-used contexts / relevant contexts; 0 when no context is relevant (SPEC §2.6),
+    """Relevant-and-used contexts / relevant contexts; 0 when no context is relevant,
     nothing retrieved included.
 
     >>> augmentation_precision_value([], [])
@@ -234,7 +234,7 @@ def answer_consistency_binary(answer: str, contexts: list[str], *, prompt_versio
 
 @register(judge=True, fields=())
 def overall_score(*, metrics: list[str] | None = None, judge: Any = None) -> Score:
-    """Mean of the normalised values of the §2.6 judge metrics computed in the run, per sample.
+    """Mean of the normalised values of the judge metrics above computed in the run, per sample.
 
     ``metrics`` restricts it to some of them (None = every one the run computes). A sample's
     overall score is ``ok`` only when each of its parts is; otherwise it carries the first

@@ -1,4 +1,4 @@
-"""Keyword correctness, the confusion metrics, coverage and latency (SPEC §2.5; seed ``004_…``).
+"""Keyword correctness, the confusion metrics, coverage and latency (seed ``004_…``).
 
 Keywords of a text are its distinct lowercased words of two or more characters, Chinese
 segmented with jieba (:func:`ragexp.common.text.keywords`). A word is a run of letters and digits with
@@ -177,7 +177,7 @@ def avg_coverage(contexts: list[str], text: str | list[str], *, against: str = "
 
 @register(bounds=(0.0, math.inf), higher_is_better=False)
 def avg_latency(latency_s: float) -> float:
-    """End-to-end seconds per sample, averaged over the run (SPEC §2.5); lower is better.
+    """End-to-end seconds per sample, averaged over the run; lower is better.
 
     >>> avg_latency(0.25)
     0.25

@@ -1,4 +1,4 @@
-"""RAGQuestEval (SPEC §2.7; seed ``003_…``, CRUD-RAG): questions from the reference, answered twice.
+"""RAGQuestEval (seed ``003_…``, CRUD-RAG): questions from the reference, answered twice.
 
 The judge picks the reference's key information and writes one question per item, then answers
 every question from the reference and from the generated answer (``UNANSWERABLE`` when the text

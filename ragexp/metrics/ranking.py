@@ -1,4 +1,4 @@
-"""Ranked retrieval metrics at cut-offs: hit rate, MRR, nDCG, MAP, precision@k, recall@k (SPEC §2.3).
+"""Ranked retrieval metrics at cut-offs: hit rate, MRR, nDCG, MAP, precision@k, recall@k.
 
 Binary relevance, definitions as trec_eval (values agree with ranx on the same run):
 

@@ -1,4 +1,4 @@
-"""Token precision, recall and F1 of retrieved passages (SPEC §2.1; AutoRAG's retrieval token metrics).
+"""Token precision, recall and F1 of retrieved passages (AutoRAG's retrieval token metrics).
 
 Each passage is compared with every ground truth on SQuAD-normalised tokens, counted as a
 multiset. For one passage ``p`` and ground truth ``g``: ``P = overlap/|p|``, ``R = overlap/|g|``,

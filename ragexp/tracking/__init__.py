@@ -2,7 +2,7 @@
 
 - ``secrets``    flattening the config to params, and redacting secrets everywhere
 - ``store``      the tracking URI (``./mlflow.db`` by default) and retry on a locked SQLite store
-- ``log``        logging one evaluation run (SPEC §4)
+- ``log``        logging one evaluation run (docs/tracking.md#what-a-run-leaves-in-mlflow)
 - ``callbacks``  the Hydra callback that opens one parent run per multirun
 """
 

@@ -1,4 +1,4 @@
-"""Log one evaluation run to MLflow as SPEC §4 describes — from a folder on disk.
+"""Log one evaluation run to MLflow as docs/tracking.md#what-a-run-leaves-in-mlflow describes — from a folder on disk.
 
 :func:`save_results` writes what the run computed into its output folder before anything is
 logged; :func:`log_run` logs that folder, at the end of the run or later with

@@ -5,7 +5,7 @@ Written for ragexp (original text), in four JSONL files beside this module:
 - ``corpus.jsonl``: 47 short passages ``{id, title, text, lang}`` on honeybees, lighthouses,
   sourdough bread, the Moon, bicycles, and — in Chinese — tea and giant pandas;
 - ``questions.jsonl``: 50 questions ``{id, query, gt_context_ids, reference_answers, label,
-  lang}``, 6 of them Chinese. ``label`` is the human label of SPEC §1: 45 references are
+  lang}``, 6 of them Chinese. ``label`` is the human label of docs/records.md#fields: 45 references are
   correct, 5 (``q07``, ``q17``, ``q25``, ``q36``, ``q50``) are deliberately wrong;
 - ``strong.jsonl`` / ``weak.jsonl``: what two RAG systems produced for every question —
   ``{id, context_ids, answer, latency_s, timings}``. ``strong`` retrieves four passages with a
