@@ -134,3 +134,31 @@ def test_compare_two_judges_paired_agreement_and_gate_floor(compose, server, tmp
     assert kappa_b < 0.6
     assert result["gate"]["failures"] == [
         f"gate: agreement/answer_consistency_binary/kappa = {kappa_b:.4f} in the candidate is under its floor 0.6"]
+
+
+def test_leaderboard_ranks_corrected_means_and_tests_the_corrected_difference():
+    import numpy as np
+    from ppi_py import ppi_mean_ci
+
+    from ragexp.tracking.leaderboard import Entry, rank
+
+    rng = np.random.default_rng(7)
+    n, labelled = 400, 120
+    people = {"a": (rng.random(n) < 0.6).astype(float), "b": (rng.random(n) < 0.75).astype(float)}
+    judged = {k: np.where(rng.random(n) < 0.8, v, 1 - v) for k, v in people.items()}
+    ids = [f"q{i}" for i in range(n)]
+    entries = []
+    for name in ("a", "b"):
+        y, yh = people[name], judged[name]
+        lo, hi = ppi_mean_ci(y[:labelled], yh[:labelled], yh[labelled:], alpha=0.05)
+        entries.append(Entry(name, name, "FINISHED", interval={"mean": float((lo[0] + hi[0]) / 2), "n": n},
+                             values=dict(zip(ids, map(float, yh))),
+                             human={i: float(v) for i, v in zip(ids[:labelled], y[:labelled])}))
+    board = rank(entries, metric="answer_consistency_binary", corrected=True, resamples=200)
+    assert board["corrected_with_labels"] is True and board["best"] == "b"
+    row = next(r for r in board["rows"] if r["run_name"] == "a")
+    dy = people["a"][:labelled] - people["b"][:labelled]  # candidate a minus the best, b
+    dj = judged["a"] - judged["b"]
+    lo, hi = ppi_mean_ci(dy, dj[:labelled], dj[labelled:], alpha=0.05)
+    assert (row["diff_ci_low"], row["diff_ci_high"]) == (pytest.approx(lo[0], abs=1e-9), pytest.approx(hi[0], abs=1e-9))
+    assert row["test"].startswith("ppi++") and row["differs"] is True

@@ -7,7 +7,9 @@ is the one with the highest mean (the lowest for a lower-is-better metric such a
 ``avg_latency``). Every other child is compared with the best one **paired over sample ids**
 (the ids where both have an ``ok`` value) with :func:`ragexp.stats.paired.paired_compare`, and
 the p-values are Holm-adjusted across the comparisons; a child ``differs`` from the best when
-its adjusted p-value is below ``1 − stats.confidence``.
+its adjusted p-value is below ``1 − stats.confidence``. With ``stats.correct_with_labels=true`` and
+people's labels on the metric, each child's judge-corrected mean (PPI++) is ranked instead, and the
+paired test is the corrected difference over the same items (docs/judge-trust.md).
 
 :func:`rank` is the arithmetic (no I/O); :func:`log_leaderboard` reads the children from MLflow,
 logs ``leaderboard.json``, ``leaderboard.png`` (a forest plot) and ``heatmap.png`` (every child's
@@ -39,6 +41,7 @@ class Entry:
     interval: dict[str, Any] | None = None  # the child's summary.json interval of the metric
     values: dict[str, float] = field(default_factory=dict)  # sample id → ok value of the metric
     problem: str | None = None  # why the child has no value (failed run, metric absent)
+    human: dict[str, float] = field(default_factory=dict)  # sample id → people's label of the metric
 
 
 def choose_metric(primary: str | None, objective: str | None, summaries: list[Mapping[str, Any]]) -> str | None:
@@ -61,7 +64,7 @@ def higher_is_better(key: str) -> bool:
 
 
 def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: int = 10_000,
-         confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+         confidence: float = 0.95, seed: int = 0, corrected: bool = False) -> dict[str, Any]:
     """The leaderboard as a dict (the content of ``leaderboard.json``), rows best first."""
     from ragexp.stats.paired import holm, paired_compare
 
@@ -78,7 +81,19 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
         if e is not best:
             ids = [i for i in best.values if i in e.values]
             row["n_paired"] = len(ids)
-            if len(ids) >= 2:
+            d = None
+            if corrected:
+                from ragexp.core.labels import corrected_difference
+
+                nan = math.nan
+                d = corrected_difference([best.human.get(i, nan) for i in ids], [best.values[i] for i in ids],
+                                         [e.human.get(i, nan) for i in ids], [e.values[i] for i in ids],
+                                         confidence=confidence)
+            if d is not None:
+                row.update(diff_vs_best=d["diff"], diff_ci_low=d["ci_low"], diff_ci_high=d["ci_high"],
+                           p_value=d["p_value"], test="ppi++ (corrected difference)")
+                tests.append((len(rows), d["p_value"]))
+            elif len(ids) >= 2:
                 r = paired_compare([best.values[i] for i in ids], [e.values[i] for i in ids],
                                    resamples=resamples, confidence=confidence, seed=seed)
                 row.update(diff_vs_best=r.diff, diff_ci_low=r.ci_low, diff_ci_high=r.ci_high, p_value=r.p_value,
@@ -96,10 +111,12 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
                          "note": e.problem or f"no value of {metric}"})
     return {"metric": metric, "higher_is_better": higher, "confidence": confidence,
             "best": best.name if best else None, "comparison": "paired over sample ids, Holm-adjusted",
+            **({"corrected_with_labels": True} if corrected else {}),
             "rows": rows}
 
 
-def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mapping[str, Any] | None) -> Entry:
+def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mapping[str, Any] | None,
+                 corrected: bool = False) -> Entry:
     from ragexp.tracking.store import retrying
 
     entry = Entry(child.info.run_id, child.info.run_name or child.info.run_id[:8], child.info.status)
@@ -111,6 +128,9 @@ def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mappi
         entry.problem = f"{metric} is not among this run's aggregates"
         return entry
     entry.interval = iv
+    fixed = (((summary.get("agreement") or {}).get(metric) or {}).get("corrected") or {}) if corrected else {}
+    if fixed.get("mean") is not None:  # stats.correct_with_labels: the judge-corrected mean is the child's
+        entry.interval = {**fixed, "n": fixed.get("n_total"), "method": "ppi++"}
     try:
         path = retrying(client.download_artifacts, child.info.run_id, "per_sample.json", str(tmp / child.info.run_id))
         table = json.loads(Path(path).read_text())
@@ -128,6 +148,10 @@ def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mappi
             ok = ist is None or row[ist] == "ok"
             if ok and value is not None and not (isinstance(value, float) and math.isnan(value)):
                 entry.values[str(row[iid])] = float(value)
+        labels = f"human/{metric}"
+        if fixed and labels in cols:
+            ih = cols.index(labels)
+            entry.human = {str(row[iid]): float(row[ih]) for row in table["data"] if row[ih] is not None}
     return entry
 
 
@@ -171,10 +195,11 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
         if metric is None:
             print("[ragexp] no leaderboard: no child run logged a summary with metrics")
             return None
-        entries = [_child_entry(client, c, metric, tmp / "dl", summaries[c.info.run_id]) for c in ordered]
+        correct = bool(stats.get("correct_with_labels", False))
+        entries = [_child_entry(client, c, metric, tmp / "dl", summaries[c.info.run_id], correct) for c in ordered]
         board = rank(entries, metric=metric, higher=higher_is_better(metric),
                      resamples=int(stats.get("resamples", 10_000)), confidence=float(stats.get("confidence", 0.95)),
-                     seed=int(stats.get("seed", 0)))
+                     seed=int(stats.get("seed", 0)), corrected=correct and any(e.human for e in entries))
         _add_labels(board["rows"])
         if not primary and not objective:  # nobody named the metric: say which one was taken, and how to choose
             board["chosen_by"] = (f"ranked by {metric}, the suite's first metric: rank by the one you care about "
