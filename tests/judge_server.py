@@ -29,6 +29,8 @@ from typing import Any, Callable
 from ragexp.common.text import keywords
 
 UNANSWERABLE = "UNANSWERABLE"
+#: what llama-cpp-python's OpenAI-compatible server refuses (it takes a schema as json_object + schema)
+LLAMA_CPP_PYTHON = ("json_schema",)
 _TAG = re.compile(r"<(\w+)((?: [^>]*)?)>\n?(.*?)\n?</\1>", re.S)
 _SENTENCES = re.compile(r"[^.!?。！？;；\n]+")
 
@@ -64,9 +66,20 @@ class Request:
         return task_of(self.first_user)
 
     @property
-    def schema(self) -> dict[str, Any] | None:
-        """The JSON schema the request's ``response_format`` asks the reply to follow, if any."""
+    def form(self) -> str:
+        """The structured-output form asked: ``json_schema`` (OpenAI), ``json_object_schema``
+        (llama-cpp-python's ``{"type": "json_object", "schema": ...}``), ``json_object`` or ``text``."""
         rf = self.body.get("response_format") or {}
+        if rf.get("type") == "json_object":
+            return "json_object_schema" if rf.get("schema") else "json_object"
+        return rf.get("type") or "text"
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        """The JSON schema the request's ``response_format`` asks the reply to follow, in either form, if any."""
+        rf = self.body.get("response_format") or {}
+        if rf.get("type") == "json_object":
+            return rf.get("schema")
         if rf.get("type") != "json_schema":
             return None
         return (rf.get("json_schema") or {}).get("schema")
@@ -82,6 +95,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     finish_reason: str = "stop"
     raw: bytes | None = None  # a body sent as is (a broken JSON document)
+    hang: bool = False  # accept the request and never answer (until the server stops)
 
 
 #: the judge metrics that live outside ragexp.metrics.judge
@@ -187,8 +201,11 @@ class JudgeServer:
     """``with JudgeServer() as s: ... s.url ...`` — a scripted OpenAI-compatible judge."""
 
     def __init__(self, *, latency: float = 0.0, script: Callable[[Request], Reply | None] | None = None,
-                 port: int = 0):
+                 port: int = 0, refuse: tuple[str, ...] = ()):
         self.latency = latency
+        #: structured-output forms (:attr:`Request.form`) refused as llama-cpp-python's server refuses
+        #: OpenAI's json_schema: a 400 naming the forms it takes (``LLAMA_CPP_PYTHON`` = ("json_schema",))
+        self.refuse = refuse
         self.port = port  # 0: a free port
         self.script = script
         self.lock = threading.Lock()
@@ -198,11 +215,13 @@ class JudgeServer:
         self.log: list[Request] = []
         self._seen: dict[str, int] = {}
         self._httpd: ThreadingHTTPServer | None = None
+        self._stopping = threading.Event()  # releases hanging requests
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> "JudgeServer":
         server = self
+        self._stopping.clear()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -242,6 +261,7 @@ class JudgeServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -284,6 +304,13 @@ class JudgeServer:
             self.log.append(request)
         try:
             reply = (self.script(request) if self.script else None) or Reply()
+            if request.form in self.refuse:
+                takes = " or ".join(f for f in ("text", "json_object", "json_schema")
+                                    if f not in self.refuse and not (f == "json_object" and "json_object_schema" in self.refuse))
+                reply = Reply(status=400, text=f"response_format.type must be {takes}")
+            if reply.hang:
+                self._stopping.wait()
+                return
             delay = self.latency + reply.delay
             if delay:
                 time.sleep(delay)

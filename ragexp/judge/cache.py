@@ -25,13 +25,16 @@ reply (:meth:`PostgresJudgeCache.try_claim`). :func:`open_cache` picks the backe
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Iterator, Protocol
 
 
 def _create_table(table: str, real: str) -> str:
@@ -165,6 +168,10 @@ PG_TABLE = "ragexp_judge_replies"
 _PG_SCHEMA = _create_table(PG_TABLE, "DOUBLE PRECISION")
 #: The advisory lock that serialises creating the table (two jobs starting at once would both create it).
 _SCHEMA_LOCK = 0x7261676578700001
+#: Seconds to connect (libpq's ``connect_timeout``: TCP, TLS and login) and for any one statement to be
+#: answered; past either the cache fails with one line (a server that accepts connections and never answers).
+PG_CONNECT_TIMEOUT_S = 10
+PG_STATEMENT_TIMEOUT_S = 30.0
 
 
 def is_postgres_url(value: str) -> bool:
@@ -187,7 +194,7 @@ class PostgresJudgeCache:
     (:attr:`path` and the run's params carry the URL without it). psycopg 3 is imported here only.
     """
 
-    def __init__(self, url: str, connect_timeout_s: int = 10):
+    def __init__(self, url: str, connect_timeout_s: int = PG_CONNECT_TIMEOUT_S):
         from ragexp.common.secrets import redact_url
 
         rest = str(url).split("://", 1)[1]
@@ -201,13 +208,44 @@ class PostgresJudgeCache:
         self._psycopg = psycopg
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}  # claims this process holds (advisory locks count re-entries)
+        self.statement_timeout_s = PG_STATEMENT_TIMEOUT_S
         try:
             self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=connect_timeout_s)
-            with self._conn.transaction():
-                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                self._conn.execute(_PG_SCHEMA)
         except psycopg.Error as exc:
+            if "timeout expired" in str(exc):  # libpq's connect_timeout
+                raise CacheError(f"{self.path} cannot be used (no answer within {connect_timeout_s} s: the server "
+                                 "accepts connections but does not reply)") from None
             raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
+        with self._lock, self._bounded():
+            try:
+                with self._conn.transaction():
+                    self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                    self._conn.execute(_PG_SCHEMA)
+            except psycopg.Error as exc:
+                raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
+
+    @contextlib.contextmanager
+    def _bounded(self) -> Iterator[None]:
+        """Bound the statements inside by :attr:`statement_timeout_s`: past it the connection is cut, they fail."""
+        seconds = self.statement_timeout_s
+        cut = threading.Event()
+
+        def stop() -> None:
+            cut.set()
+            with contextlib.suppress(OSError):  # the blocked read sees the end of the stream at once
+                socket.socket(fileno=os.dup(self._conn.pgconn.socket)).shutdown(socket.SHUT_RDWR)
+
+        timer = threading.Timer(seconds, stop)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except CacheError:
+            if cut.is_set():
+                raise CacheError(f"{self.path} cannot be used (no answer within {seconds:g} s)") from None
+            raise
+        finally:
+            timer.cancel()
 
     def _reason(self, exc: BaseException) -> str:
         """psycopg's message in one line, without credentials."""
@@ -217,7 +255,7 @@ class PostgresJudgeCache:
         return scrub(redact_url(text))[:300]
 
     def _run(self, sql: str, args: tuple = ()) -> Any:
-        with self._lock:
+        with self._lock, self._bounded():
             try:
                 return self._conn.execute(sql, args)
             except self._psycopg.Error as exc:
@@ -225,7 +263,7 @@ class PostgresJudgeCache:
 
     def check_writable(self) -> None:
         """Raise (:class:`CacheError`) unless a reply could be stored now: a write, rolled back."""
-        with self._lock:
+        with self._lock, self._bounded():
             try:
                 with self._conn.transaction(force_rollback=True):
                     self._conn.execute(f"INSERT INTO {PG_TABLE} VALUES ('ragexp-write-probe', '', '', NULL, 0, 0, 0, 0) "

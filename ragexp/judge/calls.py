@@ -16,7 +16,7 @@ from typing import Any
 
 from ragexp.common.http import RemoteFailure, classify, connection_failed  # noqa: F401 - re-exported
 from ragexp.common.http import retry_after as _retry_after, root_cause as _root, short_error as _short  # noqa: F401
-from ragexp.judge.loop import litellm_provider, litellm_setup_inline
+from ragexp.judge.loop import litellm_provider
 
 
 @functools.cache
@@ -61,8 +61,7 @@ async def acompletion(kwargs: dict[str, Any], teach: tuple[str, float, float] | 
     litellm = _quiet_litellm()
     if teach is not None:
         register_price(*teach)
-    with litellm_setup_inline(kwargs):
-        response = await litellm.acompletion(**kwargs)
+    response = await litellm.acompletion(**kwargs)
     choice = response.choices[0]
     u = getattr(response, "usage", None)
     return (choice.message.content or "", getattr(choice, "finish_reason", None),

@@ -49,6 +49,12 @@ class JudgeUnreachable(ConfigError):
 #: after which the judge counts as unreachable and the run stops with one line.
 UNREACHABLE_AFTER = 8
 UNREACHABLE_SPAN = 2
+#: Consecutive timed-out requests, with no reply of any kind for at least ``timeout_s``, after which the
+#: server counts as hanging (it accepts connections and never answers): no further request is sent, and
+#: every verdict still to ask is recorded as ``timeout`` with that reason.
+HANG_AFTER = 8
+#: A warning line when requests wait this long (at most; ``timeout_s`` if shorter) without any reply.
+STALL_WARN_S = 30.0
 
 
 class BudgetStop(Exception):
@@ -75,6 +81,7 @@ class Usage:
     cache_hits: int = 0
     shared: int = 0  # verdicts asked once and reused by several metrics or samples in this run
     reasks: int = 0  # corrective re-asks after an unparseable reply
+    structured_fallbacks: int = 0  # structured-output forms a server refused (judge.structured_output=auto)
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
@@ -95,6 +102,8 @@ class Usage:
             "judge/reasks": float(self.reasks),
             "judge/shared_verdicts": float(self.shared),
         }
+        if self.structured_fallbacks:
+            out["judge/structured_output_fallbacks"] = float(self.structured_fallbacks)
         for status, n in sorted(self.failures.items()):
             out[f"judge/failures/{status}"] = float(n)
         return out
@@ -162,15 +171,49 @@ class Budget:
         self.spent += actual
 
 
-def structured_output(settings: JudgeSettings) -> bool:
-    """Whether to send a JSON-schema ``response_format``: the setting, else what litellm knows of the model."""
-    if settings.structured_output is not None:
-        return bool(settings.structured_output)
-    litellm = _quiet_litellm()
-    try:
-        return bool(litellm.supports_response_schema(model=settings.model))
-    except Exception:  # noqa: BLE001 - a model litellm cannot place: plain text, read by the parser
-        return False
+#: The forms of structured output a server may take (docs/judge.md, "Structured output"):
+#: OpenAI's ``json_schema`` (OpenAI, vLLM, llama.cpp's llama-server, Ollama) and llama-cpp-python's
+#: ``{"type": "json_object", "schema": ...}``; ``text`` asks for none (the parser reads the reply).
+FORMS = ("json_schema", "json_object_schema", "text")
+
+
+def structured_forms(settings: JudgeSettings) -> list[str]:
+    """The forms to try, in order: ``judge.structured_output`` (``auto`` = every form, falling back on a
+    refusal), or for null what litellm knows of the model (``json_schema`` where it takes one, else text)."""
+    v = settings.structured_output
+    if v is None:
+        litellm = _quiet_litellm()
+        try:
+            takes = bool(litellm.supports_response_schema(model=settings.model))
+        except Exception:  # noqa: BLE001 - a model litellm cannot place: plain text, read by the parser
+            takes = False
+        return ["json_schema" if takes else "text"]
+    if v == "auto":
+        return list(FORMS)
+    if v is True:
+        return ["json_schema"]
+    if v is False:
+        return ["text"]
+    return [v]
+
+
+def response_format(form: str, kind: str) -> dict[str, Any] | None:
+    """The ``response_format`` of ``form`` asking for verdict ``kind``'s JSON (None for ``text``)."""
+    from ragexp.judge.parse import SCHEMAS, response_format as json_schema
+
+    if form == "json_schema":
+        return json_schema(kind)
+    if form == "json_object_schema":
+        return {"type": "json_object", "schema": SCHEMAS[kind]}
+    return None
+
+
+def refused_form(exc: BaseException) -> bool:
+    """True when a 400/422 says the server does not take this ``response_format`` (llama-cpp-python:
+    "response_format.type must be text or json_object"; others name ``response_format`` or ``json_schema``)."""
+    status = getattr(exc, "status_code", None)
+    text = str(exc).lower()
+    return status in (400, 422) and ("response_format" in text or "json_schema" in text)
 
 
 class JudgeClient:
@@ -189,8 +232,14 @@ class JudgeClient:
         self.fatal: Exception | None = None  # a rejected key or unknown model: no further request is sent
         self.refused = 0  # consecutive failed connections, across requests (reset by any reply)
         self.refused_since = 0.0  # when that streak began (time.monotonic())
+        self.timeouts = 0  # consecutive requests that timed out, no reply between
+        self.hung: str | None = None  # why no further request is sent to a server that never answers
+        self.last_reply = time.monotonic()  # the last HTTP reply of any status
+        self.in_flight = 0
+        self.waiting_since = 0.0  # when in_flight last went from 0 to 1
         self._litellm = _quiet_litellm()
-        self.structured = structured_output(settings)
+        self.forms = structured_forms(settings)  # the first is in use; a refusal moves to the next
+        self.structured = self.forms[0] != "text"
 
     def key(self, messages: list[dict[str, str]], prompt: str) -> str:
         if self.structured:  # a schema-constrained reply is another reply: cached apart
@@ -253,8 +302,50 @@ class JudgeClient:
                 f"over {now - self.refused_since:.1f} s ({_short(_root(exc), 160)}); start the server or fix "
                 "judge.api_base")
 
+    def _fall_back(self, sent: dict[str, Any], exc: BaseException) -> None:
+        """The server refused the structured-output form in use: the next one, once for the run, recorded."""
+        refused = "json_schema" if sent.get("type") == "json_schema" else "json_object_schema"
+        if self.forms[0] == refused:  # not already moved on by another request's refusal
+            self.forms.pop(0)
+            self.usage.structured_fallbacks += 1
+            log.warning("judge '%s': the server at %s refused structured output as %s (%s); using %s from now on "
+                        "(set judge.structured_output=%s to skip the refusal)", self.s.name, self._where(), refused,
+                        _short(exc, 160), self.forms[0], self.forms[0])
+
+    def _where(self) -> str:
+        from ragexp.common.secrets import redact_url
+
+        return redact_url(self.s.api_base) if self.s.api_base else f"the {litellm_provider(self.s.model) or 'provider'} API"
+
+    def _timed_out(self) -> None:
+        """Count a request that timed out; after a run of them with no reply at all, the server is hanging."""
+        self.timeouts += 1
+        quiet = time.monotonic() - self.last_reply
+        if self.hung is None and self.timeouts >= HANG_AFTER and quiet >= self.s.timeout_s:
+            self.hung = (f"not asked: the judge at {self._where()} accepts connections but answered none of the last "
+                         f"{self.timeouts} requests in {quiet:.0f} s (judge.timeout_s={self.s.timeout_s:g}); fix the "
+                         "server and run again: only the missing verdicts are asked")
+            log.warning("judge '%s': %s", self.s.name, self.hung[len("not asked: "):])
+
+    def _replied(self) -> None:
+        self.last_reply = time.monotonic()
+        self.timeouts = 0
+
+    async def watch(self) -> None:
+        """Log one line whenever requests have waited :data:`STALL_WARN_S` (or ``timeout_s``) without a reply."""
+        stall = min(STALL_WARN_S, self.s.timeout_s)
+        told = 0.0
+        while True:
+            await asyncio.sleep(min(1.0, stall / 4))
+            since = max(self.last_reply, self.waiting_since)
+            if self.in_flight and time.monotonic() - since >= stall and told < since:
+                told = since
+                log.warning("judge '%s': no reply from %s for %.0f s with %d requests waiting (each waits at most "
+                            "judge.timeout_s=%g s, a verdict at most judge.deadline_s=%g s)", self.s.name, self._where(),
+                            time.monotonic() - since, self.in_flight, self.s.timeout_s, self.s.deadline_s)
+
     async def complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None,
-                       check: Callable[[str], Any] | None = None, schema: dict[str, Any] | None = None
+                       check: Callable[[str], Any] | None = None, schema: str | None = None, sample: int = 0
                        ) -> Completion:
         """The reply to ``messages``, asked at most once across the processes sharing a PostgreSQL cache.
 
@@ -263,7 +354,7 @@ class JudgeClient:
         """
         key = key or self.key(messages, prompt)
         if self.cache is None:
-            return await self._complete(messages, prompt, key, check, schema)
+            return await self._complete(messages, prompt, key, check, schema, sample)
         hit = self._cached(key, check)
         if hit is not None:
             return hit
@@ -272,7 +363,7 @@ class JudgeClient:
             if hit is not None:
                 return hit
         try:
-            return await self._complete(messages, prompt, key, check, schema)
+            return await self._complete(messages, prompt, key, check, schema, sample)
         finally:
             self.cache.release(key)  # after the reply is stored: a waiting job finds it
 
@@ -310,11 +401,12 @@ class JudgeClient:
         return None
 
     async def _complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None,
-                        check: Callable[[str], Any] | None = None, schema: dict[str, Any] | None = None
+                        check: Callable[[str], Any] | None = None, schema: str | None = None, sample: int = 0
                         ) -> Completion:
         """The reply to ``messages`` (``key``: their :meth:`key`, when the caller has it already).
 
-        ``schema``: a ``response_format`` sent when the model takes one (:func:`structured_output`).
+        ``schema``: the verdict kind whose JSON schema is asked for in the form in use (:func:`structured_forms`);
+        ``sample``: the ``judge.samples`` index, added to the seed (the same question asked again).
 
         ``check(text)`` raises on a reply that cannot be used (it does not parse): such a reply is
         returned but never cached, and a cached one is ignored (asked again). Without ``check``
@@ -329,9 +421,7 @@ class JudgeClient:
             timeout=self.s.timeout_s, num_retries=0, max_retries=0, drop_params=True,
         )
         if self.s.seed is not None:
-            kwargs["seed"] = self.s.seed
-        if schema is not None and self.structured:
-            kwargs["response_format"] = schema
+            kwargs["seed"] = self.s.seed + sample
         if self.s.api_base:
             kwargs["api_base"] = self.s.api_base
         api_key = self.s.api_key()
@@ -345,21 +435,44 @@ class JudgeClient:
 
             pool = await worker_pool(self.s.workers)  # started once per process, outside any timeout
         last = ""
-        for attempt in range(self.s.max_retries + 1):
+        deadline = None  # the verdict's total deadline, from its first request (queueing before it excluded)
+        attempt = -1
+        while attempt < self.s.max_retries:
+            attempt += 1
             if self.fatal is not None:
                 raise self.fatal
+            if self.hung is not None:
+                raise CallFailed("timeout", self.hung)
             self.budget.reserve(worst)
             try:
                 async with self.sem:
                     await self.limiter.acquire()
                     if self.fatal is not None:  # it happened while this request waited for its turn
                         raise self.fatal
+                    if self.hung is not None:
+                        raise CallFailed("timeout", self.hung)
+                    now = time.monotonic()
+                    deadline = deadline or now + self.s.deadline_s
                     self.usage.calls += 1
                     if attempt:
                         self.usage.retries += 1
+                    kwargs["timeout"] = max(0.05, min(self.s.timeout_s, deadline - now))
+                    form = response_format(self.forms[0], schema) if schema is not None else None
+                    kwargs.pop("response_format", None)
+                    if form is not None:
+                        kwargs["response_format"] = form
                     call = pool.acompletion(kwargs, teach) if pool is not None else acompletion(kwargs, teach)
-                    text, finish, t_in, t_out = await asyncio.wait_for(call, timeout=self.s.timeout_s * 1.5 + 1)
+                    if not self.in_flight:
+                        self.waiting_since = now
+                    self.in_flight += 1
+                    try:
+                        text, finish, t_in, t_out = await asyncio.wait_for(call, timeout=kwargs["timeout"] * 1.5 + 1)
+                    finally:
+                        self.in_flight -= 1
             except (asyncio.CancelledError, KeyboardInterrupt):
+                self.budget.settle(worst, 0.0)
+                raise
+            except CallFailed:
                 self.budget.settle(worst, 0.0)
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure is classified below
@@ -377,6 +490,14 @@ class JudgeClient:
                         raise self.fatal from None
                 else:
                     self.refused = 0
+                    if status == "timeout":
+                        self._timed_out()
+                    else:
+                        self._replied()  # an error status is a reply: the server is there
+                if "response_format" in kwargs and refused_form(exc) and len(self.forms) > 1:
+                    self._fall_back(kwargs["response_format"], exc)
+                    attempt -= 1  # the same request in the next form: not a retry
+                    continue
                 last = _short(exc)
                 wait_hint = _retry_after(exc)
                 if status == "rate_limited" and wait_hint is not None:
@@ -385,10 +506,14 @@ class JudgeClient:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise CallFailed(status, f"{last}{tries}") from None
                 delay = self.backoff(attempt + 1, wait_hint)
+                if time.monotonic() + delay >= deadline:
+                    raise CallFailed("timeout", f"no usable reply within judge.deadline_s={self.s.deadline_s:g} s "
+                                                f"({attempt + 1} attempts; the last: {last})") from None
                 log.debug("judge request failed (%s); retry %d in %.2f s", last, attempt + 1, delay)
                 await asyncio.sleep(delay)
                 continue
             self.refused = 0
+            self._replied()
             cost = self.prices.cost(t_in, t_out)
             self.budget.settle(worst, cost)
             self.usage.answered += 1

@@ -34,8 +34,8 @@ from ragexp.metrics.questeval import questeval_values
 from ragexp.common.records import Record
 from ragexp.judge.cache import JudgeCache
 from ragexp.judge.client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
-from ragexp.judge.loop import quiet_gc, run_sync, shutdown
-from ragexp.judge.parse import Answers, ParseError, Relevance, parse_verdict, response_format
+from ragexp.judge.loop import run_sync, shutdown
+from ragexp.judge.parse import Answers, ParseError, Relevance, parse_verdict
 from ragexp.judge.parse import Usage as Used
 from ragexp.judge.settings import JudgeSettings
 from ragexp.judge.templates import Prompt, load_prompt
@@ -113,27 +113,32 @@ class _Run:
             if not t.cancelled():
                 t.exception()
 
-    async def ask(self, kind: str, version: str, ctx: dict[str, Any] | None = None, **values: Any) -> Outcome:
+    async def ask(self, kind: str, version: str, ctx: dict[str, Any] | None = None, *, sample: int = 0,
+                  **values: Any) -> Outcome:
+        """The verdict of prompt ``kind`` on ``values``; ``sample`` j > 0 asks the question again (its own
+        cache key and seed + j: ``judge.samples``)."""
         prompt = load_prompt(kind, version)
         messages = prompt.render(**values)
-        key = self.client.key(messages, prompt.id)
+        pid = prompt.id + (f"#sample{sample}" if sample else "")
+        key = self.client.key(messages, pid)
         shared = self.memo.get(key)
         if shared is not None:
             self.usage.shared += 1
             return await asyncio.shield(shared)
         material = tuple(_material(values))
-        task = asyncio.ensure_future(self._ask(kind, prompt, messages, key, {**(ctx or {}), "quoted": material}))
+        task = asyncio.ensure_future(self._ask(kind, prompt, messages, key, {**(ctx or {}), "quoted": material},
+                                               pid, sample))
         self.memo[key] = task
         return await asyncio.shield(task)
 
     async def _ask(self, kind: str, prompt: Prompt, messages: list[dict[str, str]], key: str,
-                   ctx: dict[str, Any]) -> Outcome:
+                   ctx: dict[str, Any], pid: str, sample: int) -> Outcome:
         def check(text: str) -> Any:
             return parse_verdict(kind, text, **ctx)
 
         # Only a reply that parsed is cached (``check``): an unreadable one is asked again next run.
         try:
-            first = await self.client.complete(messages, prompt.id, key, check=check, schema=response_format(kind))
+            first = await self.client.complete(messages, pid, key, check=check, schema=kind, sample=sample)
         except CallFailed as exc:
             self.usage.fail(exc.status)
             return Outcome(None, exc.status, str(exc))
@@ -148,7 +153,7 @@ class _Run:
             {"role": "user", "content": _CORRECTION.format(reason=reason, cut=cut, form=_form(prompt))},
         ]
         try:
-            second = await self.client.complete(retry, prompt.id + "+reask", check=check, schema=response_format(kind))
+            second = await self.client.complete(retry, pid + "+reask", check=check, schema=kind, sample=sample)
         except CallFailed as exc:
             self.usage.fail(exc.status)
             return Outcome(None, exc.status, f"unreadable reply ({reason}): {first.text!r}; the re-ask failed: {exc}")
@@ -159,6 +164,45 @@ class _Run:
             return Outcome(None, "parse_error", f"{exc}. reply: {first.text!r} | reply to the re-ask: {second.text!r}")
         self.client.remember(key, second)  # the readable reply answers the first question next run
         return Outcome(verdict, "ok", second.text)
+
+
+class _Sampled:
+    """Sample j > 0 of ``judge.samples``, as a plan sees the run: every question asked again as sample j."""
+
+    def __init__(self, run: _Run, j: int):
+        self.run, self.j = run, j
+
+    async def ask(self, kind: str, version: str, ctx: dict[str, Any] | None = None, **values: Any) -> Outcome:
+        return await self.run.ask(kind, version, ctx, sample=self.j, **values)
+
+
+#: Metrics whose value is a 0/1 verdict: with ``judge.samples`` their value is the majority, a tie 0.
+BINARY = frozenset({"answer_consistency_binary"})
+
+
+def combine_samples(name: str, outs: list[Score]) -> Score:
+    """One record's value from its ``judge.samples`` scores (docs/judge-trust.md, "Judge noise").
+
+    A failed sample (timeout, parse error…) fails the record, as one failed verdict fails a metric;
+    otherwise the mean of the values the definition gives (the majority for a binary metric: a tie,
+    possible with an even k, is 0), with every sample's value kept in ``samples``.
+
+    >>> combine_samples("answer_consistency_binary", [Score(1.0), Score(0.0), Score(1.0)]).value
+    1.0
+    >>> combine_samples("answer_consistency_binary", [Score(1.0), Score(0.0)]).value
+    0.0
+    >>> combine_samples("retrieval_precision", [Score(0.5), Score(1.0), Score.undefined("-")]).samples
+    (0.5, 1.0, None)
+    """
+    bad = next((o for o in outs if o.status not in ("ok", "undefined")), None)
+    if bad is not None:
+        return bad
+    values = tuple(o.value if o.status == "ok" else None for o in outs)
+    ok = [v for v in values if v is not None]
+    if not ok:
+        return outs[0]
+    value = (1.0 if sum(ok) > len(ok) / 2 else 0.0) if name in BINARY else sum(ok) / len(ok)
+    return Score(value, detail=_detail(samples=list(values), first=outs[0].detail), samples=values)
 
 
 def _material(values: dict[str, Any]) -> Iterable[str]:
@@ -443,8 +487,7 @@ class Judge:
         only for the rest.
         """
         try:
-            with quiet_gc():
-                return run_sync(self.ascore(records, specs, progress))
+            return run_sync(self.ascore(records, specs, progress))
         except KeyboardInterrupt:
             shutdown()  # HTTP clients and worker processes closed now, not by the garbage collector at exit
             u = self._usage or Usage()
@@ -492,6 +535,7 @@ class Judge:
                     bar.update(1)
 
         tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(records)]
+        watch = asyncio.ensure_future(run.client.watch())  # a line when the server goes quiet
         try:
             results = await asyncio.gather(*tasks, return_exceptions=True)
             await run.drain()  # requests still in flight (a sibling failed first) finish and are cached
@@ -500,12 +544,15 @@ class Judge:
                 t.cancel()
             raise
         finally:
+            watch.cancel()
             if bar is not None:
                 bar.close()
         fatal = next((e for e in results if isinstance(e, BaseException) and not isinstance(e, BudgetStop)), None)
         if fatal is not None:
             raise fatal
         usage = run.usage.as_metrics()
+        if self.settings.samples > 1:
+            usage.update(noise_metrics(specs, per_record))
         self._log_usage(run.usage)
         if any(isinstance(e, BudgetStop) for e in results):
             done = sum(1 for s in per_record if s is not None)
@@ -526,6 +573,13 @@ class Judge:
         absent = [f for f in spec.fields if not record.present(f)]
         if absent:
             return Score.missing(f"absent {', '.join(absent)}")
+        k = self.settings.samples
+        if k == 1:
+            return await self._sample(run, spec, record)
+        outs = await asyncio.gather(*[self._sample(_Sampled(run, j) if j else run, spec, record) for j in range(k)])
+        return combine_samples(spec.info.name, list(outs))
+
+    async def _sample(self, run: Any, spec: Any, record: Record) -> Score:
         score = await PLANS[spec.info.name](run, record, {**spec.info.options, **spec.options})
         if score.status == "ok" and (score.value is None or not math.isfinite(score.value)):
             # never an ok without a number (it would leave the mean without a word)
@@ -540,6 +594,25 @@ class Judge:
         log.info("judge %s (%s): %d calls (%d retries, %d re-asks), %d cache hits, %d shared verdicts, "
                  "%d tokens in, %d out, $%.4f; failures: %s", self.settings.name, self.settings.model, u.calls,
                  u.retries, u.reasks, u.cache_hits, u.shared, u.tokens_in, u.tokens_out, u.cost_usd, fails)
+
+
+def noise_metrics(specs: Sequence[Any], per_record: list[dict[str, Score] | None]) -> dict[str, float]:
+    """Each judge metric's self-agreement over its ``judge.samples`` verdicts: ``judge/noise/<metric>/…``
+    ``fleiss_kappa`` (NaN when undefined: every verdict the same), ``flip_share`` (items whose verdicts
+    differ) and ``n`` (items with all k verdicts)."""
+    from ragexp.stats.twostage import fleiss_kappa, flip_share
+
+    out: dict[str, float] = {}
+    for spec in specs:
+        samples = [sc[spec.key].samples for sc in per_record if sc is not None and sc[spec.key].samples]
+        if not samples:
+            continue
+        full = [s for s in samples if all(v is not None for v in s)]
+        kappa, flips = fleiss_kappa(full), flip_share(samples)
+        out[f"judge/noise/{spec.key}/fleiss_kappa"] = float("nan") if kappa is None else kappa
+        out[f"judge/noise/{spec.key}/flip_share"] = float("nan") if flips is None else flips
+        out[f"judge/noise/{spec.key}/n"] = float(len(full))
+    return out
 
 
 def check_specs(specs: Sequence[Any]) -> None:

@@ -1,22 +1,9 @@
-"""The event loops the judge's HTTP calls run on, and what keeps them responsive.
+"""The event loop the judge's HTTP calls run on, and how it is closed.
 
-With a fast server, a judge call is mostly litellm's own CPU (a few milliseconds), and every
-call in flight on a loop waits behind the others' share of it. Three things here keep that wait
-short; ``benchmarks/bench_judge.py`` measures them.
-
-- :func:`run_sync` runs the judge on one private loop in a daemon thread (one per process), so
-  ``Judge.score`` works the same from a script, a Hydra job, or a notebook whose loop is running.
-- :class:`InlineSetupExecutor`: ``litellm.acompletion`` first builds the request in a
-  synchronous function that it sends to the loop's default thread pool; for the providers in
-  :data:`NATIVE_ASYNC` that function only builds the request and returns a coroutine (the HTTP
-  happens when the loop awaits it), so the thread hop buys nothing and costs GIL hand-offs
-  (up to ``sys.getswitchinterval()``, 5 ms) while the loop is busy with other calls' replies. Inside
-  :func:`litellm_setup_inline` such jobs run inline; DNS lookups and every job of any other
-  provider (one might do its HTTP right there) still go to threads.
-- :func:`quiet_gc`: a full garbage collection walks every object in the process — some
-  300,000 once litellm is imported, 430,000 with MLflow and pandas: ~150 ms during which no reply is
-  read. While the judge runs, the objects that existed before it are left out of collections
-  (``gc.freeze``), and put back afterwards (``gc.unfreeze``).
+:func:`run_sync` runs the judge on one private loop in a daemon thread (one per process), so
+``Judge.score`` works the same from a script, a Hydra job, or a notebook whose loop is running.
+:func:`shutdown` closes litellm's HTTP clients on that loop on every way out (an error, Ctrl-C,
+the interpreter's exit) and stops it.
 """
 
 from __future__ import annotations
@@ -24,35 +11,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import contextvars
 import functools
-import gc
 import os
-import socket
 import sys
 import threading
-from typing import Any, Awaitable, Iterator
-
-#: litellm providers whose ``acompletion`` setup job returns a coroutine without touching the network
-#: (checked against litellm's code path for each: the job builds the request, the loop sends it).
-NATIVE_ASYNC = frozenset({"openai", "hosted_vllm", "azure", "anthropic", "gemini", "ollama_chat", "ollama"})
-
-_INLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("ragexp_litellm_setup_inline", default=False)
-_BLOCKING = (socket.getaddrinfo, socket.getnameinfo)
-
-
-class InlineSetupExecutor(concurrent.futures.ThreadPoolExecutor):
-    """A loop's default executor that runs litellm's request-building job inline when that is safe."""
-
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
-        if not _INLINE.get() or fn in _BLOCKING:
-            return super().submit(fn, *args, **kwargs)
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine, as a thread would
-            future.set_exception(exc)
-        return future
+from typing import Any, Awaitable
 
 
 @functools.lru_cache(maxsize=64)
@@ -64,23 +27,6 @@ def litellm_provider(model: str, api_base: str | None = None) -> str | None:
         return litellm.get_llm_provider(model=model, api_base=api_base)[1]
     except Exception:  # noqa: BLE001 - an unknown model: litellm raises its own error when the call is made
         return None
-
-
-@contextlib.contextmanager
-def litellm_setup_inline(kwargs: dict[str, Any]) -> Iterator[None]:
-    """Around one ``litellm.acompletion(**kwargs)``: inline its setup job if the provider is natively async."""
-    token = _INLINE.set(litellm_provider(kwargs["model"], kwargs.get("api_base")) in NATIVE_ASYNC)
-    try:
-        yield
-    finally:
-        _INLINE.reset(token)
-
-
-def new_loop() -> asyncio.AbstractEventLoop:
-    """A fresh event loop whose default executor is an :class:`InlineSetupExecutor`."""
-    loop = asyncio.new_event_loop()
-    loop.set_default_executor(InlineSetupExecutor(thread_name_prefix="ragexp-judge-io"))
-    return loop
 
 
 _LOOP: asyncio.AbstractEventLoop | None = None
@@ -95,7 +41,7 @@ def background_loop() -> asyncio.AbstractEventLoop:
     global _LOOP, _LOOP_PID, _THREAD
     with _LOOP_LOCK:
         if _LOOP is None or _LOOP_PID != os.getpid() or _LOOP.is_closed():
-            loop = new_loop()
+            loop = asyncio.new_event_loop()
             _THREAD = threading.Thread(target=loop.run_forever, name="ragexp-judge-loop", daemon=True)
             _THREAD.start()
             _LOOP, _LOOP_PID = loop, os.getpid()
@@ -189,32 +135,3 @@ def run_sync(coro: Awaitable[Any]) -> Any:
     except KeyboardInterrupt:
         future.cancel()
         raise
-
-
-_FROZEN = 0
-_FROZEN_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def quiet_gc() -> Iterator[None]:
-    """Leave the objects that exist now out of garbage collections until the block ends (re-entrant).
-
-    >>> import gc
-    >>> with quiet_gc():
-    ...     gc.get_freeze_count() > 0
-    True
-    >>> gc.get_freeze_count()
-    0
-    """
-    global _FROZEN
-    with _FROZEN_LOCK:
-        if _FROZEN == 0:
-            gc.freeze()
-        _FROZEN += 1
-    try:
-        yield
-    finally:
-        with _FROZEN_LOCK:
-            _FROZEN -= 1
-            if _FROZEN == 0:
-                gc.unfreeze()

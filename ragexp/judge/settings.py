@@ -45,6 +45,9 @@ class JudgeSettings:
     max_tokens: int = 1024
     #: Seconds one request may take before it counts as a timeout (and is retried).
     timeout_s: float = 60.0
+    #: Seconds one verdict may take from its first request, every retry and back-off included; past it the
+    #: verdict is recorded as ``timeout`` with the reason (docs/judge.md).
+    deadline_s: float = 150.0
     #: Requests in flight at once.
     max_concurrency: int = 16
     #: Processes sending the HTTP calls (1 = this process's event loop). 2 on a 2-core machine lets a fast
@@ -69,9 +72,15 @@ class JudgeSettings:
     #: Prices per million tokens; None = litellm's price map for ``model``.
     cost_per_million_in: float | None = None
     cost_per_million_out: float | None = None
-    #: Ask for the verdict as JSON that follows the verdict's schema (``response_format`` json_schema):
-    #: None = when litellm says the model supports it; true = always (a vLLM server does); false = never.
-    structured_output: bool | None = None
+    #: Ask for the verdict as JSON that follows the verdict's schema (docs/judge.md, "Structured output"):
+    #: None = OpenAI's json_schema when litellm says the model takes it, else plain text; ``json_schema`` (or
+    #: true) = OpenAI's form (vLLM, llama-server, Ollama); ``json_object_schema`` = llama-cpp-python's form;
+    #: ``auto`` = json_schema, then json_object_schema, then text, each fallback once when a server refuses;
+    #: false = plain text.
+    structured_output: bool | str | None = None
+    #: Times every judge question is asked (its own cache key and seed + j each); a sample's value is the mean
+    #: of its verdicts (the majority for a binary metric) and the run logs the judge's self-agreement.
+    samples: int = 1
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "JudgeSettings":
@@ -90,13 +99,16 @@ class JudgeSettings:
         where = f"judge '{self.name}'"
         if not self.model or not isinstance(self.model, str):
             raise ConfigError(f"{where}: model must be a litellm model name, got {self.model!r}")
-        for field_name, low in (("max_concurrency", 1), ("max_tokens", 1), ("workers", 1)):
+        if self.structured_output not in (None, True, False, "auto", "json_schema", "json_object_schema"):
+            raise ConfigError(f"{where}: structured_output must be null, auto, json_schema, json_object_schema, "
+                              f"true or false, got {self.structured_output!r}")
+        for field_name, low in (("max_concurrency", 1), ("max_tokens", 1), ("workers", 1), ("samples", 1)):
             v = getattr(self, field_name)
             if not isinstance(v, int) or v < low:
                 raise ConfigError(f"{where}: {field_name} must be an integer ≥ {low}, got {v!r}")
         if not isinstance(self.max_retries, int) or self.max_retries < 0:
             raise ConfigError(f"{where}: max_retries must be an integer ≥ 0, got {self.max_retries!r}")
-        for field_name in ("timeout_s", "backoff_s", "max_backoff_s"):
+        for field_name in ("timeout_s", "deadline_s", "backoff_s", "max_backoff_s"):
             v = getattr(self, field_name)
             if not isinstance(v, (int, float)) or v <= 0:
                 raise ConfigError(f"{where}: {field_name} must be a positive number of seconds, got {v!r}")

@@ -164,7 +164,6 @@ async def close_pools(timeout: float = 3.0) -> None:
 async def _serve() -> None:
     from ragexp.errors import ConfigError, CredentialsError
     from ragexp.judge.calls import _quiet_litellm, _retry_after, _short, acompletion, classify, connection_failed
-    from ragexp.judge.loop import InlineSetupExecutor
 
     import signal
 
@@ -174,7 +173,6 @@ async def _serve() -> None:
     sys.stdout = sys.stderr
     _quiet_litellm()  # imported before "ready": the parent starts its clock after that
     loop = asyncio.get_running_loop()
-    loop.set_default_executor(InlineSetupExecutor(thread_name_prefix="ragexp-judge-io"))  # see .loop
     reader = asyncio.StreamReader()
     transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
 
@@ -193,9 +191,6 @@ async def _serve() -> None:
             except (CredentialsError, ConfigError) as fatal:
                 send((rid, ("fatal", type(fatal).__name__, str(fatal))))
 
-    import gc
-
-    gc.freeze()  # this process only sends calls: what litellm's import left is never garbage, skip it in collections
     send("ready")
     tasks: set[asyncio.Task] = set()
     while True:

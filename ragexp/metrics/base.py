@@ -35,6 +35,8 @@ class Score:
     value: float | None
     status: str = "ok"
     detail: Any = None  # a judge's rationale, raw output on a parse error, an error message
+    #: with ``judge.samples`` = k > 1, the k values ``value`` combines (None for a verdict without one)
+    samples: tuple[float | None, ...] | None = None
 
     @classmethod
     def missing(cls, what: str) -> "Score":
