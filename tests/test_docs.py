@@ -76,3 +76,26 @@ def test_no_user_facing_text_points_to_the_spec():
     user_facing = [ROOT / "README.md", *sorted(DOCS.glob("*.md")), *sorted((ROOT / "conf").rglob("*.yaml"))]
     offenders = [str(p.relative_to(ROOT)) for p in user_facing if "SPEC §" in p.read_text(encoding="utf-8")]
     assert offenders == []
+
+
+def _slug(heading: str) -> str:
+    """Python-Markdown's toc slug, which MkDocs gives every heading: what a `#anchor` link must name."""
+    text = re.sub(r"[^\w\s-]", "", heading.replace("`", "")).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def test_every_anchor_the_code_and_the_docs_cite_names_a_heading_and_no_page_cites_the_spec():
+    generated = _hook().reference()
+    assert "SPEC §" not in generated
+    anchors = {}
+    for page in DOCS.glob("*.md"):
+        text = page.read_text(encoding="utf-8") + (generated if page.name == "metrics.md" else "")
+        anchors[f"docs/{page.name}"] = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+    sources = [*ROOT.glob("ragexp/**/*.py"), *ROOT.glob("conf/**/*.yaml"), ROOT / "README.md", *DOCS.glob("*.md")]
+    cited = {(str(p.relative_to(ROOT)), m.group(1), m.group(2)) for p in sources
+             for m in re.finditer(r"(docs/[\w-]+\.md)#([\w-]+)", p.read_text(encoding="utf-8"))}
+    cited |= {(f"docs/{p.name}", f"docs/{m.group(1)}", m.group(2)) for p in DOCS.glob("*.md")
+              for m in re.finditer(r"\]\(([\w-]+\.md)#([\w-]+)\)", p.read_text(encoding="utf-8"))}
+    assert cited, "the check found no citation at all"
+    broken = sorted((where, f"{page}#{anchor}") for where, page, anchor in cited if anchor not in anchors.get(page, ()))
+    assert broken == []
