@@ -32,7 +32,6 @@ from typing import Any, Callable
 from ragexp.metrics.questeval import UNANSWERABLE, UNANSWERABLE_MARKERS, is_unanswerable  # noqa: F401 - re-exported
 
 
-
 class ParseError(ValueError):
     """The reply holds no verdict of the expected shape; the message says what was missing."""
 
@@ -168,11 +167,6 @@ def _objects(text: str) -> list[tuple[str, dict[str, Any]]]:
                 continue
         i = text.find("{", i + 1)
     return out
-
-
-def json_objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON (or Python-literal) object in the text, outermost first, keys lower-cased."""
-    return [obj for _, obj in _objects(text)]
 
 
 # -- quoted material ------------------------------------------------------------------------------

@@ -152,7 +152,3 @@ class JudgeSettings:
         from ragexp.common.paths import launch_dir
 
         return launch_dir() / p
-
-    def public(self) -> dict[str, Any]:
-        """The settings as logged: no key values, ever (only the variable's name)."""
-        return dataclasses.asdict(self)

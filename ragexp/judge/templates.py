@@ -56,9 +56,6 @@ class Prompt:
     def id(self) -> str:
         return f"{self.name}.{self.version}"
 
-    def slots(self) -> set[str]:
-        return {m.group(1) for m in _SLOT.finditer(self.system + self.user)}
-
     def _fill(self, template: str, values: dict[str, Any]) -> str:
         def one(m: re.Match) -> str:
             key, tag = m.group(1), m.group(2)

@@ -24,7 +24,6 @@ the order of what remains is the retrieved order.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from ragexp.errors import ConfigError
 from ragexp.common.text import squad_tokens
@@ -181,7 +180,3 @@ class LLMCompressor(Compressor):
             if ids is not None:
                 out_i.append(ids[i])
         return out_c, (out_i if ids is not None else None)
-
-
-def describe(obj: Any) -> str:
-    return getattr(obj, "name", type(obj).__name__)

@@ -239,8 +239,4 @@ class CustomPipeline:
         r.latency_s = timings["total"]
 
 
-def is_builtin(pipeline: Any) -> bool:
-    return isinstance(pipeline, RAGPipeline)
-
-
 __all__ = ["RAGPipeline", "CustomPipeline", "NoRetriever"]
