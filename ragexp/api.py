@@ -43,7 +43,7 @@ class EvaluationResult:
     """What :func:`evaluate` returns.
 
     ``per_sample``: one row per input row, in input order (id, query, answer, then every metric's
-    value, status and detail) — the table ``python -m ragexp`` logs as ``per_sample_full.json``
+    value, status and detail) — the table ``python -m ragexp`` logs as ``per_sample.parquet``
     (``per_sample.json`` is its copy trimmed for the UI).
     ``metrics``: one row per aggregate key: ``value`` (the mean over ``ok`` samples, or the
     dataset-level value), ``ci_low``, ``ci_high``, ``stderr`` and ``n`` (how many samples it is over).

@@ -9,6 +9,7 @@ such an error as one line (no traceback) and exits with status 2.
     ├── FieldsError        a metric needs a record field the dataset does not have
     ├── CredentialsError   a judge or generator model needs a key that is not set
     ├── TrackingError      the MLflow store is unusable (scheme, unreachable, read-only) or logging failed
+    ├── SaveError          the results folder could not be written whole (disk full, read-only); says what was saved
     ├── BudgetExceeded     the judge's ``max_cost_usd`` would be exceeded
     └── JudgeFailed        every judge metric failed on every sample
 
@@ -59,6 +60,11 @@ class CredentialsError(RagexpError):
 
 class TrackingError(RagexpError):
     """The MLflow store cannot be used, or logging to it failed; the message says where the results are."""
+
+
+class SaveError(RagexpError):
+    """The results folder could not be written whole (a full disk, a read-only folder): the message says
+    what was saved where and how to log it."""
 
 
 class BudgetExceeded(RagexpError):

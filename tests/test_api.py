@@ -47,6 +47,11 @@ def columns_override() -> str:
 
 
 def read_table(path: Path) -> pd.DataFrame:
+    if path.suffix == ".parquet":  # read as plain columns: list cells stay lists
+        from ragexp.core.results import read_parquet_columns
+
+        columns = read_parquet_columns(path)
+        return pd.DataFrame(columns, columns=list(columns))
     table = json.loads(path.read_text(encoding="utf-8"))
     return pd.DataFrame(table["data"], columns=table["columns"])
 
@@ -71,7 +76,7 @@ def test_dataframe_with_foreign_columns_gives_the_clis_per_sample_values(tmp_pat
     df.to_json(path, orient="records", lines=True, force_ascii=False)
     run_cli(f"data_dir={data_dir}", "dataset=mapped", f"dataset.path={path}", columns_override(),
             f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", "progress=false", cwd=tmp_path)
-    (cli_table,) = (tmp_path / "outputs").glob("*/*/per_sample_full.json")  # per_sample.json is trimmed for the UI
+    (cli_table,) = (tmp_path / "outputs").glob("*/*/per_sample.parquet")  # per_sample.json is trimmed for the UI
     cli = read_table(cli_table)
     cli_summary = json.loads((cli_table.parent / "summary.json").read_text())
 

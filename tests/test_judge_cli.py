@@ -9,9 +9,11 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from ragexp.core.results import read_parquet_columns
 from ragexp.errors import ConfigError
 from ragexp.core.results import detail_column, status_column
 
@@ -64,9 +66,8 @@ def test_full_suite_with_a_judge_logs_every_judge_metric_and_usage(tmp_path, dat
     for key in JUDGE_KEYS:
         assert status_column(key) in columns
     assert {r[status_column("answer_consistency")] for r in rows} == {"ok"}
-    path = client.download_artifacts(found[0].info.run_id, "per_sample_full.json", str(tmp_path))  # untrimmed
-    full = json.loads(open(path, encoding="utf-8").read())
-    first = dict(zip(full["columns"], full["data"][0]))
+    path = client.download_artifacts(found[0].info.run_id, "per_sample.parquet", str(tmp_path))  # untrimmed
+    first = {c: v[0] for c, v in read_parquet_columns(Path(path)).items()}
     assert json.loads(first[detail_column("retrieval_precision")])["relevant"]  # the verdicts behind the value
     params = found[0].data.params
     assert params["judge"] == "openai_compatible" and params["judge.cost_per_million_in"] == "0.15"  # set: a param

@@ -1,5 +1,6 @@
 """The per-sample table a run logs: ``per_sample.json`` (MLflow's table view: no dot in a column name,
-the record's fields first, long texts trimmed) and ``per_sample_full.json`` (every record whole).
+the record's fields first, long texts trimmed, the first ``tracking.table_rows`` rows) and
+``per_sample.parquet`` (every record whole).
 
 A real run (``run(cfg)`` over a JSONL of canonical records, logged to a SQLite store) writes both;
 the tests read them back as a user would.
@@ -32,6 +33,11 @@ METRICS = "metric=[context_recall,exact_match]"
 
 
 def _read(path: Path) -> pd.DataFrame:
+    if path.suffix == ".parquet":  # read as plain columns: list cells stay lists
+        from ragexp.core.results import read_parquet_columns
+
+        columns = read_parquet_columns(path)
+        return pd.DataFrame(columns, columns=list(columns))
     table = json.loads(path.read_text(encoding="utf-8"))
     return pd.DataFrame(table["data"], columns=table["columns"])
 
@@ -87,7 +93,7 @@ def test_long_texts_trimmed_with_an_ellipsis_lists_as_one_cell(logged):
 
 def test_full_artifact_holds_every_record_whole(logged):
     folder, _, _ = logged
-    full = _read(folder / "per_sample_full.json").set_index("id")
+    full = _read(folder / "per_sample.parquet").set_index("id")
     for record in (CAPITAL_OF_FRANCE, NOTHING_RETRIEVED):
         for field, value in record.items():
             if field != "id":
@@ -104,7 +110,7 @@ def test_the_api_frame_is_the_full_artifact(logged, tmp_path):
     folder, _, _ = logged
     records = pd.DataFrame([CAPITAL_OF_FRANCE, NOTHING_RETRIEVED])
     result = ragexp.evaluate(records, overrides=[METRICS], log=False)
-    full = _read(folder / "per_sample_full.json")
+    full = _read(folder / "per_sample.parquet")
     assert list(result.per_sample.columns) == list(full.columns)
     assert result.per_sample["contexts"].tolist() == full["contexts"].tolist()
 
@@ -113,7 +119,7 @@ def test_logged_run_has_both_tables_and_its_pictures(logged):
     folder, client, summary = logged
     run_id = summary["run_id"]
     names = {a.path for a in client.list_artifacts(run_id)}
-    assert {"per_sample.json", "per_sample_full.json", "metrics.png", "histograms.png"} <= names
+    assert {"per_sample.json", "per_sample.parquet", "metrics.png", "histograms.png"} <= names
     tag = json.loads(client.get_run(run_id).data.tags["mlflow.loggedArtifacts"])
     assert tag == [{"path": "per_sample.json", "type": "table"}]  # only the trimmed one is the UI's table
 
@@ -125,7 +131,7 @@ def test_plots_can_be_switched_off(compose, tmp_path):
     path.write_text(json.dumps(CAPITAL_OF_FRANCE) + "\n")
     summary = run(compose("dataset=records", f"dataset.path={path}", METRICS, "tracking.plots=false"))
     folder = Path(summary["results_folder"])
-    assert (folder / "per_sample_full.json").is_file() and not list(folder.glob("*.png"))
+    assert (folder / "per_sample.parquet").is_file() and not list(folder.glob("*.png"))
 
 
 def test_trim_cuts_at_the_width_and_says_so():

@@ -8,7 +8,11 @@ dataset, and the digest of the questions that tells two runs over the same evalu
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import os
+from itertools import islice
+from pathlib import Path
+from typing import Any, Iterator
 
 from ragexp.metrics.base import Score
 from ragexp.common.records import FIELDS, cluster_labels
@@ -21,10 +25,11 @@ RECORD_COLUMNS = ("id", "query", "answer", "reference_answers", "context_ids", "
 #: Column names carry no dot: MLflow's table view reads ``a.b`` as a nested field and shows it blank
 #: (checked in the MLflow 3.17 UI, where ``a/b``, ``a b``, ``a_b`` and ``a:b`` all render).
 STATUS_SUFFIX, DETAIL_SUFFIX = "/status", "/detail"
-#: The files of a results folder: the trimmed table MLflow shows, and every record whole.
-TABLE_FILE, FULL_TABLE_FILE = "per_sample.json", "per_sample_full.json"
+#: The files of a results folder: the trimmed table MLflow shows (its first ``tracking.table_rows``
+#: rows), and every record whole, as Parquet.
+TABLE_FILE, FULL_TABLE_FILE = "per_sample.json", "per_sample.parquet"
 #: Characters of a text cell in the MLflow table (``per_sample.json``); the full text is in
-#: ``per_sample_full.json``.
+#: ``per_sample.parquet``.
 TRIM_CHARS = 300
 ELLIPSIS = "…"
 
@@ -144,11 +149,113 @@ def split_json(columns: dict[str, list]) -> str:
     """Plain columns as the JSON of pandas' ``to_json(orient="split", index=False)`` — the layout of an
     MLflow table (``{"columns": [...], "data": [[row], ...]}``): a missing or non-finite number is
     ``null``, text ASCII with ``\\u`` escapes, floats to their shortest exact digits."""
+    return "".join(split_json_parts(columns))
+
+
+def split_json_parts(columns: dict[str, list], rows_per_part: int = 1000) -> Iterator[str]:
+    """:func:`split_json` as pieces of ``rows_per_part`` rows, to write one after the other (the same text)."""
     import json
 
-    names = list(columns)
-    rows = [[_json_cell(v) for v in row] for row in zip(*columns.values())]
-    return json.dumps({"columns": names, "data": rows}, separators=(",", ":"), allow_nan=False, default=str)
+    yield '{"columns":' + json.dumps(list(columns), separators=(",", ":")) + ',"data":['
+    rows = zip(*columns.values())
+    first = True
+    while part := list(islice(rows, rows_per_part)):
+        text = json.dumps([[_json_cell(v) for v in row] for row in part], separators=(",", ":"), allow_nan=False,
+                          default=str)[1:-1]
+        yield text if first else "," + text
+        first = False
+    yield "]}"
+
+
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A private temporary path to write ``path``'s new content to: renamed onto ``path`` when the block
+    ends, removed when it fails, so no reader sees half a file and no ``.tmp`` is left behind."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+#: Rows per Parquet row group: the table is converted and written one group at a time.
+ROW_GROUP = 10_000
+
+
+def write_parquet(path: Path, columns: dict[str, list], row_group: int = ROW_GROUP) -> None:
+    """The full per-sample table as Parquet (zstd), streamed in row groups of ``row_group`` rows. Each
+    column has one type: numbers float64 (int64 when all whole), text string, lists lists of strings;
+    a column that mixes kinds holds their text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    kinds = {name: _arrow_kind(values) for name, values in columns.items()}
+    types = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(), "str": pa.string(),
+             "list": pa.list_(pa.string())}
+    schema = pa.schema([(name, types[k]) for name, k in kinds.items()])
+    n = len(next(iter(columns.values()), []))
+    with replacing(path) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+        for start in range(0, n, row_group):
+            writer.write_batch(pa.record_batch(
+                [pa.array([_arrow_cell(v, kinds[name]) for v in values[start:start + row_group]], type=types[kinds[name]])
+                 for name, values in columns.items()], schema=schema))
+
+
+def _arrow_kind(values: list) -> str:
+    seen = {type(v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v)
+            for v in values if v is not None}
+    if seen and seen <= {bool}:
+        return "bool"
+    if seen and seen <= {int}:
+        return "int"
+    if seen and seen <= {int, float}:
+        return "float"
+    if seen and seen <= {list, tuple}:
+        return "list"
+    return "str"
+
+
+def _arrow_cell(value: Any, kind: str) -> Any:
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if kind == "float":
+        return float(value)
+    if kind == "list":
+        return [x if isinstance(x, str) else str(x) for x in value]
+    if kind == "str" and not isinstance(value, str):
+        return str(value)
+    return value
+
+
+def read_parquet_columns(path: Path) -> dict[str, list]:
+    """A table written by :func:`write_parquet` back as plain columns."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pydict()
+
+
+def table_writers(folder: Path, full: dict[str, list], write: Any, rows: int | None = 5000
+                  ) -> Iterator[tuple[str, Any]]:
+    """``(file name, write)`` for each per-sample table, in the order to write them: ``per_sample.json``,
+    the table MLflow's artifact view shows (trimmed cells; the first ``rows`` rows, null: all), then
+    ``per_sample.parquet``, every record whole. ``write(path, parts)`` writes text atomically."""
+    n = len(next(iter(full.values()), []))
+    shown = full if rows is None or n <= rows else {c: v[:rows] for c, v in full.items()}
+    yield TABLE_FILE, lambda: write(Path(folder) / TABLE_FILE, split_json_parts(table_columns(shown)))
+    yield FULL_TABLE_FILE, lambda: write_parquet(Path(folder) / FULL_TABLE_FILE, full)
+
+
+def table_note(n: int, rows: int | None) -> str | None:
+    """What the description says when ``per_sample.json`` shows only part of the run (None: all of it)."""
+    if rows is None or n <= rows:
+        return None
+    return (f"`{TABLE_FILE}` (the table view) shows the first {rows:,} of {n:,} samples "
+            f"(`tracking.table_rows`); `{FULL_TABLE_FILE}` holds every sample whole.")
 
 
 def _json_cell(value: Any) -> Any:

@@ -17,6 +17,7 @@ is nested under the sweep's parent run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ragexp import __version__
-from ragexp.common.secrets import redact, scrub, scrub_columns
+from ragexp.common.secrets import redact, redact_url, scrub, scrub_columns
 from ragexp.tracking.store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
                     owner_tags, resolve_uri, retrying)
 
@@ -102,8 +103,9 @@ def _redacted_hydra_dir(src: Path, dst: Path) -> None:
         (dst / f.name).write_text(yaml.safe_dump(redact(data), sort_keys=False, allow_unicode=True))
 
 
-#: The files a results folder holds: what the run computed (written before any logging), and
-#: ``mlflow_run.json``, everything else MLflow needs to log it (written last: a complete folder).
+#: The files a results folder holds. ``mlflow_run.json`` (everything MLflow needs besides the files) is
+#: written first, then the tables, then the pictures: a folder is uploadable from its first file on,
+#: and an upload logs the files that are there (docs/tracking.md).
 SUMMARY_FILE, TABLE_FILE, CONFIG_FILE, MANIFEST_FILE = "summary.json", "per_sample.json", "config.yaml", "mlflow_run.json"
 UPLOAD_COMMAND = "python -m ragexp.tracking.upload"
 #: a run with human labels also has these (docs/judge-trust.md); the picture is ragexp.report.plots.CONFUSION_PLOT
@@ -113,12 +115,17 @@ AGREEMENT_FILE, DISAGREEMENTS_FILE = "agreement.json", "agreement_disagreements.
 SAVED: list[Path] = []
 LOGGED: list[tuple[str, str]] = []
 CLOSED: list[str] = []  # runs this process created and closed FAILED
+STOPPED: list[BaseException] = []  # what stopped this process early (``__main__`` records it)
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+def _write(path: Path, text: Any) -> None:
+    """``text`` (a string, or an iterable of strings written one by one) into ``path`` atomically:
+    a private temporary file renamed into place, removed when the write fails."""
+    from ragexp.core.results import replacing
+
+    with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        for part in ([text] if isinstance(text, str) else text):
+            fh.write(part)
 
 
 def save_results(
@@ -141,36 +148,81 @@ def save_results(
 ) -> Path:
     """Write the run's results to ``folder`` before anything is logged, so no MLflow failure loses them.
 
-    ``summary.json``, ``per_sample.json`` (an MLflow table) and ``config.yaml`` are the artifacts as
-    they will be logged; ``mlflow_run.json`` holds the params, metrics, tags and dataset input.
-    ``per_sample`` and ``dataset_frame`` are plain columns (:func:`ragexp.core.results.per_sample_columns`,
-    :func:`ragexp.core.results.dataset_columns`), written as pandas' split JSON without importing pandas.
-    :func:`log_run` logs the folder, now or later (``python -m ragexp.tracking.upload <folder>``).
-    ``overrides``: those a config composed outside a Hydra job was composed with (``ragexp.evaluate``),
-    read as a job's are (:func:`ragexp.tracking.params.composed_context`).
+    ``mlflow_run.json`` first (the params, metrics, tags and dataset input), then ``summary.json``,
+    ``config.yaml``, the per-sample tables (:func:`ragexp.core.results.write_tables`) and the dataset's
+    rows, then the pictures: whenever the writing stops, what is there can be logged
+    (:func:`log_run`, now or later with ``python -m ragexp.tracking.upload <folder>``). A disk that
+    fills, or a folder that cannot be written, stops it with a :class:`~ragexp.errors.SaveError`
+    saying what was saved where. ``overrides``: those a config composed outside a Hydra job was
+    composed with (``ragexp.evaluate``), read as a job's are (:func:`ragexp.tracking.params.composed_context`).
+    ``agreement``: agreement with human labels (docs/judge-trust.md): ``agreement.json``, the
+    disagreements table and the confusion picture.
     """
     import yaml
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2, ensure_ascii=False, default=str))
-    from ragexp.core.results import FULL_TABLE_FILE, split_json, table_columns
+    from ragexp.core.results import split_json_parts, table_note, table_writers
 
-    full = scrub_columns(dict(per_sample))  # every record whole in per_sample_full.json; trimmed for the table view
-    _write(folder / FULL_TABLE_FILE, split_json(full))
-    _write(folder / TABLE_FILE, split_json(scrub_columns(table_columns(full))))
+    folder = Path(folder)
+    rows = tracking.get("table_rows", 5000)
+    n = len(next(iter(per_sample.values()), []))
+    saved: list[str] = []
+
+    def step(name: str, write: Any) -> None:
+        try:
+            write()
+        except OSError as exc:
+            _not_saved(folder, saved, name, exc)
+        if name not in saved:
+            saved.append(name)
+
+    step(MANIFEST_FILE, lambda: (folder.mkdir(parents=True, exist_ok=True), _write(
+        folder / MANIFEST_FILE, json.dumps(_manifest(folder, config, tracking, run_name, dataset_name, dataset_digest,
+                                                     dataset_frame is not None, metrics, extra_metrics, summary,
+                                                     hydra_dir, sweep_dir, table_note(n, rows), overrides),
+                                           indent=2, ensure_ascii=False))))
+    SAVED.append(folder)
+    step(SUMMARY_FILE, lambda: _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2,
+                                                                        ensure_ascii=False, default=str)))
+    step(CONFIG_FILE, lambda: _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False,
+                                                                          allow_unicode=True)))
+    full = scrub_columns(dict(per_sample))
+    for name, write in table_writers(folder, full, _write, rows=rows):
+        step(name, write)
+    if dataset_frame is not None:
+        step(DATASET_FRAME_FILE, lambda: _save_dataset_frame(folder, dataset_frame))
+    if agreement:  # agreement with human labels: agreement.json, the disagreements table
+        step(AGREEMENT_FILE, lambda: _write(folder / AGREEMENT_FILE, json.dumps(
+            redact(dict(agreement["agreement"])), indent=2, ensure_ascii=False)))
+        step(DISAGREEMENTS_FILE, lambda: _write(folder / DISAGREEMENTS_FILE, split_json_parts(
+            scrub_columns(dict(agreement["disagreements"])))))
     if tracking.get("plots", True):  # metrics.png, histograms.png (tracking.plots=false skips matplotlib)
         from ragexp.report.plots import run_plots
 
-        run_plots(folder, full, summary, objective=config.get("objective"))
-    if agreement:  # agreement with human labels: agreement.json, the disagreements table, the confusion picture
-        _write(folder / AGREEMENT_FILE, json.dumps(redact(dict(agreement["agreement"])), indent=2, ensure_ascii=False))
-        _write(folder / DISAGREEMENTS_FILE, split_json(scrub_columns(dict(agreement["disagreements"]))))
-        if tracking.get("plots", True):
+        step("metrics.png, histograms.png", lambda: run_plots(folder, full, summary, objective=config.get("objective")))
+        if agreement:
             from ragexp.report.plots import CONFUSION_PLOT, confusion_plot
 
-            confusion_plot(agreement["agreement"], folder / CONFUSION_PLOT)
-    _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False, allow_unicode=True))
+            step(CONFUSION_PLOT, lambda: confusion_plot(agreement["agreement"], folder / CONFUSION_PLOT))
+    return folder
+
+
+def _not_saved(folder: Path, saved: list[str], name: str, exc: OSError) -> None:
+    """Stop saving with one line: what was saved where, what was not, and how to log what is there."""
+    from ragexp.errors import SaveError
+
+    reason = exc.strerror or str(exc)
+    if not saved:
+        raise SaveError(f"could not save the results in {folder} ({reason}): nothing was saved") from None
+    raise SaveError(f"could not save {name} in {folder} ({reason}); saved there: {', '.join(saved)}; "
+                    f"log what was saved with: {later_command(folder)}") from None
+
+
+def _manifest(folder: Path, config: Mapping[str, Any], tracking: Mapping[str, Any], run_name: str | None,
+              dataset_name: str, dataset_digest: str, has_frame: bool, metrics: Mapping[str, float | None],
+              extra_metrics: Mapping[str, float], summary: Mapping[str, Any], hydra_dir: Path | None,
+              sweep_dir: str | None, note: str | None = None, overrides: Sequence[str] | None = None
+              ) -> dict[str, Any]:
+    """What ``mlflow_run.json`` holds: where to log, the run's name, tags, params, metrics, dataset input."""
     from ragexp.report.describe import dataset_source, run_description
     from ragexp.tracking.params import composed_context, hydra_context, run_params
     from ragexp.tracking.params import run_name as name_from
@@ -185,7 +237,8 @@ def save_results(
         "ragexp.dataset": dataset_name,
         "ragexp.dataset_digest": dataset_digest,
         "mlflow.source.type": "LOCAL",
-        "mlflow.note.content": scrub(run_description({**summary, "dataset_source": source})),
+        "mlflow.note.content": scrub(run_description({**summary, "dataset_source": source})
+                                     + (f"\n\n{note}" if note else "")),
     }
     if summary.get("outputs_digest"):
         tags["ragexp.outputs_digest"] = summary["outputs_digest"]
@@ -198,20 +251,19 @@ def save_results(
     for k, v in (tracking.get("tags") or {}).items():
         tags[str(k)] = scrub(str(v))
     values = {k: float(v) for k, v in {**metrics, **extra_metrics}.items() if _finite(v)}
-    manifest = {
-        "tracking_uri": uri,
+    dataset = ({"frame_file": DATASET_FRAME_FILE, "name": dataset_name, "digest": dataset_digest, "source": source}
+               if has_frame else None)
+    return {
+        "tracking_uri": redact_url(uri),  # never its credentials: log_run restores them (docs/guarantees.md)
         "experiment": tracking.get("experiment") or "ragexp",
         "run_name": scrub(run_name) if run_name else name_from(dataset_name, params),
         "tags": tags,
         "params": params,
         "metrics": values,
-        "dataset": _save_dataset_frame(folder, dataset_frame, dataset_name, dataset_digest, source),
+        "dataset": dataset,
         "hydra_dir": _relative(hydra_dir, folder) if hydra_dir is not None else None,
         "logged": None,
     }
-    _write(folder / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False))
-    SAVED.append(folder)
-    return folder
 
 
 def _relative(path: Path, folder: Path) -> str:
@@ -227,19 +279,14 @@ def _relative(path: Path, folder: Path) -> str:
 DATASET_FRAME_FILE = "dataset_frame.json"
 
 
-def _save_dataset_frame(folder: Path, frame: Mapping[str, list] | None, name: str, digest: str,
-                        source: str | None = None) -> dict[str, Any] | None:
-    """The dataset input as it will be logged: its rows in ``dataset_frame.json`` (pandas' split JSON,
-    which reads back to a frame with the same MLflow schema), its name, digest and source.
+def _save_dataset_frame(folder: Path, frame: Mapping[str, list]) -> None:
+    """The dataset input's rows in ``dataset_frame.json`` (pandas' split JSON, written row by row; it
+    reads back to a frame with the same MLflow schema). Only the evaluation set's inputs, the columns
+    its digest covers (``results.QUESTION_FIELDS``), not the system's outputs: every job of a sweep
+    over one dataset logs the same dataset."""
+    from ragexp.core.results import QUESTION_FIELDS, split_json_parts
 
-    Only the evaluation set's inputs, the columns its digest covers (``results.QUESTION_FIELDS``),
-    not the system's outputs: every job of a sweep over one dataset logs the same dataset."""
-    if frame is None:
-        return None
-    from ragexp.core.results import QUESTION_FIELDS, split_json
-
-    _write(folder / DATASET_FRAME_FILE, split_json({c: v for c, v in frame.items() if c in QUESTION_FIELDS}))
-    return {"frame_file": DATASET_FRAME_FILE, "name": name, "digest": digest, "source": source}
+    _write(folder / DATASET_FRAME_FILE, split_json_parts({c: v for c, v in frame.items() if c in QUESTION_FIELDS}))
 
 
 def _dataset_input(folder: Path, saved: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -284,6 +331,48 @@ def where_saved(folder: Path) -> str:
     return f"the results are in {folder}; log them later with: {later_command(folder)}"
 
 
+#: What ``mlflow_run.json`` holds, key → (accepted types, what the line says was expected).
+_MANIFEST_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "tracking_uri": ((str,), "a tracking URI"), "experiment": ((str,), "an experiment name"),
+    "run_name": ((str, type(None)), "a run name or null"), "tags": ((dict,), "an object of tags"),
+    "params": ((dict,), "an object of params"), "metrics": ((dict,), "an object of metric values"),
+    "dataset": ((dict, type(None)), "the dataset input or null"), "hydra_dir": ((str, type(None)), "a folder or null"),
+    "logged": ((dict, type(None)), "null or {run_id, tracking_uri}"),
+}
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """A results folder's ``mlflow_run.json``, checked before anything is logged: damaged or edited into
+    something that cannot be logged, a :class:`~ragexp.errors.DataError` naming the file, the line or the
+    field, and what was expected."""
+    from ragexp.errors import DataError
+
+    path = str(Path(folder) / MANIFEST_FILE)
+    try:
+        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(f"cannot be read ({exc.strerror or exc})", path=path) from None
+    except UnicodeDecodeError:
+        raise DataError("is not UTF-8 text; ragexp writes it: restore it, or run again", path=path) from None
+    except ValueError as exc:
+        raise DataError(f"is not valid JSON ({exc.msg} at column {exc.colno}); ragexp writes it: restore it, "
+                        "or run again", path=path, row=exc.lineno) from None
+    if not isinstance(manifest, dict):
+        raise DataError(f"expected a JSON object, got {type(manifest).__name__}", path=path)
+    for key, (kinds, expected) in _MANIFEST_FIELDS.items():
+        if not isinstance(manifest.get(key), kinds):
+            raise DataError(f"expected {expected}, got {json.dumps(manifest.get(key))[:60]}", path=path, field=key)
+    for group, kinds, expected in (("params", (str,), "a string"), ("tags", (str,), "a string"),
+                                   ("metrics", (int, float), "a number")):
+        for key, value in manifest[group].items():
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise DataError(f"expected {expected}, got {json.dumps(value)[:60]}", path=path, field=f"{group}.{key}")
+    logged = manifest["logged"]
+    if logged is not None and not all(isinstance(logged.get(k), str) for k in ("run_id", "tracking_uri")):
+        raise DataError("expected null or {run_id, tracking_uri}", path=path, field="logged")
+    return manifest
+
+
 def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
     """Log a results folder written by :func:`save_results` as one MLflow run; return ``(run_id, uri)``.
 
@@ -295,7 +384,7 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
     from ragexp.errors import TrackingError
 
     folder = Path(folder).resolve()
-    manifest = json.loads((folder / MANIFEST_FILE).read_text())
+    manifest = read_manifest(folder)
     uri = uri or manifest["tracking_uri"]
     later = where_saved(folder)
     run_id = None
@@ -305,7 +394,7 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
             with creation_lock(uri):
                 exp_id = get_or_create_experiment(client, manifest["experiment"], uri)
             tags = dict(manifest["tags"])
-            if uri != manifest["tracking_uri"]:
+            if redact_url(uri) != manifest["tracking_uri"]:
                 tags.pop("mlflow.parentRunId", None)  # the parent lives in the other store
             tags.update(owner_tags())
             run = retrying(client.create_run, exp_id, run_name=manifest["run_name"], tags=tags)
@@ -320,9 +409,9 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
             CLOSED.append(run_id)
         if interrupted:
             raise
-        what = f"could not log to {uri} ({first_line(exc)})" if not isinstance(exc, TrackingError) else str(exc)
+        what = f"could not log to {redact_url(uri)} ({first_line(exc)})" if not isinstance(exc, TrackingError) else str(exc)
         raise TrackingError(f"{what}; {later}") from None
-    manifest["logged"] = {"run_id": run_id, "tracking_uri": uri}
+    manifest["logged"] = {"run_id": run_id, "tracking_uri": redact_url(uri)}
     _write(folder / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False))
     LOGGED.append((run_id, uri))
     return run_id, uri
@@ -346,8 +435,11 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
     now = int(time.time() * 1000)
     metrics = [Metric(k, v, now, 0) for k, v in manifest["metrics"].items()]
     # per_sample.json as an MLflow table: the file as client.log_table writes it, and its tag
-    tables = [TABLE_FILE] + ([DISAGREEMENTS_FILE] if (folder / DISAGREEMENTS_FILE).is_file() else [])
-    tags = [RunTag("mlflow.loggedArtifacts", json.dumps([{"path": t, "type": "table"} for t in tables]))]
+    tables = [t for t in (TABLE_FILE, DISAGREEMENTS_FILE) if (folder / t).is_file()]
+    tags = [RunTag("mlflow.loggedArtifacts", json.dumps([{"path": t, "type": "table"} for t in tables]))] if tables else []
+    missing = [n for n in (SUMMARY_FILE, CONFIG_FILE, TABLE_FILE, FULL_TABLE_FILE) if not (folder / n).is_file()]
+    if missing:  # the saving stopped early (a full disk, a kill): what is there is logged, and this says what is not
+        tags.append(RunTag("ragexp.missing_files", ", ".join(missing)))
     while params or metrics or tags:
         batch_params, params = params[:100], params[100:]
         batch_tags, tags = tags[:100], tags[100:]
@@ -359,17 +451,42 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
     hydra_dir = folder / manifest["hydra_dir"] if manifest.get("hydra_dir") else None  # absolute stays absolute
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            if name in (TABLE_FILE, CONFIG_FILE, SUMMARY_FILE) or (folder / name).is_file():
+            if (folder / name).is_file():
                 _link_or_copy(folder / name, Path(tmp) / name)
         if hydra_dir is not None and hydra_dir.is_dir():
             _redacted_hydra_dir(hydra_dir, Path(tmp) / ".hydra")
         retrying(client.log_artifacts, run_id, tmp)
-    if manifest.get("dataset"):
+    _store_once(client, run_id, folder, names)
+    if manifest.get("dataset") and (folder / manifest["dataset"].get("frame_file", "")).is_file():
         from mlflow.entities import Dataset, DatasetInput, InputTag
 
         entity = Dataset(**_dataset_input(folder, manifest["dataset"]))
         retrying(client.log_inputs, run_id,
                  datasets=[DatasetInput(entity, tags=[InputTag("mlflow.data.context", "eval")])])
+
+
+def _store_once(client: Any, run_id: str, folder: Path, names: Any) -> None:
+    """Where the run's artifacts are local files on the results folder's file system, each logged copy
+    becomes a hard link to the saved file (one copy on disk, not two); elsewhere nothing changes."""
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    uri = client.get_run(run_id).info.artifact_uri
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("", "file"):
+        return
+    artifacts = Path(url2pathname(parsed.path) if parsed.scheme else uri)
+    for name in names:
+        src, dst = folder / name, artifacts / name
+        tmp = dst.with_name(f".{name}.{os.getpid()}.link")
+        try:
+            if src.is_file() and dst.is_file() and not os.path.samefile(src, dst) and \
+                    src.stat().st_size == dst.stat().st_size:
+                os.link(src, tmp)
+                os.replace(tmp, dst)
+        except OSError:  # another file system, or links refused: the copy stays
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

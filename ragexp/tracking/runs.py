@@ -84,12 +84,14 @@ def load_run(client: Any, run: Any, role: str) -> RunTable:
     """A run's per-sample table and summary, downloaded from its artifacts."""
     name = run.info.run_name or run.info.run_id
     with tempfile.TemporaryDirectory() as tmp:
-        try:
-            path = client.download_artifacts(run.info.run_id, TABLE_FILE, tmp)
-        except Exception:  # noqa: BLE001 - MLflow raises several kinds for a missing artifact
-            raise DataError(f"{role} run '{name}' ({run.info.run_id}) has no {TABLE_FILE}: "
-                            f"is it a ragexp evaluation run?") from None
-        table = json.loads(Path(path).read_text(encoding="utf-8"))
+        table = _full_table(client, run.info.run_id, tmp)  # every sample; per_sample.json may show the first N
+        if table is None:
+            try:
+                path = client.download_artifacts(run.info.run_id, TABLE_FILE, tmp)
+            except Exception:  # noqa: BLE001 - MLflow raises several kinds for a missing artifact
+                raise DataError(f"{role} run '{name}' ({run.info.run_id}) has no {TABLE_FILE}: "
+                                f"is it a ragexp evaluation run?") from None
+            table = json.loads(Path(path).read_text(encoding="utf-8"))
         summary: dict[str, Any] = {}
         try:
             summary = json.loads(Path(client.download_artifacts(run.info.run_id, SUMMARY_FILE, tmp)).read_text())
@@ -101,6 +103,19 @@ def load_run(client: Any, run: Any, role: str) -> RunTable:
     return RunTable(name=name, columns=current_columns(table["columns"]), rows=table["data"], run_id=run.info.run_id,
                     experiment_id=run.info.experiment_id, questions_digest=summary.get("questions_digest"),
                     dataset=run.data.tags.get("ragexp.dataset"), metrics=dict(run.data.metrics))
+
+
+def _full_table(client: Any, run_id: str, tmp: str) -> dict[str, Any] | None:
+    """The run's ``per_sample.parquet`` as an MLflow table (cells trimmed as ``per_sample.json``'s are),
+    or None for a run logged without it."""
+    from ragexp.core.results import FULL_TABLE_FILE, read_parquet_columns, table_columns
+
+    try:
+        path = client.download_artifacts(run_id, FULL_TABLE_FILE, tmp)
+    except Exception:  # noqa: BLE001 - an older run: per_sample.json holds every sample
+        return None
+    columns = table_columns(read_parquet_columns(Path(path)))
+    return {"columns": list(columns), "data": [list(row) for row in zip(*columns.values())]}
 
 
 def log_comparison(client: Any, result: Mapping[str, Any], candidate: RunTable) -> str:
