@@ -99,3 +99,13 @@ def test_every_anchor_the_code_and_the_docs_cite_names_a_heading_and_no_page_cit
     assert cited, "the check found no citation at all"
     broken = sorted((where, f"{page}#{anchor}") for where, page, anchor in cited if anchor not in anchors.get(page, ()))
     assert broken == []
+
+
+def test_errors_page_lists_every_exception_a_user_can_cause():
+    import ragexp.errors as errors
+
+    text = (DOCS / "errors.md").read_text(encoding="utf-8")
+    raised = [name for name, obj in vars(errors).items()
+              if isinstance(obj, type) and issubclass(obj, errors.RagexpError) and obj is not errors.RagexpError]
+    assert len(raised) >= 7
+    assert [name for name in raised if f"| `{name}` |" not in text] == []
