@@ -372,3 +372,77 @@ def test_a_sweep_joins_an_existing_ray_cluster_and_its_jobs_get_ragexps_environm
     assert parent.info.status == "FINISHED"
     assert len(children) == 2 and {c.info.status for c in children} == {"FINISHED"}
     assert len(_builds(tmp_path / ".ragexp_cache" / "index")) == 1
+
+
+SLOW_RAG = textwrap.dedent('''
+    """A system that takes ten minutes a question; it leaves started_<job> in the launch folder first."""
+    import time
+
+
+    class SlowRAG:
+        def __init__(self, job: int):
+            self.job = job
+
+        def __call__(self, query):
+            open(f"started_{self.job}", "w").close()
+            time.sleep(600)
+            return {"answer": "x", "contexts": [query]}
+''')
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2:].split()[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return text[text.rindex(")") + 2:].split()[0] not in ("Z", "X")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_kill_9_of_a_joblib_sweep_leaves_no_worker_or_resource_tracker_behind(tmp_path):
+    """The launching process killed with SIGKILL while both jobs work: its loky workers stop (each job as by
+    SIGTERM) and loky's resource tracker with them, instead of living on blocked, re-parented to init."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "slow_rag.py").write_text(SLOW_RAG)
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tmp_path)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    proc = subprocess.Popen([sys.executable, "-m", "ragexp", "-m", "pipeline=custom", "pipeline._target_=slow_rag.SlowRAG",
+                             "+pipeline.job=1,2", "metric=answer", "progress=false", "hydra/launcher=joblib",
+                             "hydra.launcher.n_jobs=2"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while len(list(tmp_path.glob("started_*"))) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, "the jobs never started"
+            time.sleep(0.5)
+        left = _children(proc.pid)
+        assert len(left) >= 3, left  # two workers and loky's resource tracker
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 120
+        while any(_alive(p) for p in left) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert not [p for p in left if _alive(p)], [Path(f"/proc/{p}/cmdline").read_bytes() for p in left if _alive(p)]
+    finally:
+        for p in [proc.pid, *_children(proc.pid)]:
+            try:
+                os.kill(p, 9)
+            except OSError:
+                pass

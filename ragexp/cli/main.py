@@ -30,6 +30,7 @@ def _app(cfg: DictConfig) -> float | None:
     from ragexp.workflow.runner import run
 
     _handle_sigterm()  # again here: joblib's worker processes run jobs without main()
+    _die_with_the_launcher()
     try:
         max_drop, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
         summary = run(cfg)
@@ -91,6 +92,33 @@ def _handle_sigterm() -> None:
         pass
 
 
+#: The pid of the ``python -m ragexp`` process that launched this one (joblib's workers inherit it).
+LAUNCHER_ENV = "RAGEXP_LAUNCHER_PID"
+_WATCHING: list[int] = []  # this worker's launcher, once its watch has started
+
+
+def _die_with_the_launcher(every: float = 1.0, grace: float = 20.0) -> None:
+    """In a worker process of a sweep (joblib's loky workers are the launcher's children): when the
+    launcher dies (``kill -9``), the worker is stopped as by SIGTERM — its run closed FAILED — and ends
+    ``grace`` seconds later at the latest, so no worker (nor loky's resource tracker, which waits for
+    them) is left behind blocked."""
+    launcher = os.environ.get(LAUNCHER_ENV)
+    if _WATCHING or not launcher or launcher == str(os.getpid()) or str(os.getppid()) != launcher:
+        return
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == int(launcher):
+            time.sleep(every)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace)
+        os._exit(143)
+
+    _WATCHING.append(int(launcher))
+    threading.Thread(target=watch, name="ragexp-launcher-watch", daemon=True).start()
+
+
 def _interrupted(exc: BaseException) -> None:
     """One line saying what stopped the run and what was logged; exit 130 (Ctrl-C) or 143 (SIGTERM)."""
     from ragexp.tracking.log import interrupt_report
@@ -132,7 +160,11 @@ def main() -> None:
     from ragexp.tracking.log import LAUNCH_ENV, new_launch_id
 
     os.environ[LAUNCH_ENV] = new_launch_id()  # this launch's own, never one inherited from a parent ragexp
+    os.environ[LAUNCHER_ENV] = str(os.getpid())
     _warn_typed_secrets(sys.argv[1:])
+    from ragexp.common.secrets import hide_overrides
+
+    sys.argv[1:] = hide_overrides(sys.argv[1:])  # a typed secret reaches Hydra, its files and job pickles by name only
     _scrub_output()
     from ragexp.core.gate import GateFailed, add_override_prefix
 
