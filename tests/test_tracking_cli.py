@@ -136,3 +136,50 @@ def test_multirun_joblib_parallel_jobs_share_one_sqlite_store(tmp_path, data_dir
     assert len(parents) == 1 and len(children) == 6
     assert all(c.info.status == "FINISHED" for c in children)
     assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parents[0].info.run_id}
+
+
+@pytest.fixture
+def saved_folder(tmp_path, monkeypatch):
+    """The results folder of a real run (the demo through ragexp.evaluate) whose logging never happened."""
+    import ragexp
+
+    monkeypatch.chdir(tmp_path)
+    result = ragexp.evaluate("demo", log=f"sqlite:///{tmp_path / 'mlflow.db'}", tracking={"plots": False})
+    folder = result.summary["results_folder"]
+    from pathlib import Path
+
+    manifest = Path(folder) / "mlflow_run.json"
+    saved = json.loads(manifest.read_text())
+    saved["logged"] = None
+    manifest.write_text(json.dumps(saved))
+    return Path(folder)
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda text: text[: len(text) // 2], "mlflow_run.json, row "),  # cut short (a full disk, a killed editor)
+    (lambda text: "\udcff".encode("utf-8", "surrogateescape").decode("latin-1") + text, "is not valid JSON"),
+    (lambda text: "[1, 2]", "expected a JSON object, got list"),
+    (lambda text: json.dumps({**json.loads(text), "metrics": {"f1": "high"}}), "field 'metrics.f1': expected a number"),
+    (lambda text: json.dumps({**json.loads(text), "params": []}), "field 'params': expected an object of params"),
+    (lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "tracking_uri"}),
+     "field 'tracking_uri': expected a tracking URI, got null"),
+    (lambda text: json.dumps({**json.loads(text), "logged": {"run_id": 3}}), "field 'logged'"),
+], ids=["truncated", "garbage", "a list", "a metric edited to text", "params not an object", "no store",
+        "logged edited"])
+def test_upload_of_a_damaged_or_hand_edited_manifest_is_one_line_exit_2(saved_folder, capsys, damage, says):
+    from ragexp.tracking.upload import main
+
+    manifest = saved_folder / "mlflow_run.json"
+    manifest.write_text(damage(manifest.read_text()))
+    assert main([str(saved_folder)]) == 2
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"ragexp: error: {manifest}") and says in lines[0], err
+
+
+def test_upload_logs_an_intact_saved_folder(saved_folder, capsys):
+    from ragexp.tracking.upload import main
+
+    assert main([str(saved_folder)]) == 0
+    assert "logged as MLflow run" in capsys.readouterr().out
+    assert json.loads((saved_folder / "mlflow_run.json").read_text())["logged"]["run_id"]

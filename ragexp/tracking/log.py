@@ -115,7 +115,6 @@ AGREEMENT_FILE, DISAGREEMENTS_FILE = "agreement.json", "agreement_disagreements.
 SAVED: list[Path] = []
 LOGGED: list[tuple[str, str]] = []
 CLOSED: list[str] = []  # runs this process created and closed FAILED
-STOPPED: list[BaseException] = []  # what stopped this process early (``__main__`` records it)
 
 
 def _write(path: Path, text: Any) -> None:

@@ -10,7 +10,6 @@ for or to ``--tracking-uri``. A folder already logged is skipped unless ``--agai
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -26,29 +25,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--again", action="store_true", help="log a folder even if it was logged before")
     args = ap.parse_args(argv)
 
-    from ragexp.tracking.log import MANIFEST_FILE, log_run
+    from ragexp.tracking.log import MANIFEST_FILE, log_run, read_manifest
     from ragexp.tracking.store import check_store, ui_command
 
     status = 0
     for folder in args.folders:
         folder = folder.resolve()
-        manifest_path = folder / MANIFEST_FILE
         try:
-            if not manifest_path.is_file():
+            if not (folder / MANIFEST_FILE).is_file():
                 raise RagexpError(f"{folder}: no {MANIFEST_FILE} here; expected the output folder of a ragexp run")
-            manifest = json.loads(manifest_path.read_text())
-            done = manifest.get("logged")
+            manifest = read_manifest(folder)
+            done = manifest["logged"]
             if done and not args.again:
                 print(f"{folder}: already logged as run {done['run_id']} to {done['tracking_uri']} (--again to log it once more)")
                 continue
-            uri = args.tracking_uri or manifest["tracking_uri"]
+            from ragexp.common.secrets import restore_url
+
+            uri = args.tracking_uri or restore_url(manifest["tracking_uri"])  # saved without credentials
             check_store(uri, manifest["experiment"])
             run_id, uri = log_run(folder, uri=uri)
         except RagexpError as exc:
             print(f"ragexp: error: {exc}", file=sys.stderr)
             status = 2
             continue
-        print(f"{folder}: logged as MLflow run {run_id} to {uri}")
+        from ragexp.common.secrets import redact_url
+
+        print(f"{folder}: logged as MLflow run {run_id} to {redact_url(uri)}")
         print(f"Open it with:  {ui_command(uri)}")
     return status
 
