@@ -419,7 +419,15 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
                 out[spec.key] = None  # keeps the specs' order
             continue
         per = scores.get(spec.key)
-        if per is not None:
+        if per is not None and any(s.samples and len(s.samples) > 1 for s in per):
+            # judge.samples > 1: items, then verdicts within an item (docs/judge-trust.md, "Judge noise")
+            from ragexp.judge.engine import BINARY
+            from ragexp.stats.twostage import two_stage_interval
+
+            out[spec.key] = two_stage_interval(
+                [s.samples if s.status == "ok" and s.samples else () for s in per], binary=spec.info.name in BINARY,
+                clusters=clusters, resamples=opts["resamples"], confidence=opts["confidence"], seed=opts["seed"])
+        elif per is not None:
             columns[spec.key] = [s.value if s.status == "ok" else None for s in per]
     stages = sorted({stage for r in records for stage in (r.timings or {})})
     for stage in stages:

@@ -6,8 +6,9 @@ With ``judge.samples=k`` every judge question is asked k times, so each item has
 - :func:`fleiss_kappa` — the judge's agreement with itself over the k verdicts (Fleiss' κ, the
   distinct values as categories), and :func:`flip_share` — the share of items whose verdicts differ;
 - :func:`two_stage_interval` — the mean's interval from a two-stage bootstrap: resample the items
-  (or whole clusters), then the k verdicts within each drawn item; an item's value is the mean of
-  its drawn verdicts (the majority for a binary metric, a tie counting as 0);
+  (or whole clusters), then the k verdicts within each drawn item (:func:`_parts` says how the
+  within-item variance is counted once); an item's value is the mean of its verdicts (the majority
+  for a binary metric, a tie counting as 0);
 - :func:`two_stage_paired` — the same for the difference of two runs on the same items: one item
   draw for both, each run's verdicts redrawn within its item.
 
@@ -106,10 +107,39 @@ def _draw_items(rng, n: int, resamples: int, clusters: Sequence[Any] | None):
     return idx, (g, weights)
 
 
+def _parts(v, counts, binary: bool):
+    """What stage one and stage two draw from: (item values, within-item deviations).
+
+    Drawing items and then raw verdicts with replacement counts the judge's within-item variance twice
+    (once in the spread of the item means, once in the redraw). As Davison & Hinkley (1997, §3.8)
+    do for two-stage sampling, stage one draws the item means shrunk towards the grand mean so that
+    their spread is the between-item variance alone, and stage two the item's deviations from its
+    mean scaled by sqrt(k/(k-1)), whose mean then varies as the judge's noise does (s²/k). A binary
+    metric's value is the majority of its k verdicts, itself the item's value: its items are drawn,
+    and stage two keeps each drawn item's majority (redrawing 0/1 verdicts would count the wobble twice).
+    """
+    import numpy as np
+
+    if binary:
+        return _item_values(v, counts, True), np.zeros_like(v)
+    means = np.nansum(v, axis=1) / counts
+    dev = v - means[:, None]
+    multi = counts >= 2
+    within = float(np.nansum(dev[multi] ** 2) / (counts[multi] - 1).sum()) if multi.any() else 0.0
+    spread = float(means.var(ddof=1)) if len(means) > 1 else 0.0
+    k_eff = len(counts) / float((1.0 / counts).sum())  # harmonic mean of the verdicts per item
+    between = max(0.0, spread - within / k_eff)
+    c = math.sqrt(between / spread) if spread > 0 else 0.0
+    g = float(means.mean())
+    scale = np.where(multi, np.sqrt(counts / np.maximum(counts - 1, 1)), 0.0)
+    return g + c * (means - g), np.nan_to_num(dev * scale[:, None], nan=np.nan)
+
+
 def _boot_means(v, counts, rng, idx, weights, binary: bool):
     import numpy as np
 
-    n, k = v.shape
+    centre, draw_from = _parts(v, counts, binary)
+    k = v.shape[1]
     resamples, m = idx.shape
     out = np.empty(resamples)
     step = max(1, _CHUNK_CELLS // max(1, m * k))
@@ -118,8 +148,8 @@ def _boot_means(v, counts, rng, idx, weights, binary: bool):
         i = idx[sl]
         kk = counts[i]
         inner = np.floor(rng.random(i.shape + (k,)) * kk[..., None]).astype(int)
-        drawn = np.where(np.arange(k) < kk[..., None], v[i[..., None], inner], np.nan)
-        vals = _item_values(drawn, kk, binary)
+        drawn = np.where(np.arange(k) < kk[..., None], draw_from[i[..., None], inner], np.nan)
+        vals = centre[i] + np.nansum(drawn, axis=-1) / kk
         if weights is None:
             out[sl] = vals.mean(axis=1)
         else:
