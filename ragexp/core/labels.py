@@ -158,8 +158,8 @@ def trust_lines(trust: Mapping[str, Any]) -> list[str]:
             lines.append(f"{key}: {e.get('labelled_not_scored', 0)} labelled samples, none scored by the judge")
             continue
         iv = e["statistics"][e["headline"]]
-        who = "keyword verdict agrees with `label`" if e.get("against") else "judge agrees with people"
-        lines.append(f"{who} on {key}: {SYMBOLS[e['headline']]} {_num(iv.get('mean'))} "
+        who = "the keyword verdict agrees with `label`" if e.get("against") else f"judge agrees with people on {key}"
+        lines.append(f"{who}: {SYMBOLS[e['headline']]} {_num(iv.get('mean'))} "
                      f"[{_num(iv.get('ci_low'))}, {_num(iv.get('ci_high'))}] over {e['n']} labels")
     for key, e in (trust.get("agreement") or {}).items():
         c = e.get("corrected") or {}
