@@ -77,16 +77,14 @@ def _app(cfg: DictConfig) -> None:
         print(f"ragexp: error: {exc}", file=sys.stderr)
         sys.exit(2)
     if result["gate"]["failures"]:  # printed, one line each, by compare_runs
-        _GATE_FAILED.append(True)
-        sys.exit(1)
+        from ragexp.core.gate import GateFailed
 
-
-_GATE_FAILED: list[bool] = []
+        raise GateFailed()
 
 
 def main() -> None:
-    from ragexp.core.gate import add_override_prefix
     from ragexp.common.secrets import ScrubbingStream
+    from ragexp.core.gate import GateFailed, add_override_prefix
 
     # as python -m ragexp: nothing printed carries a secret (Hydra quotes a bad override back in full)
     sys.stdout, sys.stderr = ScrubbingStream(sys.stdout), ScrubbingStream(sys.stderr)
@@ -94,7 +92,7 @@ def main() -> None:
     try:
         _app()
     except SystemExit as exc:
-        if exc.code == 1 and not _GATE_FAILED:  # Hydra's own errors (a bad override): exit 1 means the gate
+        if exc.code == 1 and not isinstance(exc, GateFailed):  # Hydra's own errors (a bad override): exit 1 means the gate
             raise SystemExit(2) from None
         raise
 
