@@ -432,3 +432,15 @@ def test_a_half_migrated_store_that_cannot_be_repaired_names_the_fix(tmp_path):
     con = sqlite3.connect(db)
     assert [r[0] for r in con.execute("SELECT name FROM sqlite_master")] == ["_alembic_tmp_experiments"]
     con.close()
+
+
+@pytest.mark.integration
+def test_a_launch_from_a_folder_that_cannot_be_written_is_one_line_saying_what_to_do():
+    """/proc/1 stands in for a read-only folder (nobody, root included, can create a folder there)."""
+    where = Path("/proc/1")
+    for args, key in ((["progress=false"], "hydra.run.dir="), (["-m", "dataset.system=strong,weak"], "hydra.sweep.dir=")):
+        proc = run_cli(*args, cwd=where, check=False)
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
+        assert lines[0].startswith("ragexp: error: cannot write the run's output folder ") and key in lines[0], lines
+        assert "/proc/1 is read-only" in lines[0] and "Traceback" not in proc.stderr

@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.tracking.log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, git_commit, interrupt_reason,
                                  launch_id)
-from ragexp.common.secrets import redact, redact_yaml_file, scrub
+from ragexp.common.secrets import redact, redact_url, redact_yaml_file, scrub
 from ragexp.tracking.store import (FAILURE_TAG, bounded_http, check_store, configure_http, fail_orphaned_runs, first_line,
                                    open_client, owner_tags, resolve_uri, retrying, ui_command)
 
@@ -39,8 +39,13 @@ class ParentRunCallback(Callback):
         self.uri: str | None = None
         self.config: DictConfig | None = None  # the sweep's, for the accounting at exit when a job failed
 
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _writable_output(str(config.hydra.run.dir), "hydra.run.dir")
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from ragexp import __version__
+
+        _writable_output(str(config.hydra.sweep.dir), "hydra.sweep.dir")
 
         tracking = OmegaConf.to_container(config.tracking, resolve=True) if config.get("tracking") else None
         if not tracking or not tracking.get("enabled", True):
@@ -60,7 +65,7 @@ class ParentRunCallback(Callback):
         run = retrying(client.create_run, exp_id, run_name=name, tags=tags)
         self.run_id = run.info.run_id
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": self.run_id, "tracking_uri": self.uri,
+        (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": self.run_id, "tracking_uri": redact_url(self.uri),
                                                          "launch_id": launch_id()}))
         os.environ[PARENT_ENV] = self.run_id
         os.environ[PARENT_URI_ENV] = self.uri
@@ -276,6 +281,19 @@ def _fail_parent(uri: str, run_id: str, reason: str) -> None:
                 client.set_terminated(run_id, "FAILED")
     except BaseException:  # noqa: BLE001 - best effort as the process ends; the next start closes it as orphaned
         pass
+
+
+def _writable_output(folder: str, key: str) -> None:
+    """Before Hydra makes the run's output folder: one line and exit 2 when it cannot be written (a launch
+    from a read-only folder), not the traceback of Hydra's mkdir."""
+    where = Path(folder).absolute()
+    while not where.exists() and where.parent != where:
+        where = where.parent
+    if not os.access(where, os.W_OK | os.X_OK):
+        print(f"ragexp: error: cannot write the run's output folder {folder}: {where} is read-only; start ragexp "
+              f"from a folder you can write (cd ~), or point it elsewhere with {key}=/a/writable/folder",
+              file=sys.stderr)
+        sys.exit(2)
 
 
 def _checked_store(uri: str, experiment: str) -> tuple[Any, str]:
