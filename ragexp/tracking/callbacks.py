@@ -175,7 +175,15 @@ class ParentRunCallback(Callback):
             return
         from ragexp.tracking.jobs import failure_reason, record_failed_job
 
-        reason = failure_reason(job_return._return_value)  # the exception (``return_value`` would raise it)
+        import contextlib
+        import io
+
+        try:  # a failed job's return_value raises its exception (and says so on stderr: kept quiet)
+            with contextlib.redirect_stderr(io.StringIO()):
+                job_return.return_value
+            reason = failure_reason(None)
+        except BaseException as exc:  # noqa: BLE001 - the job's own exception, whatever it was
+            reason = failure_reason(exc)
         where = scrub(" ".join(str(o) for o in config.hydra.overrides.task)) or f"#{config.hydra.job.num}"
         try:
             run_id = record_failed_job(config, reason)

@@ -194,12 +194,15 @@ def sweep_size(config: Any) -> int | None:
     if not str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".BasicSweeper"):
         return None
     try:
-        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+        import math
+
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
         params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
         args = [f"{k}={v}" for k, v in params.items()] + [str(o) for o in config.hydra.overrides.task]
-        batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)
-        return sum(len(b) for b in batches)
-    except Exception:  # noqa: BLE001 - Hydra's internals moved: say nothing rather than something wrong
+        values = {}  # a key's last override wins, as in the basic sweeper; the jobs are every combination
+        for o in OverridesParser.create().parse_overrides(args):
+            values[o.get_key_element()] = len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
+        return math.prod(values.values())
+    except Exception:  # noqa: BLE001 - a sweep it cannot enumerate here (glob, interval): say nothing rather than something wrong
         return None
