@@ -54,8 +54,8 @@ def test_plain_run_with_secrets_in_run_name_and_url(tmp_path, data_dir):
     assert run.data.params["judge.api_base"] == "http://***@127.0.0.1:9/v1"  # the host stays readable
     assert run.data.params["extra.api_key"] == "***"
     assert run.data.tags["note"] == "called with ***"
-    hydra_dir = next(tmp_path.glob("outputs/*/*/.hydra"))  # Hydra's own copies, rewritten redacted
-    assert "run_name: '***'" in (hydra_dir / "config.yaml").read_text()
+    hydra_dir = next(tmp_path.glob("outputs/*/*/.hydra"))  # Hydra's own copies hold where the secrets are, not them
+    assert "run_name: ${oc.env:RAGEXP_SECRET_OVERRIDE_" in (hydra_dir / "config.yaml").read_text()
     assert "+extra.api_key=***" in (hydra_dir / "overrides.yaml").read_text()
 
 
@@ -130,3 +130,107 @@ def test_per_sample_table_cells_are_scrubbed(tmp_path, data_dir):
     table = json.loads(Path(path).read_text())
     answers = [row[table["columns"].index("answer")] for row in table["data"]]
     assert answers == ["the token is ***", "Paris"]
+
+
+# --- a store's password in every form SQLAlchemy and MLflow accept --------------------------------------
+
+PG_PASSWORD = "s3/cr:et-PGPASS"  # a '/' and a ':' (SQLAlchemy takes them unencoded, up to the '@')
+
+
+@pytest.mark.parametrize("uri, password, shown", [
+    ("postgresql://ragexp:s3/cr:et@db:5432/runs", "s3/cr:et", "postgresql://***@db:5432/runs"),
+    ("postgresql+psycopg://u@corp:p/w@db/runs", "p/w", "postgresql+psycopg://***@db/runs"),  # '@' in the user
+    ("mysql+pymysql://root:a:b/c@localhost/x", "a:b/c", "mysql+pymysql://***@localhost/x"),
+    ("postgresql://u:pa%40ss@db/runs", "pa@ss", "postgresql://***@db/runs"),  # percent-encoded
+    ("http://alice:pa55/w0rd@127.0.0.1:5000", None, "http://***@127.0.0.1:5000"),
+    ("https://token-ABCDEF@mlflow.example.com", None, "https://***@mlflow.example.com"),
+    (r"tracking.uri=postgresql\://u\:s3/cr\:et@db/runs", None, r"tracking.uri=postgresql\://***@db/runs"),  # Hydra's quoting
+])
+def test_url_credentials_in_every_accepted_form_are_redacted(uri, password, shown):
+    from ragexp.common.secrets import redact_url, scrub
+
+    if password is not None:  # the form is one SQLAlchemy reads this password from
+        from sqlalchemy.engine import make_url
+
+        assert make_url(uri).password == password
+    assert scrub(uri) == redact_url(uri) == shown
+    # a URL without credentials, or an '@' in a path, is left as it is
+    assert scrub("see https://example.com/@user and sqlite:////tmp/a@b/mlflow.db") == (
+        "see https://example.com/@user and sqlite:////tmp/a@b/mlflow.db")
+
+
+def test_a_typed_secret_override_reaches_hydra_by_name_only():
+    from ragexp.common.secrets import hide_overrides, restore_url
+
+    env: dict[str, str] = {}
+    argv = ["-m", f"tracking.uri=postgresql://u:{PG_PASSWORD}@db/runs", "judge.api_key=abcdefgh12345",
+            "metric=answer", "dataset.system=weak,strong", "run_name=plain"]
+    hidden = hide_overrides(argv, env)
+    assert hidden == ["-m", "tracking.uri=${oc.env:RAGEXP_SECRET_OVERRIDE_1}",
+                      "judge.api_key=${oc.env:RAGEXP_SECRET_OVERRIDE_2}", *argv[3:]]
+    assert env == {"RAGEXP_SECRET_OVERRIDE_1": f"postgresql://u:{PG_PASSWORD}@db/runs",
+                   "RAGEXP_SECRET_OVERRIDE_2": "abcdefgh12345"}
+    # what a results folder keeps is restored from the environment when it is logged later
+    assert restore_url("postgresql://***@db/runs", env) == f"postgresql://u:{PG_PASSWORD}@db/runs"
+    assert restore_url("sqlite:////tmp/mlflow.db", {}) == "sqlite:////tmp/mlflow.db"
+    from ragexp.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"saved without its credentials .* set MLFLOW_TRACKING_URI"):
+        restore_url("postgresql://***@db/runs", {"MLFLOW_TRACKING_URI": "postgresql://u:x@other/runs"})
+
+
+def _pg_leaks(postgres_cluster, database: str) -> list[str]:
+    dump = postgres_cluster.sql("SELECT string_agg(key || '=' || value, ' ') FROM params", database)
+    dump += postgres_cluster.sql("SELECT string_agg(key || '=' || value, ' ') FROM tags", database)
+    return [PG_PASSWORD] if PG_PASSWORD in dump else []
+
+
+@pytest.mark.integration
+@pytest.mark.services
+@pytest.mark.slow
+def test_a_store_password_with_slash_and_colon_reaches_no_file(tmp_path, data_dir, postgres_cluster, monkeypatch):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import ragexp
+
+    def store() -> tuple[str, str]:
+        uri = postgres_cluster.create_database()
+        return uri.rsplit("/", 1)[1], uri.replace("://ragexp@", f"://ragexp:{PG_PASSWORD}@")
+
+    # 1. ragexp.evaluate(log="postgresql://...") in this process
+    db1, uri1 = store()
+    monkeypatch.chdir(tmp_path)
+    result = ragexp.evaluate("demo", metric="answer", log=uri1, progress=False)
+    assert result.run_id
+    # 2. the command line, tracking.uri typed; 3. MLFLOW_TRACKING_URI; 4. a sweep under submitit_local
+    db2, uri2 = store()
+    db3, uri3 = store()
+    db4, uri4 = store()
+    base = [f"data_dir={data_dir}", "metric=answer", "progress=false"]
+    printed = []
+    for args, env in (([f"tracking.uri={uri2}"], {}), ([], {"MLFLOW_TRACKING_URI": uri3}),
+                      (["-m", "hydra/launcher=submitit_local", "dataset.system=weak,strong", f"tracking.uri={uri4}"], {})):
+        proc = run_cli(*base, *args, cwd=tmp_path, env=env, timeout=900)
+        printed += [proc.stdout, proc.stderr]
+    assert list(tmp_path.rglob("*.pkl")), "submitit wrote no job pickle: the sweep did not run under it"
+    assert list(tmp_path.rglob("mlflow_parent_run.json")) and len(list(tmp_path.rglob("mlflow_run.json"))) == 5
+    leaks = [x for x in _leaks(tmp_path, *printed) if PG_PASSWORD in x]
+    leaks += [f.name for f in tmp_path.rglob("*") if f.is_file() and PG_PASSWORD.encode() in f.read_bytes()]
+    for db in (db1, db2, db3, db4):
+        leaks += _pg_leaks(postgres_cluster, db)
+    assert leaks == []
+    # a saved folder is logged again later: the password comes back from the environment, not the file
+    folder = next(f.parent for f in tmp_path.rglob("mlflow_run.json") if "multirun" not in str(f))
+    saved = json.loads((folder / "mlflow_run.json").read_text())
+    assert saved["tracking_uri"].startswith("postgresql://***@127.0.0.1:")
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    up = [sys.executable, "-m", "ragexp.tracking.upload", "--again", str(folder)]
+    refused = subprocess.run(up, env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "saved without its credentials" in refused.stderr
+    matching = next(u for u in (uri1, uri2, uri3) if u.rsplit("/", 1)[1] == saved["tracking_uri"].rsplit("/", 1)[1])
+    done = subprocess.run(up, env={**env, "MLFLOW_TRACKING_URI": matching}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert PG_PASSWORD not in done.stdout + done.stderr

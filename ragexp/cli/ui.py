@@ -46,7 +46,9 @@ def store_of_folder(folder: str | Path) -> str:
             saved = json.loads(f.read_text())
             uri = (saved.get("logged") or {}).get("tracking_uri") or saved.get("tracking_uri")
             if uri:
-                return str(uri)
+                from ragexp.common.secrets import restore_url
+
+                return restore_url(str(uri))  # saved without credentials (docs/guarantees.md)
     raise ConfigError(f"folder={folder}: neither a sweep folder ({PARENT_FILE}) nor a run's results folder "
                       f"({MANIFEST_FILE}); pass the folder a run or sweep printed, or tracking.uri=...")
 

@@ -40,8 +40,11 @@ _SECRET_KEY = re.compile(
 _SECRET_ENV = re.compile(r"(^|_)(API_?KEY|APIKEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(_|$)|PASSWORD$",
                          re.IGNORECASE)
 _SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|hf_[A-Za-z0-9]{20,})")
-#: ``scheme://user:password@`` (or ``scheme://token@``) in a URL; Hydra writes an override's ``:`` as ``\:``
-_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*\\?://)[^/@\s'\"]+@")
+#: ``scheme://user:password@`` (or ``scheme://token@``) in a URL, in every form SQLAlchemy or MLflow
+#: accepts: the user may hold ``@`` (SQLAlchemy reads it up to the first ``:``), the password ``/``,
+#: ``:`` and ``@`` (it runs to the last ``@`` before white space or a quote); Hydra writes an
+#: override's ``:`` as ``\:``
+_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*\\?://)(?:[^/:\s'\"]*:[^\s'\"]*|[^/@\s'\"]+)@")
 #: ``<key>=<value>`` where the key (its last dotted part) names a credential, as in an override;
 #: the value ends at white space, a quote, a ``]`` or the ``,`` before the next ``key=`` (run names
 #: join a job's overrides with commas)
@@ -69,11 +72,13 @@ def _environ() -> dict[str, str]:
 
 
 def _env_secrets() -> list[str]:
-    return sorted(
-        (v for k, v in _environ().items() if _SECRET_ENV.search(k) and v and len(v) >= 6),
-        key=len,
-        reverse=True,
-    )
+    found = []
+    for k, v in _environ().items():
+        if k.startswith(HIDDEN_ENV) and "://" in v:  # a typed URL: only its credentials are secret
+            found += [m.group(0)[len(m.group(1)):-1] for m in _URL_USERINFO.finditer(v)] or [v]
+        elif _SECRET_ENV.search(k):
+            found.append(v)
+    return sorted((v for v in found if len(v) >= 6), key=len, reverse=True)
 
 
 def scrub(text: str, env_secrets: list[str] | None = None) -> str:
@@ -96,6 +101,54 @@ def redact_url(text: str) -> str:
     'postgresql://***@db:5432/runs'
     """
     return _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
+
+
+def restore_url(saved: str, environ: Mapping[str, str] | None = None) -> str:
+    """The full address of a store whose credentials were redacted when it was saved (``mlflow_run.json``,
+    ``mlflow_parent_run.json`` keep :func:`redact_url`'s form): an environment value whose redacted form is
+    ``saved`` (``MLFLOW_TRACKING_URI``, the sweep's own); ``saved`` itself when nothing was redacted.
+
+    >>> restore_url("postgresql://***@db/runs", {"MLFLOW_TRACKING_URI": "postgresql://u:p/w@db/runs"})
+    'postgresql://u:p/w@db/runs'
+    """
+    if f"{REDACTED}@" not in saved:
+        return saved
+    for value in (_environ() if environ is None else environ).values():
+        if "://" in value and value != saved and redact_url(value) == saved:
+            return value
+    from ragexp.errors import ConfigError
+
+    raise ConfigError(f"the store {saved} was saved without its credentials (ragexp never writes them): set "
+                      "MLFLOW_TRACKING_URI to its full address, or give it (upload: --tracking-uri)")
+
+
+#: overrides whose secret value :func:`hide_overrides` moved into this process's environment
+HIDDEN_ENV = "RAGEXP_SECRET_OVERRIDE_"
+
+
+def hide_overrides(argv: list[str], environ: dict[str, str] | None = None) -> list[str]:
+    """The command line with each override value that holds a secret (a key, a URL's password) moved
+    into an environment variable of this process and read back by ``${oc.env:...}``: Hydra, its
+    launchers' job files (submitit's pickles), ``.hydra/overrides.yaml`` and multirun.yaml then hold
+    the variable's name, never the secret. Sweeps (``a,b``), quoting and escapes are left as typed.
+
+    >>> env = {}
+    >>> hide_overrides(["tracking.uri=postgresql://u:p/w@db/x", "metric=answer"], env)
+    ['tracking.uri=${oc.env:RAGEXP_SECRET_OVERRIDE_1}', 'metric=answer']
+    >>> env
+    {'RAGEXP_SECRET_OVERRIDE_1': 'postgresql://u:p/w@db/x'}
+    """
+    environ = os.environ if environ is None else environ
+    out = []
+    for arg in argv:
+        key, eq, value = arg.partition("=")
+        if (eq and not arg.startswith("-") and value and scrub(arg) != arg and "${" not in value
+                and not any(c in value for c in ",\\'\"()[]{} ")):
+            name = f"{HIDDEN_ENV}{sum(k.startswith(HIDDEN_ENV) for k in environ) + 1}"
+            environ[name] = value
+            arg = f"{key}=${{oc.env:{name}}}"
+        out.append(arg)
+    return out
 
 
 def holds_secret(text: str) -> bool:

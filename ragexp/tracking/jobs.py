@@ -60,7 +60,8 @@ def record_failed_job(config: Any, reason: str, folder: Path | None = None) -> s
     from omegaconf import OmegaConf
 
     from ragexp.tracking.log import LAUNCH_TAG, PARENT_URI_ENV, find_parent_run, launch_id
-    from ragexp.common.secrets import scrub
+    from ragexp.common.secrets import restore_url, scrub
+    from ragexp.errors import ConfigError
     from ragexp.tracking.store import FAILURE_TAG, bounded_http, open_client, resolve_uri, retrying
 
     from ragexp.tracking.log import MANIFEST_FILE
@@ -73,8 +74,12 @@ def record_failed_job(config: Any, reason: str, folder: Path | None = None) -> s
     if not parent:
         return None
     tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
-    uri = os.environ.get(PARENT_URI_ENV) or _saved_parent(sweep_dir).get("tracking_uri") \
-        or resolve_uri(tracking.get("uri"))
+    saved = _saved_parent(sweep_dir).get("tracking_uri")  # without credentials: restored from the environment
+    try:
+        saved = restore_url(saved) if saved else None
+    except ConfigError:
+        saved = None
+    uri = os.environ.get(PARENT_URI_ENV) or saved or resolve_uri(tracking.get("uri"))
     overrides = [str(o) for o in config.hydra.overrides.task]
     num = OmegaConf.select(config, "hydra.job.num", default=None)
     tags = {"mlflow.parentRunId": parent, FAILURE_TAG: scrub(reason), LAUNCH_TAG: launch_id(),

@@ -332,9 +332,9 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any]) ->
     if not tracking.get("enabled", True):
         return
     from ragexp.tracking.log import log_run
-    from ragexp.tracking.store import ui_command
+    from ragexp.tracking.store import resolve_uri, ui_command
 
-    run_id, uri = log_run(folder)
+    run_id, uri = log_run(folder, uri=resolve_uri(tracking.get("uri")))  # mlflow_run.json keeps it without credentials
     summary["run_id"] = run_id
     summary["tracking_uri"] = uri
     from ragexp.common.secrets import redact_url
