@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ragexp import __version__
-from ragexp.common.secrets import redact, redact_url, scrub, scrub_columns
+from ragexp.common.secrets import redact, redact_url, restore_url, scrub, scrub_columns
 from ragexp.tracking.store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
                     owner_tags, resolve_uri, retrying)
 
@@ -384,7 +384,7 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
 
     folder = Path(folder).resolve()
     manifest = read_manifest(folder)
-    uri = uri or manifest["tracking_uri"]
+    uri = uri or restore_url(manifest["tracking_uri"])
     later = where_saved(folder)
     run_id = None
     try:
