@@ -1,6 +1,6 @@
-"""``python -m ragexp``: the run command (:mod:`ragexp.cli.main`)."""
+"""``python -m ragexp``: the run command (:mod:`ragexp.cli.run`)."""
 
-from ragexp.cli.main import main
+from ragexp.cli.run import main
 
 if __name__ == "__main__":
     main()

@@ -1,2 +1,2 @@
-"""The command lines: ``python -m ragexp`` (:mod:`ragexp.cli.main`), ``python -m ragexp.compare``
+"""The command lines: ``python -m ragexp`` (:mod:`ragexp.cli.run`), ``python -m ragexp.compare``
 and ``python -m ragexp.ui``. Each top-level module of that name is a thin entry point here."""
