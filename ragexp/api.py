@@ -38,8 +38,32 @@ _PREPARED: dict[tuple[tuple[str, ...], str], tuple[Any, dict[str, Any]]] = {}
 _COMPOSE_LOCK = threading.Lock()
 
 
-@dataclass(eq=False)  # DataFrames inside: equality would be ambiguous
-class EvaluationResult:
+class _Shown:
+    """The text and notebook views of a result: ``_title()`` over the table of ``_rows()`` (header
+    first), the columns in ``_LEFT`` left-aligned, the others right-aligned."""
+
+    _LEFT: tuple[int, ...] = (0,)
+
+    def __repr__(self) -> str:
+        rows = self._rows()
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = [self._title()]
+        for row in rows:
+            lines.append("  ".join(c.ljust(w) if i in self._LEFT else c.rjust(w)
+                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = self._rows()
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+        body = "".join("<tr>" + "".join(f"<td style='text-align:{'left' if i in self._LEFT else 'right'}'>"
+                                        f"{html.escape(c)}</td>" for i, c in enumerate(row)) + "</tr>" for row in rows[1:])
+        return (f"<p><b>{html.escape(self._title())}</b></p>"
+                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+@dataclass(eq=False, repr=False)  # DataFrames inside: equality would be ambiguous
+class EvaluationResult(_Shown):
     """What :func:`evaluate` returns.
 
     ``per_sample``: one row per input row, in input order (id, query, answer, then every metric's
@@ -70,22 +94,6 @@ class EvaluationResult:
             ci = "" if _missing(low) else f"[{_num(low)}, {_num(high)}]"
             rows.append((str(key), _num(value), ci, _num(stderr), str(int(n))))
         return rows
-
-    def __repr__(self) -> str:
-        rows = self._rows()
-        widths = [max(len(row[i]) for row in rows) for i in range(5)]
-        lines = [self._title()]
-        for row in rows:
-            lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        rows = self._rows()
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
-        body = "".join("<tr>" + "".join(f"<td style='text-align:{'left' if i == 0 else 'right'}'>{html.escape(c)}</td>"
-                                        for i, c in enumerate(row)) + "</tr>" for row in rows[1:])
-        return (f"<p><b>{html.escape(self._title())}</b></p>"
-                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 def _missing(value: Any) -> bool:
@@ -334,8 +342,8 @@ def _plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
 
 
-@dataclass(eq=False)
-class ComparisonResult:
+@dataclass(eq=False, repr=False)
+class ComparisonResult(_Shown):
     """What :func:`compare_results` returns: ``metrics`` (one row per metric key: both means, ``diff`` =
     candidate − baseline with its paired CI, ``p_holm``, ``verdict``, better/ties/worse, ``n`` =
     samples ok in both), ``regressions`` (per metric, the samples that got most worse) and
@@ -344,6 +352,7 @@ class ComparisonResult:
     metrics: Any
     regressions: dict[str, list[dict[str, Any]]]
     comparison: dict[str, Any] = field(repr=False)
+    _LEFT = (0, 7)
 
     def _rows(self) -> list[tuple[str, ...]]:
         level = f"{100 * float(self.comparison['method']['confidence']):g}%"
@@ -361,22 +370,6 @@ class ComparisonResult:
         c = self.comparison
         b, k = (role if c[role]["name"] == role else f"{role} {c[role]['name']}" for role in ("baseline", "candidate"))
         return f"ragexp.compare · {b} → {k} · {c['samples']['matched']} paired samples"
-
-    def __repr__(self) -> str:
-        rows = self._rows()
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        lines = [self._title()]
-        for row in rows:
-            lines.append("  ".join(c.ljust(w) if i in (0, 7) else c.rjust(w)
-                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip())
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        rows = self._rows()
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows[1:])
-        return (f"<p><b>{html.escape(self._title())}</b></p>"
-                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResult | str, *, tracking_uri: str | None = None,
