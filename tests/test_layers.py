@@ -1,5 +1,5 @@
 """The package's architecture, read from its source: layers import downward only, no import cycles,
-no module sharing its name with a public function.
+no module sharing its name with a public function, no module writing to another's globals.
 
 Every ``import`` statement of every module under ``ragexp/`` counts, the ones inside functions and
 under ``TYPE_CHECKING`` included: an import deferred for start-up time still ties the layers.
@@ -190,6 +190,74 @@ def test_no_module_shares_its_name_with_a_public_function():
             for n in sorted(shadowed):
                 clashes.append(f"{path.relative_to(PACKAGE.parent)}: binds {n}, which is also the module {module}.{n}")
     assert not clashes, "a module and a public name share a name:\n" + "\n".join(clashes)
+
+
+_MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault", "pop", "popitem", "remove", "discard", "clear"}
+
+
+def _mutable_globals(tree: ast.Module) -> set[str]:
+    """Module-level names bound to a list, dict or set."""
+    found = set()
+    for node in tree.body:
+        targets, value = ((node.targets, node.value) if isinstance(node, ast.Assign) else
+                          ([node.target], node.value) if isinstance(node, ast.AnnAssign) else ([], None))
+        if isinstance(value, (ast.List, ast.Dict, ast.Set)) or (isinstance(value, ast.Call) and isinstance(
+                value.func, ast.Name) and value.func.id in ("list", "dict", "set", "defaultdict")):
+            found.update(t.id for t in targets if isinstance(t, ast.Name))
+    return found
+
+
+MUTABLE = {module: _mutable_globals(tree) for module, tree in TREES.items()}
+
+
+def messages(module: str, source: str | None = None) -> list[str]:
+    """Where ``module`` writes to another module's state: assigns an attribute of a module of ragexp
+    (``log.STOPPED = True``), or changes a list, dict or set another module holds at module level."""
+    tree = TREES[module] if source is None else ast.parse(source)
+    modules, names = {}, {}  # local name -> module of ragexp; local name -> (module, its global)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ragexp"):
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                if full in MODULES:
+                    modules[a.asname or a.name] = full
+                elif a.name in MUTABLE.get(node.module, ()):
+                    names[a.asname or a.name] = full
+        elif isinstance(node, ast.Import):
+            modules.update({a.asname: a.name for a in node.names if a.asname and a.name in MODULES})
+    found = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in modules:
+                found.append(f"{module}:{node.lineno}: sets {modules[t.value.id]}.{t.attr}")
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names:
+                found.append(f"{module}:{node.lineno}: sets an item of {names[t.value.id]}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+            held = node.func.value
+            if isinstance(held, ast.Name) and held.id in names:
+                found.append(f"{module}:{node.lineno}: {node.func.attr}() on {names[held.id]}")
+            if isinstance(held, ast.Attribute) and isinstance(held.value, ast.Name) and held.value.id in modules \
+                    and held.attr in MUTABLE.get(modules[held.value.id], ()):
+                found.append(f"{module}:{node.lineno}: {node.func.attr}() on {modules[held.value.id]}.{held.attr}")
+    return found
+
+
+def test_no_module_level_state_carries_messages_between_modules():
+    """A module returns a value or takes an object; it does not leave a flag in another module's globals."""
+    found = [line for module in MODULES for line in messages(module)]
+    assert not found, "module-level state written from another module:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source", [
+    "from ragexp.tracking import log\n\ndef stop():\n    log.STOPPED = True",
+    "from ragexp.judge import loop\n\ndef closing():\n    loop._CLOSERS.append(print)",
+    "from ragexp.metrics.base import REGISTRY\n\ndef forget():\n    REGISTRY.clear()",
+    "from ragexp.metrics.base import REGISTRY\nREGISTRY['x'] = 1",
+])
+def test_a_message_through_module_state_is_found(source):
+    assert len(messages("ragexp.report.probe", source)) == 1
 
 
 @pytest.mark.parametrize("source, expected", [
