@@ -36,6 +36,8 @@ from functools import lru_cache
 from typing import Sequence
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
+#: up to this many tokens a text's bit masks are all built at once (see Tokens.masks_for)
+_EAGER = 2048
 
 
 class Tokens:
@@ -43,7 +45,7 @@ class Tokens:
     positions is built when the LCS first asks for it (:meth:`mask`), from a positions index made once:
     linear in the text's length (one mask per token shared with the other text, not one per token)."""
 
-    __slots__ = ("seq", "set", "counts", "n", "repeats", "_positions", "_masks")
+    __slots__ = ("seq", "set", "counts", "n", "repeats", "_positions", "_masks", "_all")
 
     def __init__(self, seq: tuple[str, ...]):
         self.seq, self.n = seq, len(seq)
@@ -52,9 +54,23 @@ class Tokens:
         self.repeats = self.n - len(self.counts)
         self._positions: dict[str, list[int]] | None = None
         self._masks: dict[str, int] = {}
+        self._all = False
 
     def __len__(self) -> int:
         return self.n
+
+    def masks_for(self, other: "Tokens") -> dict[str, int]:
+        """The masks of the tokens ``other`` shares with this text. A text of up to ``_EAGER`` tokens
+        (a sentence, a passage) builds all of its masks at once, one OR per position (cheap while
+        the integers are short); a longer one only the shared tokens', each in one pass."""
+        if self.n > _EAGER:
+            return {tok: self.mask(tok) for tok in self.set & other.set}
+        if not self._all:
+            masks: dict[str, int] = {}
+            for i, tok in enumerate(self.seq):
+                masks[tok] = masks.get(tok, 0) | (1 << i)
+            self._masks, self._all = masks, True
+        return self._masks
 
     def mask(self, tok: str) -> int:
         """The token's positions as bits (bit i set where ``seq[i] == tok``); 0 when it does not occur."""
@@ -107,7 +123,7 @@ def lcs_length(a: Tokens, b: Tokens) -> int:
     m = a.n
     if m == 0 or b.n == 0:
         return 0
-    masks = {tok: a.mask(tok) for tok in a.set & b.set}
+    masks = a.masks_for(b)
     full = (1 << m) - 1
     v = full
     for tok in b.seq:
