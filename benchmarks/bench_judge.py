@@ -9,7 +9,8 @@ in its own process) answers every request after that delay, and ``Judge.score`` 
 ``conf/judge/openai_compatible.yaml`` (litellm's ``hosted_vllm/…`` route, ``max_concurrency`` set to
 the concurrency) scores as many one-passage ``retrieval_precision`` records (one request each) as
 fill ``--ideal`` seconds of ideal wall time, on a fresh SQLite cache. Printed: the ideal, the
-judge's wall time and its ratio to the ideal, and (when ``--workers`` > 1) the same with
+judge's wall time and its ratio to the ideal, the same for bare ``litellm.acompletion`` calls at that
+concurrency (the floor litellm and the machine's load set), and (when ``--workers`` > 1) for
 ``judge.workers``. A cached re-run of the last setting is timed too (zero calls).
 
 The benchmark checks it measured what it names: every record scored ``ok`` with exactly one
@@ -49,6 +50,30 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
+async def bare_litellm(model: str, url: str, n: int, concurrency: int, tag: str) -> float:
+    """The same number of ``litellm.acompletion`` calls at the same concurrency and nothing around them:
+    the floor litellm's own CPU and this machine's load set."""
+    import asyncio
+
+    import litellm
+
+    litellm.suppress_debug_info = True
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await litellm.acompletion(
+                model=model, api_base=url, api_key="no-key-needed", temperature=0, seed=0, max_tokens=64, timeout=60,
+                num_retries=0, max_retries=0,
+                messages=[{"role": "user", "content": f"<question>\nQuestion {i} {tag} about Paris?\n</question>\n"
+                                                      "<context>\nParis is the capital of France.\n</context>\n"
+                                                      '{"relevant": true or false}'}])
+
+    t = time.perf_counter()
+    await asyncio.gather(*[one(i) for i in range(n)])
+    return time.perf_counter() - t
+
+
 def judge_settings(url: str, concurrency: int) -> dict:
     """``conf/judge/openai_compatible.yaml`` with the server's URL and the benchmark's concurrency."""
     from omegaconf import OmegaConf
@@ -85,6 +110,12 @@ def main() -> int:
                     base = judge_settings(url, conc)
                     records = [Record(id=str(i), query=f"What is the capital of France? (case {i}, {latency}, {conc})",
                                       contexts=["Paris is the capital of France."]) for i in range(n)]
+                    import asyncio
+
+                    secs = asyncio.run(bare_litellm(base["model"], url, n, conc, f"{latency}-{conc}"))
+                    rows.append((latency, conc, "bare litellm", n, ideal, secs))
+                    print(f"  latency {latency:4.1f} s  concurrency {conc:4d}  bare litellm.acompletion  {n:5d} calls: "
+                          f"ideal {ideal:6.2f} s, {secs:6.2f} s = {secs / ideal:4.2f}x ideal", flush=True)
                     for workers in variants:
                         build_judge({**base, "workers": workers, "cache": False}, specs).score(
                             [Record(id="w", query="Warm-up?", contexts=["Paris."])], specs)  # imports, connections
@@ -98,7 +129,7 @@ def main() -> int:
                             if usage["judge/calls"] != n or any(s.status != "ok" for s in scores["retrieval_precision"]):
                                 print(f"FAILED: {n} records at {latency} s, concurrency {conc}: {usage}", file=sys.stderr)
                                 ok = False
-                        rows.append((latency, conc, workers, n, ideal, statistics.median(times)))
+                        rows.append((latency, conc, f"judge.workers={workers}", n, ideal, statistics.median(times)))
                         print(f"  latency {latency:4.1f} s  concurrency {conc:4d}  judge.workers={workers}  {n:5d} calls: "
                               f"ideal {ideal:6.2f} s, judge {rows[-1][-1]:6.2f} s = {rows[-1][-1] / ideal:4.2f}x ideal",
                               flush=True)
@@ -112,9 +143,9 @@ def main() -> int:
                 proc.stdin.close()
                 proc.wait(10)
     print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; judge model {base['model']}")
-    print("| latency | concurrency | judge.workers | calls | ideal | judge | ratio |\n|---|---|---|---|---|---|---|")
-    for latency, conc, workers, n, ideal, secs in rows:
-        print(f"| {latency:.1f} s | {conc} | {workers} | {n} | {ideal:.2f} s | {secs:.2f} s | {secs / ideal:.2f}x |")
+    print("| latency | concurrency | what | calls | ideal | wall | ratio |\n|---|---|---|---|---|---|---|")
+    for latency, conc, what, n, ideal, secs in rows:
+        print(f"| {latency:.1f} s | {conc} | {what} | {n} | {ideal:.2f} s | {secs:.2f} s | {secs / ideal:.2f}x |")
     print(f"cached re-run of {n} records: {cached:.2f} s, 0 calls")
     return 0 if ok else 1
 
