@@ -164,9 +164,9 @@ def _is_number(v: Any) -> bool:
 
 
 def _bleu_tokenizers() -> tuple[str, ...]:
-    from sacrebleu.metrics.bleu import _TOKENIZERS
+    from sacrebleu.metrics.bleu import BLEU
 
-    return tuple(_TOKENIZERS)
+    return tuple(BLEU.TOKENIZERS)
 
 
 #: What an option's type cannot say: option name → (accepts(value), what is expected). A list
