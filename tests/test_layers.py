@@ -1,5 +1,6 @@
 """The package's architecture, read from its source: layers import downward only, no import cycles,
-no module sharing its name with a public function, no module writing to another's globals.
+no module sharing its name with a public function, no module writing to another's globals, no
+private name of another package outside ``ragexp/_compat.py``.
 
 Every ``import`` statement of every module under ``ragexp/`` counts, the ones inside functions and
 under ``TYPE_CHECKING`` included: an import deferred for start-up time still ties the layers.
@@ -258,6 +259,56 @@ def test_no_module_level_state_carries_messages_between_modules():
 ])
 def test_a_message_through_module_state_is_found(source):
     assert len(messages("ragexp.report.probe", source)) == 1
+
+
+def _private(name: str) -> bool:
+    return any(part.startswith("_") and not part.startswith("__") for part in name.split("."))
+
+
+def private_names(module: str, source: str | None = None) -> list[str]:
+    """Where ``module`` uses a private name of another package: imports a module or a name whose path has a
+    part with one leading underscore (``hydra._internal``, ``_TOKENIZERS``), or reads one off an imported
+    module (``litellm._client``). The standard library is not counted (``os._exit`` is documented)."""
+    import sys
+
+    tree = TREES[module] if source is None else ast.parse(source)
+    outside = {}  # local name -> the other package's module or name it stands for
+    found = []
+    for node in ast.walk(tree):
+        pairs = ([(a.name, a.asname or a.name.split(".")[0]) for a in node.names] if isinstance(node, ast.Import)
+                 else [(f"{node.module}.{a.name}", a.asname or a.name) for a in node.names]
+                 if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        for full, local in pairs:
+            if full.split(".")[0] in ("ragexp", "__future__") or full.split(".")[0] in sys.stdlib_module_names:
+                continue
+            outside[local] = full
+            if _private(full):
+                found.append(f"{module}:{node.lineno}: imports {full}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in outside:
+                found.append(f"{module}:{node.lineno}: reads {outside[base.id]}...{node.attr}")
+    return found
+
+
+def test_private_names_of_other_packages_only_in_compat():
+    """What another package does not promise lives in ragexp/_compat.py, with the versions it was tested on."""
+    found = [line for module in MODULES if module != "ragexp._compat" for line in private_names(module)]
+    assert not found, "private names of other packages outside ragexp/_compat.py:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from sacrebleu.metrics.bleu import _TOKENIZERS", 1),
+    ("from hydra._internal.config_loader_impl import ConfigLoaderImpl", 1),
+    ("def f():\n    import litellm\n    return litellm._client_session", 1),
+    ("import os\nos._exit(0)", 0),
+    ("from sacrebleu.metrics.bleu import BLEU\nBLEU.TOKENIZERS", 0),
+])
+def test_a_private_name_is_found(source, found):
+    assert len(private_names("ragexp.metrics.probe", source)) == found
 
 
 @pytest.mark.parametrize("source, expected", [
