@@ -197,11 +197,16 @@ def write_parquet(path: Path, columns: dict[str, list], row_group: int = ROW_GRO
              "list": pa.list_(pa.string())}
     schema = pa.schema([(name, types[k]) for name, k in kinds.items()])
     n = len(next(iter(columns.values()), []))
+    def cells(values: list, kind: str) -> Any:
+        try:  # most columns convert as they are; a cell of another kind (a number among texts) is turned to text
+            return pa.array(values, type=types[kind])
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return pa.array([_arrow_cell(v, kind) for v in values], type=types[kind])
+
     with replacing(path) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
         for start in range(0, n, row_group):
-            writer.write_batch(pa.record_batch(
-                [pa.array([_arrow_cell(v, kinds[name]) for v in values[start:start + row_group]], type=types[kinds[name]])
-                 for name, values in columns.items()], schema=schema))
+            writer.write_batch(pa.record_batch([cells(values[start:start + row_group], kinds[name])
+                                                for name, values in columns.items()], schema=schema))
 
 
 def _arrow_kind(values: list) -> str:
