@@ -296,9 +296,11 @@ def test_cluster_column_absent_is_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.integration
-def test_the_table_shows_interval_and_what_the_mean_is_over(tmp_path):
-    out = run_cli("dataset.system=strong", "tracking.enabled=false", "progress=false", cwd=tmp_path).stdout
+def test_the_table_shows_interval_and_what_the_mean_is_over(compose, capsys):
+    from ragexp.workflow.runner import execute
+
+    execute(compose("dataset.system=strong", "tracking.enabled=false"), save=False)  # the CLI's table, in-process
+    out = capsys.readouterr().out
     assert "95% CI" in out and "over" in out and "Wilson" in out
     row = next(line for line in out.splitlines() if "│ answer_token_f1 " in line)
     assert "[0." in row and "50 / 50" in row
