@@ -4,7 +4,9 @@ installs them where missing) drive ``python -m ragexp.ui`` on a store made by a 
 - the experiment opens on its runs, not on MLflow's GenAI "Traces" page (the experiment-kind tag
   ``mlflow.experimentKind`` that ragexp sets on its experiments);
 - a child's per-sample table shows its status values (a dotted column name shows blank);
-- the sweep parent's pictures load (an ``<img>`` with a natural width above 0).
+- the sweep parent's pictures load (an ``<img>`` with a natural width above 0);
+- a judged run with people's labels (``dataset=expertqa``, the scripted judge) shows its agreement
+  keys, its confusion picture and its disagreements table (docs/judge-trust.md).
 
 Screenshots are saved in the test's temporary folder. With ``RAGEXP_DOCS_SCREENSHOTS=<folder>`` the
 two README screenshots (``mlflow-runs.png``, ``mlflow-per-sample.png``) are written there too:
@@ -13,6 +15,7 @@ two README screenshots (``mlflow-runs.png``, ``mlflow-per-sample.png``) are writ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -75,11 +78,17 @@ def sweep_store(tmp_path, data_dir):
 @pytest.fixture
 def ui(sweep_store, tmp_path):
     """``python -m ragexp.ui`` on the sweep's store, on a free port; stopped (the whole group) after."""
+    with _serve_ui(sweep_store, tmp_path) as base:
+        yield base, sweep_store
+
+
+@contextlib.contextmanager
+def _serve_ui(store: str, tmp_path: Path):
     port = free_port()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
     log = open(tmp_path / "ui.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "ragexp.cli.ui", f"tracking.uri={sweep_store}", f"port={port}"],
+    proc = subprocess.Popen([sys.executable, "-m", "ragexp.cli.ui", f"tracking.uri={store}", f"port={port}"],
                             cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + UI_START_S
@@ -94,9 +103,11 @@ def ui(sweep_store, tmp_path):
             os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None
             pytest.fail(f"the UI did not answer at {base}: {(tmp_path / 'ui.log').read_text()[-3000:]}")
         time.sleep(1)
-    yield base, sweep_store
-    stop_process_group(proc, term_wait=30)
-    log.close()
+    try:
+        yield base
+    finally:
+        stop_process_group(proc, term_wait=30)
+        log.close()
 
 
 def _wait(browser, condition, what: str, shot: Path):
@@ -203,3 +214,48 @@ def test_runs_first_statuses_shown_and_the_parents_pictures_load(browser, ui, tm
             tmp_path / f"{picture}-timeout.png")
         assert width > 300
         browser.save_screenshot(str(tmp_path / f"mlflow-{picture}"))
+
+
+@pytest.mark.integration
+@pytest.mark.services
+def test_judged_run_shows_agreement_keys_confusion_picture_and_disagreements(browser, tmp_path, data_dir):
+    _browser_paths()  # skip before any run when there is no browser
+    from judge_server import JudgeServer
+    from mlflow.tracking import MlflowClient
+
+    launch = tmp_path / "launch"
+    launch.mkdir()
+    with JudgeServer() as server:
+        run_cli("dataset=expertqa", "dataset.limit=30", "metric=answer_consistency_binary", "judge=openai_compatible",
+                f"judge.api_base={server.url}", "stats.resamples=1000", f"data_dir={data_dir}", "progress=false",
+                cwd=launch)
+    store = f"sqlite:///{launch / 'mlflow.db'}"
+    client = MlflowClient(store)
+    (run,) = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    exp, rid = run.info.experiment_id, run.info.run_id
+    key = "agreement/answer_consistency_binary/kappa"
+    assert key in run.data.metrics
+    with _serve_ui(store, tmp_path) as base:
+        # 1. the run's metrics list the agreement keys
+        browser.get(f"{base}/#/experiments/{exp}/runs/{rid}?workflowType=machine_learning")
+        _wait(browser, lambda b: key in b.find_element("tag name", "body").text,
+              f"the run page never listed {key}", tmp_path / "agreement-keys-timeout.png")
+        browser.save_screenshot(str(tmp_path / "mlflow-agreement-keys.png"))
+        # 2. the disagreements table shows people's and the judge's values
+        browser.get("about:blank")
+        browser.get(f"{base}/#/experiments/{exp}/runs/{rid}/artifacts/agreement_disagreements.json"
+                    "?workflowType=machine_learning")
+        cells = _wait(browser, lambda b: b.execute_script(COLUMN_CELLS, "human"),
+                      "the disagreements table never showed a 'human' column with cells",
+                      tmp_path / "disagreements-timeout.png")
+        browser.save_screenshot(str(tmp_path / "mlflow-agreement-disagreements.png"))
+        assert cells and set(cells) <= {"0", "1"}, cells
+        # 3. the confusion picture loads (a fresh page: the app does not re-render on a changed hash)
+        browser.get("about:blank")
+        browser.get(f"{base}/#/experiments/{exp}/runs/{rid}/artifacts/agreement_confusion.png")
+        width = _wait(browser, lambda b: b.execute_script(
+            "return Math.max(0, ...[...document.images].filter(i => i.src.startsWith('blob:'))"
+            ".map(i => i.complete ? i.naturalWidth : 0))"), "agreement_confusion.png never loaded as an image",
+            tmp_path / "confusion-timeout.png")
+        assert width >= 400  # the picture as drawn (4.5 in at 100 dpi at least), not a broken-image icon
+        browser.save_screenshot(str(tmp_path / "mlflow-agreement-confusion.png"))

@@ -479,9 +479,9 @@ def confusion_plot(agreement: dict[str, Any], path: str | Path) -> Path | None:
 
     size = [max(len(e["judge_levels"]), len(e["human_levels"])) for _, e in entries]
     side = [min(7.0, 1.6 + 0.45 * s) for s in size]
-    fig = _figure(sum(side) + 0.4 * len(entries), max(side) + 0.9)
+    total = max(4.5, sum(side) + 0.4 * len(entries))
+    fig = _figure(total, max(side) + 0.9)
     x = 0.0
-    total = sum(side) + 0.4 * len(entries)
     for (key, e), w in zip(entries, side):
         ax = fig.add_axes([(x + 0.9) / total, 0.14, (w - 1.0) / total, 0.68])
         x += w + 0.4
