@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from cli import runs, run_cli
+from cli import runs
 from judge_server import JudgeServer, Reply
 
 from ragexp.datasets.base import Dataset
@@ -126,13 +126,14 @@ def test_a_prompt_without_the_query_is_refused(compose, tmp_path):
         build_pipeline(compose("retriever=bm25", "generator=llm", f"generator.prompt={bad}"), _dataset())
 
 
-@pytest.mark.integration
-def test_cli_run_with_llm_generator_logs_answers_and_generate_latency(server, tmp_path):
+def test_a_run_with_llm_generator_logs_answers_and_generate_latency(server, compose, tmp_path):
+    from ragexp.workflow.runner import execute
+
     honeybee = "How many eggs can a honeybee queen lay in a day?"  # demo question q01: its call fails for good
     server.script = lambda req: Reply(status=500, text="boom") if honeybee in req.user else scripted_model(req)
-    run_cli("dataset.system=null", "retriever=bm25", "retriever.top_k=3", "generator=llm",
-            "generator.model=openai/local-test", f"generator.api_base={server.url}", "generator.max_retries=0",
-            "metric=[answer_token_f1,avg_latency]", "progress=false", cwd=tmp_path)
+    execute(compose("dataset.system=null", "retriever=bm25", "retriever.top_k=3", "generator=llm",
+                    "generator.model=openai/local-test", f"generator.api_base={server.url}", "generator.max_retries=0",
+                    "metric=[answer_token_f1,avg_latency]"))  # logged to tmp_path/mlflow.db, as the CLI logs
     client, [run] = runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
     limit = run.data.params.get("dataset.limit", "null")  # a param only when set
     assert server.calls == (int(limit) if limit != "null" else 50)
