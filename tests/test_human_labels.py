@@ -115,3 +115,15 @@ def test_adapters_fill_human_labels(load):
     assert all(r.human == {"answer_similarity": 5 * int(r.label)} for r in ce)
     assert [r.human for r in load("memory_eval_false").records] == [{"answer_similarity": 0}] * 8
     assert [r.human for r in load("memory_eval_true").records] == [{"answer_similarity": 5}] * 8
+
+
+def test_human_scales_are_the_registered_metrics_ranges():
+    from ragexp.common.records import HUMAN_SCALES
+    from ragexp.metrics.base import load_all
+
+    registry = load_all()
+    for key, (kind, lo, hi) in HUMAN_SCALES.items():
+        if key in registry:  # correctness: ExpertQA's label, no built-in metric
+            assert registry[key].judge and registry[key].bounds == (lo, hi), key
+    judged = {k for k, info in registry.items() if info.judge}
+    assert judged <= set(HUMAN_SCALES)  # every judge metric's labels are checked against its range

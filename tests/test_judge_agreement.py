@@ -162,3 +162,25 @@ def test_leaderboard_ranks_corrected_means_and_tests_the_corrected_difference():
     lo, hi = ppi_mean_ci(dy, dj[:labelled], dj[labelled:], alpha=0.05)
     assert (row["diff_ci_low"], row["diff_ci_high"]) == (pytest.approx(lo[0], abs=1e-9), pytest.approx(hi[0], abs=1e-9))
     assert row["test"].startswith("ppi++") and row["differs"] is True
+
+
+@pytest.mark.slow
+def test_evaluate_maps_a_column_to_human_labels_and_splits(server, tmp_path):
+    import ragexp
+
+    verdicts = _records(tmp_path / "labelled.jsonl")
+    server.script = _script(verdicts)
+    rows = [json.loads(line) for line in (tmp_path / "labelled.jsonl").read_text().splitlines()]
+    table = [{"question": r["query"], "response": r["answer"], "passages": r["contexts"],
+              "grader": r["human"]["answer_consistency_binary"]} for r in rows]
+    columns = {"query": "question", "answer": "response", "contexts": "passages",
+               "human.answer_consistency_binary": "grader"}
+    overrides = [f"judge.api_base={server.url}", "judge.cache=false", "stats.resamples=500"]
+    result = ragexp.evaluate(table, metric="answer_consistency_binary", judge="openai_compatible",
+                             overrides=overrides, log=False, columns=columns)
+    entry = result.summary["agreement"]["answer_consistency_binary"]
+    assert entry["n"] == 40 and entry["confusion"] == [[12, 4], [6, 18]]
+    dev = ragexp.evaluate(table, metric="answer_consistency_binary", judge="openai_compatible",
+                          overrides=[*overrides, "dataset.split=dev"], log=False, columns=columns)
+    assert dev.summary["n_samples"] == 20  # half of each label class (16 zeros, 24 ones)
+    assert sum(map(sum, dev.summary["agreement"]["answer_consistency_binary"]["confusion"])) == 20
