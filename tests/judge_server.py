@@ -204,7 +204,7 @@ class JudgeServer:
                  port: int = 0, refuse: tuple[str, ...] = ()):
         self.latency = latency
         #: structured-output forms (:attr:`Request.form`) refused as llama-cpp-python's server refuses
-        #: OpenAI's json_schema: a 400 naming the forms it takes (``LLAMA_CPP_PYTHON`` = ("json_schema",))
+        #: OpenAI's json_schema: a 500 naming response_format and the forms it takes (``LLAMA_CPP_PYTHON``)
         self.refuse = refuse
         self.port = port  # 0: a free port
         self.script = script
@@ -304,10 +304,11 @@ class JudgeServer:
             self.log.append(request)
         try:
             reply = (self.script(request) if self.script else None) or Reply()
-            if request.form in self.refuse:
-                takes = " or ".join(f for f in ("text", "json_object", "json_schema")
+            if request.form in self.refuse:  # as llama-cpp-python 0.3's server: a 500 for its request validation
+                takes = " or ".join(repr(f) for f in ("text", "json_object", "json_schema")
                                     if f not in self.refuse and not (f == "json_object" and "json_object_schema" in self.refuse))
-                reply = Reply(status=400, text=f"response_format.type must be {takes}")
+                reply = Reply(status=500, text=f"1 validation error: {{'type': 'literal_error', 'loc': ('body', "
+                                               f"'response_format', 'type'), 'msg': \"Input should be {takes}\"}}")
             if reply.hang:
                 self._stopping.wait()
                 return

@@ -46,7 +46,7 @@ def test_auto_falls_back_once_recorded_when_the_server_refuses_json_schema(tmp_p
     assert forms[0] == "json_schema" and set(forms[1:]) == {"json_object_schema"}  # one refusal, then the other form
     assert usage["judge/structured_output_fallbacks"] == 1 and usage["judge/retries"] == 0
     lines = [r.getMessage() for r in caplog.records if "refused structured output" in r.getMessage()]
-    assert len(lines) == 1 and "json_object_schema from now on" in lines[0] and "must be text or json_object" in lines[0]
+    assert len(lines) == 1 and "json_object_schema from now on" in lines[0] and "Input should be 'text' or 'json_object'" in lines[0]
 
 
 def test_auto_ends_in_plain_text_when_the_server_takes_no_schema(tmp_path):
@@ -64,7 +64,7 @@ def test_a_form_set_by_hand_is_not_changed_behind_the_users_back(tmp_path):
     with JudgeServer(refuse=LLAMA_CPP_PYTHON) as server:
         scores, usage = _judge(server, tmp_path, s, structured_output="json_schema").score(RECORDS[:2], s)
     assert {x.status for x in scores["retrieval_precision"]} == {"api_error"}
-    assert "response_format.type must be text or json_object" in scores["retrieval_precision"][0].detail
+    assert "Input should be 'text' or 'json_object'" in scores["retrieval_precision"][0].detail
     assert "judge/structured_output_fallbacks" not in usage
 
 

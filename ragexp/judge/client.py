@@ -209,11 +209,12 @@ def response_format(form: str, kind: str) -> dict[str, Any] | None:
 
 
 def refused_form(exc: BaseException) -> bool:
-    """True when a 400/422 says the server does not take this ``response_format`` (llama-cpp-python:
-    "response_format.type must be text or json_object"; others name ``response_format`` or ``json_schema``)."""
+    """True when the server says it does not take this ``response_format``: a 400 or 422 naming it or
+    ``json_schema``, or llama-cpp-python's 500 for its request validation ("'loc': ('body',
+    'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\"")."""
     status = getattr(exc, "status_code", None)
     text = str(exc).lower()
-    return status in (400, 422) and ("response_format" in text or "json_schema" in text)
+    return status in (400, 422, 500) and ("response_format" in text or "json_schema" in text)
 
 
 class JudgeClient:
@@ -310,7 +311,7 @@ class JudgeClient:
             self.usage.structured_fallbacks += 1
             log.warning("judge '%s': the server at %s refused structured output as %s (%s); using %s from now on "
                         "(set judge.structured_output=%s to skip the refusal)", self.s.name, self._where(), refused,
-                        _short(exc, 160), self.forms[0], self.forms[0])
+                        " ".join(str(exc).split(" - ", 1)[-1].split())[:300], self.forms[0], self.forms[0])
 
     def _where(self) -> str:
         from ragexp.common.secrets import redact_url
