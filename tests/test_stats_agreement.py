@@ -152,3 +152,17 @@ def test_ppi_labels_for_target_halfwidth_reaches_it():
     z = 1.959963984540054
     assert z * math.sqrt(c.imputed_var / (c.n_total - c.n_labelled) + c.resid_var / need) <= 0.04
     assert z * math.sqrt(c.imputed_var / (c.n_total - c.n_labelled) + c.resid_var / (need - 1)) > 0.04
+
+
+def test_ppi_clustered_standard_error_by_arithmetic():
+    y, yh, yu, _ = _labelled_set(4, n=60, N=300)
+    plain = ppi_mean(y, yh, yu)
+    single = ppi_mean(y, yh, yu, clusters=list(range(360)))  # one record per cluster
+    assert single.mean == plain.mean
+    assert single.stderr == pytest.approx(plain.stderr * math.sqrt(360 / 359), rel=1e-12)
+    # records repeated in pairs: each cluster's contribution doubles, the cluster count halves
+    yy, hh, uu = np.repeat(y, 2), np.repeat(yh, 2), np.repeat(yu, 2)
+    paired = ppi_mean(yy, hh, uu, lam=plain.lam, clusters=list(np.repeat(np.arange(360), 2)))
+    lam = plain.lam
+    parts = np.concatenate([(y - lam * yh - (y - lam * yh).mean()) / 60, (lam * yu - (lam * yu).mean()) / 300])
+    assert paired.stderr == pytest.approx(math.sqrt(360 / 359 * (parts ** 2).sum()), rel=1e-12)

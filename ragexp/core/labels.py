@@ -34,7 +34,7 @@ def _pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[A
         if not spec.info.judge or spec.key not in scores:
             continue
         name = spec.key if any(spec.key in (r.human or {}) for r in records) else spec.key.split("/")[0]
-        idx, human, judge, rest, failed = [], [], [], [], 0
+        idx, human, judge, rest, rest_idx, failed = [], [], [], [], [], 0
         for i, (r, s) in enumerate(zip(records, scores[spec.key])):
             label = (r.human or {}).get(name)
             ok = s.status == "ok" and s.value is not None and math.isfinite(s.value)
@@ -43,9 +43,10 @@ def _pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[A
             elif label is not None:
                 failed += 1
             elif ok:
-                rest.append(float(s.value))
+                rest.append(float(s.value)), rest_idx.append(i)
         if idx or failed:
-            out[spec.key] = {"idx": idx, "human": human, "judge": judge, "unlabelled": rest, "failed": failed,
+            out[spec.key] = {"idx": idx, "human": human, "judge": judge, "unlabelled": rest, "rest_idx": rest_idx,
+                             "failed": failed,
                              "kind": HUMAN_SCALES.get(name, (None,))[0], "scale": HUMAN_SCALES.get(name)}
     confusion = next((s for s in specs if s.info.name in CONFUSION_METRICS), None)
     if confusion is not None and any(r.label is not None for r in records):
@@ -58,7 +59,7 @@ def _pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[A
             if not c["skipped"]:
                 idx.append(i), human.append(float(r.label)), judge.append(float(c["tp"] + c["fp"]))
         if idx:
-            out[VERDICT_KEY] = {"idx": idx, "human": human, "judge": judge, "unlabelled": [], "failed": 0,
+            out[VERDICT_KEY] = {"idx": idx, "human": human, "judge": judge, "unlabelled": [], "rest_idx": [], "failed": 0,
                                 "kind": "binary", "scale": ("binary", 0, 1), "against": "label"}
     return out
 
@@ -84,7 +85,8 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
         if p.get("against"):
             entry["against"] = p["against"]
         else:
-            c = ppi_mean(p["human"], p["judge"], p["unlabelled"], confidence=confidence)
+            c = ppi_mean(p["human"], p["judge"], p["unlabelled"], confidence=confidence,
+                         clusters=None if clusters is None else [clusters[i] for i in p["idx"] + p["rest_idx"]])
             entry["corrected"] = c.as_dict()
         head = a.statistics[a.headline]
         if target_halfwidth:

@@ -12,6 +12,12 @@ around the ``λ = 1`` estimate as ppi-python's ``ppi_mean_ci`` does. Its standar
 ``sqrt(var(λ Ŷ_unlabelled)/N + var(Y - λ Ŷ_labelled)/n)`` (1/N and 1/n variances) and the interval
 is normal. ``bias`` is the judge's mean error on the labelled records, ``mean(Ŷ - Y)``.
 
+With ``clusters`` (``stats.cluster_by``: one label per labelled record, then per unlabelled one) the
+standard error is the clustered one of docs/uncertainty.md applied to the estimate's parts: each
+record contributes ``(λŶ_i - mean)/N`` (unlabelled) or ``(Y_i - λŶ_i - mean)/n`` (labelled), and
+``SE² = G/(G-1) · Σ_clusters (sum of the contributions in the cluster)²`` over G clusters — with one
+record per cluster, the plain standard error times ``sqrt(G/(G-1))``.
+
     >>> c = ppi_mean([1, 0, 1, 1], [1, 1, 1, 1], [1, 1, 0, 1, 1, 1])
     >>> c.n_labelled, c.n_total, round(c.judge_mean, 4), round(c.bias, 4)
     (4, 10, 0.9, 0.25)
@@ -67,7 +73,7 @@ class Corrected:
 
 
 def ppi_mean(human: Sequence[float], judge_labelled: Sequence[float], judge_unlabelled: Sequence[float], *,
-             confidence: float = 0.95, lam: float | None = None) -> Corrected:
+             confidence: float = 0.95, lam: float | None = None, clusters: Sequence[Any] | None = None) -> Corrected:
     """PPI++ estimate of the mean people would give over all ``n + N`` records (module docstring).
     ``lam`` fixes λ (0: human labels alone, 1: classic PPI); None tunes it."""
     y = np.asarray(human, dtype=float)
@@ -94,6 +100,18 @@ def ppi_mean(human: Sequence[float], judge_labelled: Sequence[float], judge_unla
     imputed_var = float(np.var(lam * yu)) if N else 0.0
     resid_var = float(np.var(resid))
     se = math.sqrt((imputed_var / N if N else 0.0) + resid_var / n)
+    note = None
+    if clusters is not None:
+        if len(clusters) != n + N:
+            raise ValueError(f"clusters needs one label per labelled then unlabelled record ({n + N}), got {len(clusters)}")
+        parts = np.concatenate([(resid - resid.mean()) / n, (lam * yu - (lam * yu).mean()) / N if N else []])
+        _, unit = np.unique(np.array([str(c) for c in clusters], dtype=object), return_inverse=True)
+        g = int(unit.max()) + 1
+        if g < 2:
+            return Corrected(theta, None, None, None, n, n + N, judge_mean, bias, lam, confidence, resid_var,
+                             imputed_var, "one cluster: no spread between clusters, no interval")
+        se = math.sqrt(g / (g - 1) * float((np.bincount(unit, weights=parts) ** 2).sum()))
+        note = f"clustered standard error over {g} clusters" + (" (few: rough)" if g < 20 else "")
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     return Corrected(theta, se, theta - z * se, theta + z * se, n, n + N, judge_mean, bias, lam, confidence,
-                     resid_var, imputed_var)
+                     resid_var, imputed_var, note)
