@@ -213,7 +213,7 @@ def test_a_store_password_with_slash_and_colon_reaches_no_file(tmp_path, data_di
     printed = []
     for args, env in (([f"tracking.uri={uri2}"], {}), ([], {"MLFLOW_TRACKING_URI": uri3}),
                       (["-m", "hydra/launcher=submitit_local", "dataset.system=weak,strong", f"tracking.uri={uri4}"], {})):
-        proc = run_cli(*base, *args, cwd=tmp_path, env=env, timeout=900)
+        proc = run_cli(*args, *base, cwd=tmp_path, env=env, timeout=900)
         printed += [proc.stdout, proc.stderr]
     assert list(tmp_path.rglob("*.pkl")), "submitit wrote no job pickle: the sweep did not run under it"
     assert list(tmp_path.rglob("mlflow_parent_run.json")) and len(list(tmp_path.rglob("mlflow_run.json"))) == 5
@@ -234,3 +234,18 @@ def test_a_store_password_with_slash_and_colon_reaches_no_file(tmp_path, data_di
     done = subprocess.run(up, env={**env, "MLFLOW_TRACKING_URI": matching}, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert PG_PASSWORD not in done.stdout + done.stderr
+
+
+def test_the_sweeps_callback_pickled_with_each_job_holds_no_store_address(monkeypatch):
+    # submitit writes the launcher's callbacks into every job's pickle; the store's address stays out
+    import pickle
+
+    from ragexp.tracking.callbacks import ParentRunCallback
+    from ragexp.tracking.log import PARENT_URI_ENV
+
+    callback = ParentRunCallback()
+    callback.run_id, callback.uri = "abc", f"postgresql://u:{PG_PASSWORD}@db/runs"
+    data = pickle.dumps(callback)
+    assert PG_PASSWORD.encode() not in data
+    monkeypatch.setenv(PARENT_URI_ENV, callback.uri)  # the job's environment, inherited from the sweep
+    assert pickle.loads(data).uri == callback.uri and pickle.loads(data).run_id == "abc"

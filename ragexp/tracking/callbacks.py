@@ -39,6 +39,15 @@ class ParentRunCallback(Callback):
         self.uri: str | None = None
         self.config: DictConfig | None = None  # the sweep's, for the accounting at exit when a job failed
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Hydra's launchers pickle the callbacks with each job (submitit's job files on disk): the store's
+        # address, which may hold a password, stays out; a job reads it from its environment
+        return {**self.__dict__, "uri": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.uri = self.uri or os.environ.get(PARENT_URI_ENV)
+
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _writable_output(str(config.hydra.run.dir), "hydra.run.dir")
 
