@@ -181,6 +181,10 @@ def main() -> None:
         _app()
     except KeyboardInterrupt as exc:  # raised outside a job (a launcher waiting for its workers)
         _interrupted(exc)
+    except BrokenPipeError:  # the reader went away (python -m ragexp --help | head): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())  # so the interpreter's last flush does not complain
+        sys.exit(141)  # 128 + SIGPIPE, as a shell reports a command ended by a closed pipe
     except Exception as exc:  # noqa: BLE001 - Hydra's and OmegaConf's errors, or a bug (its traceback)
         from hydra.errors import HydraException
         from omegaconf.errors import OmegaConfBaseException
@@ -196,10 +200,6 @@ def main() -> None:
 
             traceback.print_exc()
         sys.exit(2)
-    except BrokenPipeError:  # the reader went away (python -m ragexp --help | head): stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.__stdout__.fileno())  # so the interpreter's last flush does not complain
-        sys.exit(141)  # 128 + SIGPIPE, as a shell reports a command ended by a closed pipe
     except SystemExit as exc:
         if exc.code == 1 and not isinstance(exc, GateFailed):  # Hydra's own errors (a bad override): exit 1 is the gate's
             raise SystemExit(2) from None
