@@ -184,3 +184,17 @@ def test_evaluate_maps_a_column_to_human_labels_and_splits(server, tmp_path):
                           overrides=[*overrides, "dataset.split=dev"], log=False, columns=columns)
     assert dev.summary["n_samples"] == 20  # half of each label class (16 zeros, 24 ones)
     assert sum(map(sum, dev.summary["agreement"]["answer_consistency_binary"]["confusion"])) == 20
+
+
+@pytest.mark.integration
+def test_a_run_under_its_agreement_floor_exits_1_naming_it(tmp_path, data_dir):
+    from cli import run_cli
+
+    args = (f"data_dir={data_dir}", "dataset=halueval", "dataset.limit=60", "metric=memory", "stats.resamples=500",
+            "tracking.enabled=false", "progress=false")
+    ok = run_cli(*args, "gate.min.agreement.keyword_verdict.kappa=0.1", cwd=tmp_path)
+    assert "the keyword verdict agrees with `label`: κ" in ok.stdout
+    failed = run_cli(*args, "gate.min.agreement.keyword_verdict.kappa=0.999", cwd=tmp_path, check=False)
+    assert failed.returncode == 1
+    line = next(x for x in failed.stderr.splitlines() if "agreement/keyword_verdict/kappa" in x)
+    assert line.startswith("gate: agreement/keyword_verdict/kappa = ") and line.endswith("is under its floor 0.999")
