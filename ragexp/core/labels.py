@@ -274,3 +274,26 @@ def comparison_lines(section: Mapping[str, Any]) -> list[str]:
                          f"p = {c['p_value']:.3g} (judge's own {c['judge_diff']:+.3f}; {c['n_labelled']} labels of "
                          f"{c['n']})")
     return lines
+
+
+def trust_rows(trust: Mapping[str, Any]) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """Rows for the run's console table: each metric's headline agreement statistic
+    (``<metric>: agreement (κ)``, over its labels) and corrected mean (``<metric>: corrected mean``,
+    over its labels), with their intervals."""
+    from ragexp.stats.intervals import Interval
+
+    values: dict[str, float | None] = {}
+    intervals: dict[str, Any] = {}
+    for key, e in (trust.get("agreement") or {}).items():
+        if not e.get("n"):
+            continue
+        iv, name = e["statistics"][e["headline"]], f"{key}: agreement ({SYMBOLS[e['headline']]})"
+        values[name] = iv.get("mean")
+        intervals[name] = Interval(iv.get("mean"), iv.get("stderr"), iv.get("ci_low"), iv.get("ci_high"), e["n"],
+                                   iv.get("method"))
+        c = e.get("corrected") or {}
+        if c.get("mean") is not None:
+            values[f"{key}: corrected mean"] = c["mean"]
+            intervals[f"{key}: corrected mean"] = Interval(c["mean"], c.get("stderr"), c.get("ci_low"), c.get("ci_high"),
+                                                     c["n_labelled"], "ppi++")
+    return values, intervals

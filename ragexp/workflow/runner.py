@@ -251,6 +251,12 @@ def print_step(plan: Plan, records: list[Record], scored: Scored, intervals: dic
 
         footer = ["[bold]Agreement with people[/bold] (agreement.json)", *trust_lines(scored.trust), *footer]
     shown = dict(scored.values)
+    if scored.trust:  # the headline agreement and the corrected means as rows of the table
+        from ragexp.core.labels import trust_rows
+
+        rows, extra_intervals = trust_rows(scored.trust)
+        shown.update(rows)
+        intervals = {**intervals, **extra_intervals}
     shown.update({k: v for k, v in scored.extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
     print_summary(f"ragexp{_job_label()} · {plan.dataset.name} · {len(records)} samples · {summary['seconds']} s",
                   shown, scored.counts, len(records), footer, intervals=intervals, stats=plan.stats)
