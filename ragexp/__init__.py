@@ -10,12 +10,14 @@ in :mod:`ragexp.api`) is imported on first use. ``ragexp.compare`` is the module
 
 __version__ = "0.1.0"
 
-from ragexp.errors import (BudgetExceeded, ConfigError, CredentialsError, DataError, FieldsError, Interrupted,
-                           JudgeFailed, RagexpError, Terminated, TrackingError)
+from ragexp import errors as _errors
 
-__all__ = ["__version__", "evaluate", "compare_results", "EvaluationResult", "ComparisonResult", "RagexpError",
-           "ConfigError", "DataError", "FieldsError", "CredentialsError", "TrackingError", "BudgetExceeded",
-           "JudgeFailed", "Interrupted", "Terminated"]
+#: every exception of ragexp.errors, importable from ragexp itself (``ragexp.DataError``)
+_ERRORS = tuple(n for n, v in vars(_errors).items()
+                if isinstance(v, type) and issubclass(v, BaseException) and v.__module__ == _errors.__name__)
+globals().update({n: getattr(_errors, n) for n in _ERRORS})
+
+__all__ = ["__version__", "evaluate", "compare_results", "EvaluationResult", "ComparisonResult", *_ERRORS]
 
 _API = ("evaluate", "compare_results", "EvaluationResult", "ComparisonResult")
 

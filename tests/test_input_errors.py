@@ -181,9 +181,12 @@ def test_the_exception_tree_is_importable_from_ragexp():
     from ragexp import errors
 
     assert ragexp.DataError is errors.DataError and issubclass(ragexp.DataError, ragexp.RagexpError)
+    from ragexp.errors import DataError as direct  # noqa: F401 - both spellings work
+    from ragexp import DataError as short  # noqa: F401
     assert {n for n in ragexp.__all__ if n.endswith(("Error", "Exceeded", "Failed", "Interrupted", "Terminated"))} == {
         n for n in dir(errors) if isinstance(getattr(errors, n), type) and issubclass(getattr(errors, n), BaseException)
         and getattr(errors, n).__module__ == "ragexp.errors"}
+    assert all(getattr(ragexp, n) is getattr(errors, n) for n in dir(errors) if n in ragexp.__all__)
 
 
 def test_unterminated_csv_quote(load, tmp_path):
