@@ -199,6 +199,7 @@ def squad_two_retrievers(data_dir):
     return records, runs
 
 
+@pytest.mark.slow
 def test_agrees_with_ranx_compare_on_squad_bm25_vs_dense(squad_two_retrievers):
     """Same direction, and the same significant / not at 0.05, as ranx's Fisher randomization test."""
     from ranx import Qrels, Run, compare

@@ -126,7 +126,9 @@ def _fault_script(request):
 
 # litellm's two routes to an OpenAI-compatible server (through the OpenAI SDK, through its own HTTP client),
 # each in this process and through worker processes (judge.workers=2)
-ROUTES = [("openai/gpt-4o-mini", 1), ("openai/gpt-4o-mini", 2), ("hosted_vllm/judge", 1), ("hosted_vllm/judge", 2)]
+# judge.workers=2 starts worker processes, each importing litellm: marked slow (docs/testing.md)
+ROUTES = [("openai/gpt-4o-mini", 1), pytest.param("openai/gpt-4o-mini", 2, marks=pytest.mark.slow),
+          ("hosted_vllm/judge", 1), pytest.param("hosted_vllm/judge", 2, marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("model, workers", ROUTES)
@@ -227,7 +229,7 @@ def test_budget_needs_a_price(server, make_judge):
         make_judge(judge_specs("retrieval_precision"), model="openai/my-local-model", max_cost_usd=1.0)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_a_self_hosted_models_declared_price_reaches_litellm_and_the_cost(server, make_judge, workers):
     import litellm
 

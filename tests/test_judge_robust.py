@@ -179,7 +179,7 @@ def test_structured_output_is_asked_where_litellm_says_the_model_takes_it(tmp_pa
 # -- item 7: an unreachable judge stops at once; a judge that failed everything is not exit 0 ---------
 
 @pytest.mark.parametrize("model, workers", [("hosted_vllm/judge", 1), ("openai/gpt-4o-mini", 1),
-                                            ("hosted_vllm/judge", 2)])
+                                            pytest.param("hosted_vllm/judge", 2, marks=pytest.mark.slow)])
 def test_a_closed_port_stops_the_run_naming_the_endpoint(tmp_path, model, workers):
     port = closed_port()
     s = judge_specs("retrieval_precision")

@@ -170,6 +170,7 @@ def _reference_relation(retrieved, truths, threshold, sentences):
     return matching / len(comps), len(matched_gt) / len(gt)
 
 
+@pytest.mark.slow
 def test_rouge_matchers_agree_with_rouge_score_on_bm25_runs(squad_run):
     for name, threshold, sentences, n in [("rouge_chunk", 0.7, False, 120), ("rouge_sentence", 0.8, True, 40)]:
         m = build_matcher(name)
