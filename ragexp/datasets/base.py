@@ -8,6 +8,7 @@ canonical fields (docs/records.md#fields), and validates every record through
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -254,7 +255,30 @@ def check_text(raw: dict[str, Any], source: str | Path, row: int) -> None:
 
 def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None = None,
           label: bool | None = None, corpus: dict[str, str] | None = None, **info: Any) -> Dataset:
-    """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels."""
+    """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels (with the
+    garbage collector paused: :func:`collector_paused`)."""
+    with collector_paused():
+        return _build(name, source, raws, limit=limit, label=label, corpus=corpus, **info)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The garbage collector waits while a dataset is read: reading makes millions of objects and no
+    reference cycle, and each collection walks every record read so far again (46% of the CPU of
+    reading 100k records)."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None,
+           label: bool | None, corpus: dict[str, str] | None, **info: Any) -> Dataset:
     records: list[Record] = []
     seen: dict[str, int] = {}
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):

@@ -32,7 +32,7 @@ from typing import Any, Iterable
 
 from ragexp.errors import DataError
 from ragexp.common.records import FIELDS
-from ragexp.datasets.base import Dataset, build, existing, plain, read_table
+from ragexp.datasets.base import Dataset, build, collector_paused, existing, plain, read_table
 from ragexp.datasets.split import split_records
 
 JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings", "human")
@@ -44,8 +44,9 @@ def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields
     p = existing(path)
     source = str(p)
     mapping, decode, strict = _mapping(columns, json_fields, source)
-    names, items = read_table(p, format)
-    ds = map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label)
+    with collector_paused():  # the file's rows are parsed before they are mapped
+        names, items = read_table(p, format)
+        ds = map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label)
     ds.records = split_records(ds.records, split, split_fraction, split_seed)
     return ds
 
@@ -58,7 +59,8 @@ def load_in_memory(data: Any, *, columns: dict[str, str] | None = None, json_fie
     if hasattr(data, "to_dict") and hasattr(data, "columns"):
         source = "DataFrame"
         names = [str(c) for c in data.columns]
-        cells = [[v if type(v) is str else _cell(v) for v in data[c].tolist()] for c in data.columns]  # noqa: E721
+        with collector_paused():
+            cells = [[v if type(v) is str else _cell(v) for v in data[c].tolist()] for c in data.columns]  # noqa: E721
         items = ((i, dict(zip(names, row))) for i, row in enumerate(zip(*cells), start=1))
     elif isinstance(data, (list, tuple)):
         source = "list of records"
