@@ -14,8 +14,6 @@ import logging
 import os
 from typing import Any
 
-from ragexp.common.http import RemoteFailure, classify, connection_failed  # noqa: F401 - re-exported
-from ragexp.common.http import retry_after as _retry_after, root_cause as _root, short_error as _short  # noqa: F401
 from ragexp.judge.loop import litellm_provider
 
 

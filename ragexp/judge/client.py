@@ -24,8 +24,8 @@ from typing import Any, Callable, NoReturn
 
 from ragexp.errors import ConfigError, CredentialsError
 from ragexp.judge.cache import JudgeCache, cache_key
-from ragexp.judge.calls import (_quiet_litellm, _retry_after, _root, _short, acompletion, classify,  # noqa: F401 - re-exported
-                    connection_failed, register_price)
+from ragexp.common.http import classify, connection_failed, retry_after, root_cause, short_error
+from ragexp.judge.calls import _quiet_litellm, acompletion, register_price
 from ragexp.judge.loop import litellm_provider
 from ragexp.judge.ratelimit import RateLimiter
 from ragexp.judge.settings import JudgeSettings
@@ -300,7 +300,7 @@ class JudgeClient:
             where = self.s.api_base or f"the {litellm_provider(self.s.model) or 'provider'} API"
             self.fatal = self.fatal or JudgeUnreachable(
                 f"judge '{self.s.name}' cannot be reached at {where}: {self.refused} connections in a row failed "
-                f"over {now - self.refused_since:.1f} s ({_short(_root(exc), 160)}); start the server or fix "
+                f"over {now - self.refused_since:.1f} s ({short_error(root_cause(exc), 160)}); start the server or fix "
                 "judge.api_base")
 
     def _fall_back(self, sent: dict[str, Any], exc: BaseException) -> None:
@@ -499,8 +499,8 @@ class JudgeClient:
                     self._fall_back(kwargs["response_format"], exc)
                     attempt -= 1  # the same request in the next form: not a retry
                     continue
-                last = _short(exc)
-                wait_hint = _retry_after(exc)
+                last = short_error(exc)
+                wait_hint = retry_after(exc)
                 if status == "rate_limited" and wait_hint is not None:
                     self.limiter.pause(wait_hint)
                 if not retryable or attempt == self.s.max_retries:

@@ -7,7 +7,7 @@ concurrency limit, usage — and only the ``litellm.acompletion`` call itself ru
 long-lived child processes (``python -m ragexp.judge.workers``), chosen round-robin.
 
 The protocol is length-prefixed pickles over the child's stdin/stdout; the child sends any stray
-print of litellm to stderr. A child classifies its own failures (:func:`.client.classify`) and
+print of litellm to stderr. A child classifies its own failures (:func:`ragexp.common.http.classify`) and
 sends back only plain values, so the parent's retry layer sees the same statuses, ``Retry-After``
 and fatal errors (rejected key, unknown model) as in-process calls. A child exits when its stdin
 closes, that is when the parent process ends.
@@ -25,7 +25,7 @@ import sys
 import weakref
 from typing import Any
 
-from ragexp.judge.calls import RemoteFailure
+from ragexp.common.http import RemoteFailure
 
 _HEADER = struct.Struct("!I")
 
@@ -163,7 +163,8 @@ async def close_pools(timeout: float = 3.0) -> None:
 
 async def _serve() -> None:
     from ragexp.errors import ConfigError, CredentialsError
-    from ragexp.judge.calls import _quiet_litellm, _retry_after, _short, acompletion, classify, connection_failed
+    from ragexp.common.http import classify, connection_failed, retry_after, short_error
+    from ragexp.judge.calls import _quiet_litellm, acompletion
 
     import signal
 
@@ -187,7 +188,7 @@ async def _serve() -> None:
         except Exception as exc:  # noqa: BLE001 - every failure is classified and sent back
             try:
                 status, retryable = classify(exc)
-                send((rid, ("err", status, retryable, _retry_after(exc), _short(exc), connection_failed(exc))))
+                send((rid, ("err", status, retryable, retry_after(exc), short_error(exc), connection_failed(exc))))
             except (CredentialsError, ConfigError) as fatal:
                 send((rid, ("fatal", type(fatal).__name__, str(fatal))))
 
