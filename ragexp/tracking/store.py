@@ -7,6 +7,7 @@ started from, not Hydra's output folder. ``tracking.uri`` in the config wins, th
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import socket
@@ -416,30 +417,34 @@ def within_deadline(fn: Callable[[], T], seconds: float, what: str) -> T:
     return box["value"]
 
 
+@functools.lru_cache(maxsize=1)
+def _client_class() -> Any:
+    """``MlflowClient`` whose ``create_run`` gives the run a name every store takes (:func:`fit_run_name`)."""
+    from mlflow.tracking import MlflowClient
+
+    class Client(MlflowClient):
+        def create_run(self, experiment_id: str, start_time: int | None = None, tags: Any = None,
+                       run_name: str | None = None) -> Any:
+            return super().create_run(experiment_id, start_time=start_time, tags=tags, run_name=fit_run_name(run_name))
+
+    return Client
+
+
 def open_client(uri: str) -> Any:
     """An ``MlflowClient`` on ``uri``, the store created or migrated under :func:`creation_lock`; the runs it
     creates have names every store takes (:func:`fit_run_name`)."""
-    from mlflow.tracking import MlflowClient
-
     from ragexp.errors import TrackingError
 
     check_database(uri)
+    client_class = _client_class()
     try:
         with creation_lock(uri), _quiet_schema_logs():
             try:
-                client = retrying(MlflowClient, tracking_uri=uri)
+                return retrying(client_class, tracking_uri=uri)
             except Exception as exc:  # noqa: BLE001 - a schema a failed creation left half-migrated: repaired once
                 if not _repair_migration(uri, exc):
                     raise
-                client = retrying(MlflowClient, tracking_uri=uri)
-        create_run = client.create_run
-
-        def create_fitting_run(experiment_id: str, start_time: int | None = None, tags: Any = None,
-                               run_name: str | None = None) -> Any:
-            return create_run(experiment_id, start_time=start_time, tags=tags, run_name=fit_run_name(run_name))
-
-        client.create_run = create_fitting_run
-        return client
+                return retrying(client_class, tracking_uri=uri)
     except TrackingError:
         raise
     except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; the user needs one line
