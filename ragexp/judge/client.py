@@ -49,7 +49,7 @@ class JudgeUnreachable(ConfigError):
 #: after which the judge counts as unreachable and the run stops with one line.
 UNREACHABLE_AFTER = 8
 UNREACHABLE_SPAN = 2
-#: Consecutive timed-out requests, with no reply of any kind for at least ``timeout_s``, after which the
+#: Consecutive timed-out requests, with no reply of any kind for twice ``timeout_s``, after which the
 #: server counts as hanging (it accepts connections and never answers): no further request is sent, and
 #: every verdict still to ask is recorded as ``timeout`` with that reason.
 HANG_AFTER = 8
@@ -322,7 +322,7 @@ class JudgeClient:
         """Count a request that timed out; after a run of them with no reply at all, the server is hanging."""
         self.timeouts += 1
         quiet = time.monotonic() - self.last_reply
-        if self.hung is None and self.timeouts >= HANG_AFTER and quiet >= self.s.timeout_s:
+        if self.hung is None and self.timeouts >= HANG_AFTER and quiet >= 2 * self.s.timeout_s:
             self.hung = (f"not asked: the judge at {self._where()} accepts connections but answered none of the last "
                          f"{self.timeouts} requests in {quiet:.0f} s (judge.timeout_s={self.s.timeout_s:g}); fix the "
                          "server and run again: only the missing verdicts are asked")
