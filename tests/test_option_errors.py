@@ -27,9 +27,25 @@ CASES = [
 ]
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("overrides,metric,option,got", CASES, ids=[" ".join(c[0][1:]) for c in CASES])
-def test_bad_metric_option_is_one_line(overrides, metric, option, got, tmp_path, data_dir):
+def test_bad_metric_option_is_one_line(overrides, metric, option, got, compose):
+    """The run's own check, in-process; the line the CLI prints for it is ``ragexp: error: <message>``
+    (test_the_command_line_prints_a_bad_option_as_one_line_and_exits_2)."""
+    from ragexp.errors import ConfigError
+    from ragexp.workflow.runner import execute
+
+    with pytest.raises(ConfigError) as e:  # not a ValueError from inside the scoring loop
+        execute(compose(*overrides, "tracking.enabled=false"), save=False, show=False)
+    line = f"ragexp: error: {e.value}"
+    assert len(line.splitlines()) == 1, line
+    assert line.startswith(f"ragexp: error: metric '{metric}': option '{option}' expected "), line
+    assert f"got {got}" in line
+    assert f"set metric.{metric}.{option}=" in line
+
+
+@pytest.mark.integration
+def test_the_command_line_prints_a_bad_option_as_one_line_and_exits_2(tmp_path, data_dir):
+    overrides, metric, option, got = CASES[0]
     proc = run_cli(*overrides, f"data_dir={data_dir}", "tracking.enabled=false", "progress=false",
                    cwd=tmp_path, check=False, timeout=300)
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -42,12 +58,13 @@ def test_bad_metric_option_is_one_line(overrides, metric, option, got, tmp_path,
     assert f"set metric.{metric}.{option}=" in line
 
 
-@pytest.mark.integration
-def test_a_list_of_good_values_still_makes_one_variant_each(tmp_path, data_dir):
+def test_a_list_of_good_values_still_makes_one_variant_each(compose, capsys):
     """The checks look at each value of a variant list: a good list is not refused."""
-    proc = run_cli("metric=hit_rate", "metric.hit_rate.k=[1,3]", f"data_dir={data_dir}", "tracking.enabled=false",
-                   "progress=false", cwd=tmp_path, timeout=300)
-    assert "hit_rate/k1" in proc.stdout and "hit_rate/k3" in proc.stdout
+    from ragexp.workflow.runner import execute
+
+    execute(compose("metric=hit_rate", "metric.hit_rate.k=[1,3]", "tracking.enabled=false"), save=False)
+    out = capsys.readouterr().out
+    assert "hit_rate/k1" in out and "hit_rate/k3" in out
 
 
 HYDRA_CASES = [
