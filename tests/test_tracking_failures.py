@@ -444,3 +444,40 @@ def test_a_launch_from_a_folder_that_cannot_be_written_is_one_line_saying_what_t
         assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
         assert lines[0].startswith("ragexp: error: cannot write the run's output folder ") and key in lines[0], lines
         assert "/proc/1 is read-only" in lines[0] and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_database_store_that_accepts_and_never_answers_is_one_line_not_a_hang():
+    """A port that accepts connections and never speaks (a hung server, a firewall that swallows packets):
+    the store check ends with one line (psycopg's connect timeout), it never waits on MLflow's retries."""
+    from ragexp.errors import TrackingError
+    from ragexp.tracking.store import check_store
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])  # and never a byte back
+            except OSError:
+                continue
+
+    threading.Thread(target=accept, daemon=True).start()
+    uri = f"postgresql://ragexp:s3cret@127.0.0.1:{listener.getsockname()[1]}/ragexp"
+    try:
+        with pytest.raises(TrackingError) as caught:
+            check_store(uri, "ragexp")
+    finally:
+        stop.set()
+        listener.close()
+        for conn in held:
+            conn.close()
+    said = str(caught.value)
+    assert said.startswith(f"tracking store postgresql://") and "127.0.0.1" in said and "\n" not in said, said
+    assert "timed out" in said or "did not answer" in said, said
+    assert "s3cret" not in said

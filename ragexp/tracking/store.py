@@ -499,7 +499,9 @@ def check_store(uri: str, experiment: str) -> tuple[Any, str]:
         _check_reachable(uri)
         if _database_scheme(uri):  # a database that hangs mid-check: one line when the deadline passes
             check_database(uri)
-            client, exp_id, closed = within_deadline(opened, STORE_DEADLINE_S, f"tracking store {uri}")
+            from ragexp.common.secrets import redact_url
+
+            client, exp_id, closed = within_deadline(opened, STORE_DEADLINE_S, f"tracking store {redact_url(uri)}")
         else:
             client, exp_id, closed = opened()
     say_closed(closed)
