@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ragexp.report.console import number
+
 #: Config groups a keyword argument may select (a string) or tune (a dict of that group's keys).
 GROUPS = ("dataset", "metric", "matcher", "judge", "pipeline", "chunker", "retriever", "compressor", "generator",
           "tracking", "stats", "gate")
@@ -91,17 +93,9 @@ class EvaluationResult(_Shown):
         rows = [("metric", "value", f"{level} CI", "± stderr", "over")]
         m = self.metrics
         for key, value, low, high, stderr, n in zip(m.index, m["value"], m["ci_low"], m["ci_high"], m["stderr"], m["n"]):
-            ci = "" if _missing(low) else f"[{_num(low)}, {_num(high)}]"
-            rows.append((str(key), _num(value), ci, _num(stderr), str(int(n))))
+            ci = "" if number(low) == "—" else f"[{number(low)}, {number(high)}]"
+            rows.append((str(key), number(value), ci, number(stderr), str(int(n))))
         return rows
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value)
-
-
-def _num(value: Any) -> str:
-    return "—" if _missing(value) else f"{float(value):.4f}"
 
 
 def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: str | None = None,
@@ -362,8 +356,8 @@ class ComparisonResult(_Shown):
                 rows.append((key, "", "", "", "", "", str(r.get("n", 0)), r.get("note", "")))
                 continue
             mark = {"better": "▲ better", "worse": "▼ worse"}.get(r["verdict"], "")
-            rows.append((key, _num(r["mean_baseline"]), _num(r["mean_candidate"]), f"{r['diff']:+.4f}",
-                         f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]", f"{r['p_holm']:.3g}", str(r["n"]), mark))
+            rows.append((key, number(r["mean_baseline"]), number(r["mean_candidate"]), f"{r['diff']:+.4f}",
+                         f"[{number(r['ci_low'])}, {number(r['ci_high'])}]", f"{r['p_holm']:.3g}", str(r["n"]), mark))
         return rows
 
     def _title(self) -> str:

@@ -3,15 +3,10 @@ significant changes marked ▲ better / ▼ worse, the notes under it, and the s
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any, Mapping
 
-
-def _f(value: Any, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value:.{digits}f}"
+from ragexp.report.console import number
 
 
 def _p(value: float) -> str:
@@ -63,10 +58,10 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
         mark = {"better": "▲ better", "worse": "▼ worse"}.get(r["verdict"], "")
         diff = f"{r['diff']:+.4f}"
         p = _p(r["p_holm"]) + ("†" if r["test"] == "mcnemar" else " ")
-        table.add_row(label, _f(r["mean_baseline"]), _f(r["mean_candidate"]),
+        table.add_row(label, number(r["mean_baseline"]), number(r["mean_candidate"]),
                       f"[{style}]{diff}[/{style}]" if style else diff,
-                      f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]", p,
-                      f"{r['better']}/{r['ties']}/{r['worse']}", _f(r["mde"]), f"{r['n']} / {s['matched']}",
+                      f"[{number(r['ci_low'])}, {number(r['ci_high'])}]", p,
+                      f"{r['better']}/{r['ties']}/{r['worse']}", number(r["mde"]), f"{r['n']} / {s['matched']}",
                       f"[{style}]{mark}[/{style}]" if style else "")
         if r["excluded_by"]:
             notes.append(f"{key}: left out " + ", ".join(f"{v} ({k})" for k, v in r["excluded_by"].items()))
@@ -88,7 +83,7 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
     whole = result.get("not_compared") or {}
     if whole:
         lines.append("not compared (one value per run, nothing to pair): " + ", ".join(
-            f"{k} {_f(v['baseline'])} → {_f(v['candidate'])}" for k, v in whole.items()))
+            f"{k} {number(v['baseline'])} → {number(v['candidate'])}" for k, v in whole.items()))
     for line in lines + notes:
         console.print(f"[dim]{line}[/dim]", highlight=False, soft_wrap=True)
     if result.get("agreement"):  # the judges against people's labels (docs/judge-trust.md)
@@ -105,5 +100,5 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
             worst.add_column(name, justify="right" if name in ("baseline", "candidate") else "left",
                              overflow="ellipsis", max_width=60 if name == "query" else None, no_wrap=name == "query")
         for r in regs:
-            worst.add_row(str(r["id"]), str(r["query"] or ""), _f(r["baseline"]), _f(r["candidate"]))
+            worst.add_row(str(r["id"]), str(r["query"] or ""), number(r["baseline"]), number(r["candidate"]))
         console.print(worst)

@@ -20,6 +20,11 @@ def progress(enabled: bool, desc: str, total: int | None = None):
     return wrap
 
 
+def number(value: Any) -> str:
+    """A value as ragexp's tables show it: four decimals, ``—`` when there is none (None or NaN)."""
+    return "—" if value is None or value != value else f"{float(value):.4f}"
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "—"
