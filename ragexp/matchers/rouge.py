@@ -81,11 +81,7 @@ class Tokens:
                 for i, t in enumerate(self.seq):
                     positions.setdefault(t, []).append(i)
                 self._positions = positions
-            where = self._positions.get(tok, ())
-            buf = bytearray((where[-1] >> 3) + 1 if where else 0)
-            for i in where:
-                buf[i >> 3] |= 1 << (i & 7)
-            m = self._masks[tok] = int.from_bytes(buf, "little")
+            m = self._masks[tok] = _bits(self._positions.get(tok, ()))
         return m
 
 
@@ -109,6 +105,15 @@ def _stemmed_tokens(text: str) -> Tokens:
 
         _STEMMER = porter.PorterStemmer()
     return Tokens(tuple(tokenize.tokenize(text, _STEMMER)))
+
+
+def _bits(indices) -> int:
+    """An integer with the given bits set, in one pass (OR-ing ``1 << i`` one by one is quadratic)."""
+    indices = list(indices)
+    buf = bytearray((max(indices) >> 3) + 1 if indices else 0)
+    for i in indices:
+        buf[i >> 3] |= 1 << (i & 7)
+    return int.from_bytes(buf, "little")
 
 
 def tokens(text: str, use_stemmer: bool = False) -> Tokens:
@@ -280,13 +285,10 @@ class RougeMatcher(Matcher):
                 continue
             if need is None:
                 continue
-            mask = 0
             for word in tok.set:
-                b = bit.get(word)
-                if b is None:
-                    bit[word] = b = 1 << len(bit)
-                mask |= b
-            candidates.append((j, tok, need, mask, tok.repeats))
+                if word not in bit:
+                    bit[word] = len(bit)
+            candidates.append((j, tok, need, _bits(bit[w] for w in tok.set), tok.repeats))
         return bit, frozenset(bit), always, candidates
 
     def _hits(self, component: str, prepared: tuple) -> frozenset[int]:
@@ -295,9 +297,7 @@ class RougeMatcher(Matcher):
         common = c.set & vocab
         if not common:
             return frozenset(always)
-        cmask = 0
-        for word in common:
-            cmask |= bit[word]
+        cmask = _bits(bit[w] for w in common)
         n = c.n
         crep = c.repeats
         found = list(always)
