@@ -399,7 +399,7 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
     """An :class:`~ragexp.stats.intervals.Interval` for every aggregate: sample metrics over their ``ok``
     values, the keyword confusion metrics by resampling records, ``latency/<stage>`` over the
     records that timed the stage. Sample metrics share one resample draw per set of ``ok`` samples."""
-    from ragexp.stats.intervals import Interval, mean_intervals, ratio_intervals
+    from ragexp.stats.intervals import Interval, joint_intervals
 
     opts = dict(clusters=clusters, resamples=int(resamples), confidence=float(confidence), seed=int(seed),
                 method=str(method))
@@ -432,11 +432,8 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
     stages = sorted({stage for r in records for stage in (r.timings or {})})
     for stage in stages:
         columns[f"latency/{stage}"] = [(r.timings or {}).get(stage) for r in records]
-    ratio_opts = {k: v for k, v in opts.items() if k != "method"}
-    try:
-        if ratios:
-            out.update(ratio_intervals(ratios, **ratio_opts))
-        out.update(mean_intervals(columns, **opts))
+    try:  # one pass over one resample draw for both kinds, at any size
+        out.update(joint_intervals(columns, ratios, **opts))
     except ValueError as exc:
         raise ConfigError(f"stats: {exc}") from None
     return out

@@ -153,9 +153,13 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
     if boot_keys:
         values = np.stack([arrays[k] for k in boot_keys], axis=1)  # samples × metrics, NaN where not ok
         unit_of = np.arange(n_all) if labels is None else labels
-        out.update(_bootstrap(boot_keys, values, unit_of, clustered=labels is not None, resamples=int(resamples),
-                              confidence=confidence, seed=seed, method=method))
-    return {k: out[k] for k in arrays}
+        plan = _bootstrap(boot_keys, values, unit_of, clustered=labels is not None, resamples=int(resamples),
+                          confidence=confidence, seed=seed, method=method)
+        if _PLANS:  # inside joint_intervals: drawn once with the ratio intervals' plan
+            _PLANS[-1].append((plan, out))
+        else:
+            out.update(_resample(seed, int(resamples), [plan])[0])
+    return out if _PLANS else {k: out[k] for k in arrays}
 
 
 def _few_clusters(g: int) -> str:
@@ -200,6 +204,54 @@ def shared_draws() -> Iterator[None]:
         yield
     finally:
         _SHARED.pop()
+
+
+#: inside :func:`joint_intervals`: the plans the interval functions leave to be drawn together
+_PLANS: list[list[tuple[Iterator[Any], dict[str, Any]]]] = []
+
+
+def _resample(seed: int, resamples: int, plans: list[Iterator[Any]]) -> list[dict[str, Interval]]:
+    """Run every plan over one seeded draw: each chunk of resample counts is made once and given to
+    every plan over the same number of units (plans over another number draw their own)."""
+    takes: dict[int, list[Any]] = {}
+    for plan in plans:
+        g, take = next(plan)
+        takes.setdefault(g, []).append(take)
+    for g, group in takes.items():
+        for start, size, c in _draws(seed, g, resamples):
+            for take in group:
+                take(start, size, c)
+    results = []
+    for plan in plans:
+        try:
+            next(plan)
+        except StopIteration as done:
+            results.append(done.value)
+    return results
+
+
+def joint_intervals(means: Mapping[str, Sequence[float | None]],
+                    ratios: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
+                    clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
+                    seed: int = 0, method: str = "percentile") -> dict[str, Interval]:
+    """:func:`ratio_intervals` of ``ratios`` and :func:`mean_intervals` of ``means`` over the same records,
+    from one pass over one seeded draw at any size: each chunk of resample counts is drawn once and
+    given to both (the draw is never held whole, so memory stays bounded), and every interval is
+    exactly what its own function gives. Ratio keys first, then the means."""
+    _PLANS.append([])
+    try:
+        out = dict(ratio_intervals(ratios, clusters=clusters, resamples=resamples, confidence=confidence,
+                                   seed=seed)) if ratios else {}
+        out.update(mean_intervals(means, clusters=clusters, resamples=resamples, confidence=confidence, seed=seed,
+                                  method=method))
+        pending = _PLANS[-1]
+    finally:
+        _PLANS.pop()
+    for (_, into), result in zip(pending, _resample(int(seed), int(resamples), [plan for plan, _ in pending])):
+        into.update(result)
+        out.update(result)
+    order = [*ratios, *means]
+    return {k: out[k] for k in order}
 
 
 def _draws(seed: int, groups: int, resamples: int) -> Iterator[tuple[int, int, Any]]:
@@ -269,11 +321,13 @@ def _counts(rng, groups: int, size: int):
 
 
 def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: int, confidence: float, seed: int,
-               method: str) -> dict[str, Interval]:
+               method: str) -> Iterator[Any]:
     """Bootstrap means of every column of ``values`` (samples × metrics, NaN where a sample is not ok).
 
     The units resampled are the samples (or the clusters in ``unit_of``), one draw for every
-    column; a column's mean in a resample is over its ok samples in that resample.
+    column; a column's mean in a resample is over its ok samples in that resample. A plan for
+    :func:`_resample`: it yields ``(units, take)``, is given every chunk of the draw through
+    ``take(start, size, counts)``, then returns the intervals.
     """
     import numpy as np
 
@@ -300,9 +354,12 @@ def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: 
 
     boot = np.empty((resamples, v.shape[1]))
     sums32, sizes32 = sums.astype(np.float32), sizes.astype(np.float32)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for start, size, c in _draws(seed, g, resamples):
+
+    def take(start: int, size: int, c: Any) -> None:
+        with np.errstate(invalid="ignore", divide="ignore"):
             boot[start:start + size] = (c @ sums32).astype(float) / (c @ sizes32)
+
+    yield g, take
 
     alpha = (1 - confidence) / 2
     if method == "percentile":
@@ -430,22 +487,39 @@ def ratio_intervals(ratios: Mapping[str, tuple[Sequence[float], Sequence[float]]
     g = int(cluster_of.max()) + 1
     parts = np.zeros((g, len(columns)))
     np.add.at(parts, cluster_of, np.stack(columns, axis=1))
+    plan = _ratio_plan(boot_keys, parts, g, clusters is not None, int(resamples), confidence, n_of, value_of)
+    if _PLANS:  # inside joint_intervals: drawn once with the mean intervals' plan
+        _PLANS[-1].append((plan, out))
+        return out
+    out.update(_resample(seed, int(resamples), [plan])[0])
+    return {k: out[k] for k in ratios}
+
+
+def _ratio_plan(boot_keys: list[str], parts, g: int, clustered: bool, resamples: int, confidence: float,
+                n_of: dict[str, int], value_of: dict[str, float]) -> Iterator[Any]:
+    """The ratio intervals as a plan for :func:`_resample` (see :func:`_bootstrap`)."""
+    import numpy as np
+
     parts32 = parts.astype(np.float32)
-    boot = np.empty((int(resamples), len(boot_keys)))
-    for start, size, c in _draws(seed, g, int(resamples)):
+    boot = np.empty((resamples, len(boot_keys)))
+
+    def take(start: int, size: int, c: Any) -> None:
         s = (c @ parts32).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             boot[start:start + size] = s[:, 0::2] / s[:, 1::2]
+
+    yield g, take
+    out: dict[str, Interval] = {}
     alpha = (1 - confidence) / 2
-    label = "cluster-percentile" if clusters is not None else "percentile"
+    label = "cluster-percentile" if clustered else "percentile"
     for j, key in enumerate(boot_keys):
         col = boot[:, j]
         kept = col[np.isfinite(col)]
         dropped = len(col) - len(kept)
         notes = [f"{dropped} of {len(col)} resamples had an empty denominator and were left out"] if dropped else []
-        if clusters is not None and g < FEW_CLUSTERS:
+        if clustered and g < FEW_CLUSTERS:
             notes.append(_few_clusters(g))
         lo, hi = np.quantile(kept, [alpha, 1 - alpha])
         out[key] = Interval(value_of[key], float(kept.std(ddof=1)), float(lo), float(hi), n_of[key], label,
-                            confidence, g if clusters is not None else None, "; ".join(notes) or None)
-    return {k: out[k] for k in ratios}
+                            confidence, g if clustered else None, "; ".join(notes) or None)
+    return out
