@@ -10,13 +10,16 @@
    process — ``scipy.stats.bootstrap`` called once per metric, vectorised, percentile — and
    checks that both give intervals within resampling error of each other.
 
-Nothing is asserted; figures are printed.
+No timing is asserted; figures are printed. The script exits 1 unless it measured what it names:
+every real run scored records and gave an interval to every aggregate, and the synthetic runs gave
+all 2M intervals within half a standard error of scipy's (``--broken``: a run with no metric).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -25,7 +28,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def real_runs(data_dir: Path) -> None:
+PROBLEMS: list[str] = []
+
+
+def real_runs(data_dir: Path, broken: bool = False) -> None:
     from hydra import compose, initialize_config_dir
 
     from ragexp.core.scoring import aggregate, build_metrics, check_fields, score
@@ -35,7 +41,8 @@ def real_runs(data_dir: Path) -> None:
     for overrides in (["dataset.system=strong"],
                       ["dataset=squad2", "retriever=bm25", "retriever.top_k=5", "generator=extractive"]):
         with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-            cfg = compose("config", overrides=[f"data_dir={data_dir}", *overrides])
+            cfg = compose("config", overrides=[f"data_dir={data_dir}", *overrides,
+                                               *(["metric=[hit_rate]", "dataset.limit=1"] if broken else [])])
         ds = load_dataset(cfg.dataset)
         records = ds.records
         specs, all_that_apply = build_metrics(cfg.metric, cfg.matcher)
@@ -57,6 +64,10 @@ def real_runs(data_dir: Path) -> None:
             t = time.perf_counter()
             intervals = uncertainty_step(specs, scores, records, settings, ds)
             times.append(time.perf_counter() - t)
+        with_ci = [k for k, iv in intervals.items() if iv.ci_low is not None]
+        if not records or len(with_ci) < 5:
+            PROBLEMS.append(f"{ds.name}: {len(records)} records, {len(with_ci)} of {len(intervals)} aggregates with "
+                            "an interval: not the run this benchmark names")
         methods = {}
         for iv in intervals.values():
             methods[iv.method] = methods.get(iv.method, 0) + 1
@@ -81,24 +92,32 @@ def synthetic(n: int, m: int, resamples: int) -> None:
                               batch=max(1, 4_000_000 // n), random_state=rng).confidence_interval
            for k, v in cont.items()}
     t_ref = time.perf_counter() - t
+    if len(ours) != 2 * m or any(ours[k].ci_low is None for k in ours):
+        PROBLEMS.append(f"synthetic {n}: {len(ours)} intervals, not {2 * m}")
     worst = max(max(abs(ours[k].ci_low - ref[k].low), abs(ours[k].ci_high - ref[k].high)) / stats.sem(cont[k])
                 for k in cont)
     print(f"synthetic {n:,} samples x {m} continuous + {m} 0/1 metrics, {resamples:,} resamples: "
           f"ragexp {t_ours:.3f} s (all {2 * m}); scipy.stats.bootstrap per metric {t_ref:.3f} s (the {m} continuous "
           f"ones only); ratio {t_ref / t_ours:.1f}x; largest CI-end gap {worst:.3f} standard errors")
+    if not worst < 0.5:
+        PROBLEMS.append(f"synthetic {n}: intervals {worst:.2f} standard errors from scipy's")
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--resamples", type=int, default=10_000)
+    parser.add_argument("--broken", action="store_true", help="a run with one record and one 0/1 metric: must exit 1")
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     for n, m in ((50, 20), (300, 20), (3000, 20)):
         synthetic(n, m, args.resamples)
-    real_runs(Path(args.data_dir).resolve())
+    real_runs(Path(args.data_dir).resolve(), args.broken)
+    for problem in PROBLEMS:
+        print(f"bench_intervals: FAILED: {problem}", file=sys.stderr)
+    return 1 if PROBLEMS else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -7,11 +7,15 @@ CPU) on the run's plain per-sample columns, as ``python -m ragexp`` does them: w
 ``metrics.png`` + ``histograms.png`` the first time and again. The ratio to the tables is printed.
 
     python benchmarks/bench_plots.py
+    python benchmarks/bench_plots.py --broken   # a run with no sample: exits 1
+
+It exits 1 unless it drew both pictures of a run with samples.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,7 +29,7 @@ def timed(fn, *args, **kwargs):
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def main() -> None:
+def main() -> int:
     from hydra import compose, initialize_config_dir
 
     from ragexp.common.paths import conf_dir
@@ -37,10 +41,12 @@ def main() -> None:
         cfg = compose(config_name="config", overrides=["progress=false"])
     outcome = execute(cfg, save=False, show=False)
     full, summary = outcome.per_sample, outcome.summary
+    if "--broken" in sys.argv[1:]:  # a run with no sample: nothing worth drawing, the script must exit 1
+        full, summary = {k: [] for k in full}, {**summary, "n_samples": 0, "metrics": {}, "intervals": {}}
     folder = Path(tempfile.mkdtemp(prefix="bench_plots_"))
 
     def tables():
-        (folder / "per_sample_full.json").write_text(split_json(full))
+        (folder / "per_sample_full.json").write_text(split_json(full))  # the JSON baseline (runs write Parquet)
         (folder / "per_sample.json").write_text(split_json(table_columns(full)))
 
     _, base_wall, base_cpu = timed(tables)
@@ -57,7 +63,13 @@ def main() -> None:
                             ("the same, again", again_wall, again_cpu)):
         print(f"{name:<34}{wall:>9.3f}{cpu:>9.3f}{cpu / base_cpu:>16.1f}")
     print(f"tracking.plots=true adds {imp_cpu + first_cpu:.2f} s CPU to a run; tracking.plots=false skips it all")
+    drawn = [f for f in ("metrics.png", "histograms.png") if (folder / f).is_file() and (folder / f).stat().st_size > 1000]
+    if len(drawn) != 2 or summary["n_samples"] < 1:
+        print(f"bench_plots: FAILED: drew {drawn or 'nothing'} from {summary['n_samples']} samples, not the run's "
+              "two pictures", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import sys
 import time
 from pathlib import Path
 
@@ -32,18 +33,22 @@ def _best(fn, repeat: int = 3) -> tuple[float, object]:
     return best, out
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--out", default="/tmp/ragexp_bench_read_table.csv")
+    ap.add_argument("--broken", action="store_true", help="no Tonic run files: must exit 1")
     args = ap.parse_args()
 
     import pandas as pd
 
     from ragexp.datasets.base import read_delimited
 
-    runs = sorted((Path(args.data_dir) / "tonic_paul_graham" / "runs").glob("*.csv"))
+    runs = sorted((Path(args.data_dir) / "tonic_paul_graham" / ("missing" if args.broken else "runs")).glob("*.csv"))
+    if not runs:
+        print(f"bench_read_table: FAILED: no Tonic run files under {args.data_dir}: nothing to read", file=sys.stderr)
+        return 1
     header, body = None, []
     for f in runs:
         rows = list(csv.reader(io.StringIO(f.read_text(encoding="utf-8"), newline="")))
@@ -67,7 +72,12 @@ def main() -> None:
                     ("pandas dtype=str, keep_default_na=False", t_text),
                     ("pandas with type guessing (previous)", t_old)):
         print(f"  {name:42s} {len(ours) / t:>10,.0f} rows/s  {t * 1e3:8.1f} ms  ratio to read_delimited {t / t_ours:5.2f}")
+    if len(ours) != args.rows or not same:
+        print(f"bench_read_table: FAILED: read {len(ours)} rows of {args.rows}; same cells as pandas: {same}",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

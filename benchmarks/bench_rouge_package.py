@@ -43,7 +43,7 @@ def _package_relation(rouge, retrieved, truths, threshold=0.7):
     return matching / len(retrieved), len(hit) / len(distinct)
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--records", type=int, default=2000)
@@ -75,7 +75,11 @@ def main() -> None:
     print(f"rouge_package matcher : {len(records)} records in {t_ours:.2f} s = {rate_ours:,.0f} records/s")
     print(f"rouge package loop    : {n} records in {t_pkg:.2f} s = {rate_pkg:,.1f} records/s")
     print(f"ratio                 : {rate_ours / rate_pkg:,.0f}x; identical precision and recall on {same} of {n} records")
+    if n < 1 or same != n:
+        print(f"bench_rouge_package: FAILED: identical on {same} of {n} records compared", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Big runs: 10k / 50k / 100k records with the default suite, this tree against a baseline tree.
+
+    git worktree add /work/base e33855c        # the baseline: any checkout of ragexp
+    python benchmarks/bench_scale.py --base /work/base [--sizes 10000,50000,100000]
+
+Workload: SQuAD v2's answerable questions repeated (ids made unique) up to the size: the gold
+paragraph and the next paragraph as retrieved contexts (with ids), the first answer text as the
+answer, all the answer texts as references; one JSONL file per size. Each case runs in its own
+process (``PYTHONPATH`` = the tree), one after the other, baseline then this tree:
+
+- ``evaluate``: ``ragexp.evaluate(path, log=False)``;
+- ``cli-nolog``: ``python -m ragexp dataset=mapped … tracking.enabled=false`` (results folder only);
+- ``cli-log``: the same run logged to a fresh SQLite store.
+
+Printed per case: wall seconds, CPU seconds (user + system of the process and its children),
+peak RSS (the largest of the process and its children, from ``getrusage``), and the disk the run
+left (the results folder, the store and its artifacts). It exits 1 unless every run scored every
+record (``n_samples`` equal to the size) with the same metric values in both trees;
+``--broken`` gives it a file with a missing query, so it must fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("RAGEXP_DATA_DIR", HERE.parent / "shared" / "data")).resolve()
+
+EVALUATE = r"""
+import json, sys
+import ragexp
+out = ragexp.evaluate(sys.argv[1], log=False, progress=False)
+print("RESULT " + json.dumps({"n": out.summary["n_samples"], "metrics": out.summary["metrics"]}))
+"""
+
+
+def make_records(path: Path, n: int, broken: bool = False) -> None:
+    d = json.loads((DATA / "squad2" / "dev-v2.0.json").read_text(encoding="utf-8"))
+    paragraphs, questions = [], []
+    for ai, article in enumerate(d["data"]):
+        for pi, para in enumerate(article["paragraphs"]):
+            paragraphs.append((f"{ai}-{pi}", para["context"]))
+            for qa in para["qas"]:
+                if qa["answers"]:
+                    questions.append((len(paragraphs) - 1, qa["question"], [a["text"] for a in qa["answers"]]))
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            p, question, answers = questions[i % len(questions)]
+            (gold_id, gold), (other_id, other) = paragraphs[p], paragraphs[(p + 1) % len(paragraphs)]
+            rec = {"id": f"q{i}", "query": "" if broken and i == n // 2 else question, "answer": answers[0],
+                   "reference_answers": answers, "contexts": [gold, other], "context_ids": [gold_id, other_id],
+                   "gt_contexts": [gold], "gt_context_ids": [gold_id]}
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
+def disk(*paths: Path) -> int:
+    """Bytes on disk (hard links counted once)."""
+    seen, total = set(), 0
+    for root in paths:
+        for p in ([root] if root.is_file() else root.rglob("*") if root.exists() else []):
+            if p.is_file() and not p.is_symlink():
+                st = p.stat()
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_blocks * 512
+    return total
+
+
+def measure(cmd: list[str], tree: Path, cwd: Path) -> tuple[dict, str]:
+    """Run ``cmd`` in a child that reports its own and its children's usage: wall, CPU, peak RSS."""
+    probe = ("import json, resource, subprocess, sys, time\n"
+             "t = time.perf_counter()\n"
+             "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+             "wall = time.perf_counter() - t\n"
+             "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+             "sys.stderr.write(p.stderr)\n"
+             "print(p.stdout)\n"
+             "print('USAGE ' + json.dumps({'rc': p.returncode, 'wall': wall, 'cpu': u.ru_utime + u.ru_stime, "
+             "'rss_mb': u.ru_maxrss / 1024}))\n")
+    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.run([sys.executable, "-c", probe, *cmd], cwd=cwd, env=env, capture_output=True, text=True)
+    usage = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("USAGE "))[6:])
+    return usage, proc.stdout + proc.stderr
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", type=Path, required=True)
+    ap.add_argument("--sizes", default="10000,50000,100000")
+    ap.add_argument("--cases", default="evaluate,cli-nolog,cli-log")
+    ap.add_argument("--broken", action="store_true")
+    a = ap.parse_args()
+    trees = {"base": a.base.resolve(), "this": HERE}
+    root = Path(tempfile.mkdtemp(prefix="bench_scale_"))
+    problems: list[str] = []
+    print(f"bench_scale: work in {root}; load average at start {load()}", flush=True)
+    for n in map(int, a.sizes.split(",")):
+        data = root / f"records_{n}.jsonl"
+        make_records(data, n, a.broken)
+        figures: dict[tuple[str, str], dict] = {}
+        for case in a.cases.split(","):
+            for name, tree in trees.items():
+                work = root / f"{n}_{case}_{name}"
+                work.mkdir()
+                if case == "evaluate":
+                    cmd = [sys.executable, "-c", EVALUATE, str(data)]
+                else:
+                    cmd = [sys.executable, "-m", "ragexp", "dataset=mapped", f"dataset.path={data}", "progress=false",
+                           f"data_dir={DATA}", "hydra.run.dir=out",
+                           "tracking.enabled=false" if case == "cli-nolog" else f"tracking.uri=sqlite:///{work}/mlflow.db"]
+                usage, out = measure(cmd, tree, work)
+                usage["disk_mb"] = disk(work / "out", work / "mlflow.db", work / "mlruns") / 2 ** 20
+                figures[(case, name)] = usage
+                if usage["rc"] != 0:
+                    problems.append(f"{n} {case} {name}: exit {usage['rc']}: {out.strip().splitlines()[-1:]}")
+                    continue
+                if case == "evaluate":
+                    result = json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[7:])
+                else:
+                    result = json.loads((work / "out" / "summary.json").read_text())
+                    result = {"n": result["n_samples"], "metrics": result["metrics"]}
+                usage["metrics"] = {k: v for k, v in result["metrics"].items() if not k.startswith("latency")}
+                if result["n"] != n:
+                    problems.append(f"{n} {case} {name}: scored {result['n']} records, not {n}")
+                print(f"  {n:>7,} {case:<9} {name:<4}: {usage['wall']:7.1f} s wall, {usage['cpu']:7.1f} s CPU, "
+                      f"peak RSS {usage['rss_mb']:6.0f} MB, disk {usage['disk_mb']:6.1f} MB; load {load()}", flush=True)
+            b, t = figures.get((case, "base")), figures.get((case, "this"))
+            if b and t and "metrics" in b and "metrics" in t:
+                if b["metrics"] != t["metrics"]:
+                    problems.append(f"{n} {case}: metric values differ from the baseline's")
+                print(f"  {n:>7,} {case:<9} this/base: wall {t['wall'] / b['wall']:.2f}x, CPU {t['cpu'] / b['cpu']:.2f}x, "
+                      f"RSS {t['rss_mb'] / b['rss_mb']:.2f}x, disk {t['disk_mb'] / max(b['disk_mb'], 1e-9):.2f}x",
+                      flush=True)
+        for name in trees:
+            log, nolog = figures.get(("cli-log", name)), figures.get(("cli-nolog", name))
+            if log and nolog and log["rc"] == nolog["rc"] == 0:
+                print(f"  {n:>7,} {name}: CLI peak RSS with logging / without: {log['rss_mb'] / nolog['rss_mb']:.2f}x")
+    print(f"load average at the end {load()}")
+    for p in problems:
+        print(f"bench_scale: FAILED: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
