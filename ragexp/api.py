@@ -122,7 +122,7 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     When every judge metric failed on every sample, :class:`~ragexp.errors.JudgeFailed` is raised
     with the result (each sample's status and reason) as its ``.result``.
     """
-    from ragexp.common.paths import conf_dir
+    from ragexp.common.paths import conf_dir, plain
     from ragexp.errors import ConfigError, JudgeFailed
     from ragexp.workflow.runner import execute
 
@@ -184,8 +184,8 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
         from ragexp.datasets.mapped import load_in_memory
 
         ds = cfg.dataset
-        dataset = load_in_memory(in_memory, columns=_plain(ds.get("columns")),
-                                 json_fields=_plain(ds.get("json_fields", "auto")), name=ds.get("name") or "dataframe",
+        dataset = load_in_memory(in_memory, columns=plain(ds.get("columns")),
+                                 json_fields=plain(ds.get("json_fields", "auto")), name=ds.get("name") or "dataframe",
                                  limit=ds.get("limit"), label=ds.get("label"), split=ds.get("split", "all"),
                                  split_fraction=ds.get("split_fraction", 0.5), split_seed=ds.get("split_seed", 0))
     try:
@@ -328,12 +328,6 @@ def _apply(cfg: Any, settings: Mapping[str, Any]) -> None:
             OmegaConf.update(cfg, key, value, merge=False, force_add=True)
         except OmegaConfBaseException as exc:
             raise ConfigError(f"{key}={value!r}: {' '.join(str(exc).split())}") from None
-
-
-def _plain(node: Any) -> Any:
-    from omegaconf import DictConfig, ListConfig, OmegaConf
-
-    return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
 
 
 @dataclass(eq=False, repr=False)

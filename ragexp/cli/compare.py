@@ -15,7 +15,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp.common.paths import conf_dir
+from ragexp.common.paths import conf_dir, plain
 from ragexp.errors import ConfigError, RagexpError, TrackingError
 
 
@@ -35,11 +35,11 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
         if OmegaConf.is_missing(cfg, role) or cfg.get(role) in (None, ""):
             raise ConfigError(f"say which run is the {role}: {role}=<run id | run name>")
     allowances, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
-    stats = stats_settings(OmegaConf.to_container(cfg.stats, resolve=True) if cfg.get("stats") else None)
+    stats = stats_settings(plain(cfg.get("stats")))
     confidence = stats["confidence"]
     regressions = count_setting(cfg.get("regressions", 10), "regressions")  # before the store is read
     min_match = fraction_setting(cfg.get("min_match_fraction", 0.9), "min_match_fraction")
-    tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
+    tracking = plain(cfg.get("tracking")) or {}
     uri = resolve_uri(tracking.get("uri"))
     client, runs = read_runs(uri, {"baseline": cfg.baseline, "candidate": cfg.candidate})
     baseline, candidate = runs["baseline"], runs["candidate"]

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from ragexp.common.paths import conf_dir
+from ragexp.common.paths import conf_dir, plain
 from ragexp.errors import ConfigError, RagexpError
 
 HOST = "127.0.0.1"
@@ -186,7 +186,7 @@ def serve(uri: str, *, port: int = 5000, workers: int = 1, wait_s: float = 120, 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="ui")
 def _app(cfg: DictConfig) -> None:
-    tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
+    tracking = plain(cfg.get("tracking")) or {}
     try:
         uri = choose_store(tracking.get("uri"), cfg.get("folder"))
         if not isinstance(cfg.port, int) or isinstance(cfg.port, bool) or not 0 <= cfg.port <= 65535:

@@ -12,6 +12,7 @@ the same files as ``ragexp/conf/`` (``pyproject.toml`` maps one onto the other),
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # ragexp/
 
@@ -35,3 +36,11 @@ def launch_dir() -> Path:
     except Exception:  # noqa: BLE001 - Hydra absent or not running
         pass
     return Path.cwd()
+
+
+def plain(node: Any) -> Any:
+    """A config node (OmegaConf's DictConfig or ListConfig) as plain dicts and lists, resolved; any
+    other value as it is (None stays None)."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node

@@ -151,11 +151,6 @@ def hide_overrides(argv: list[str], environ: dict[str, str] | None = None) -> li
     return out
 
 
-def holds_secret(text: str) -> bool:
-    """Whether :func:`scrub` would change ``text``."""
-    return scrub(text) != text
-
-
 def _cell_scrubber() -> Any:
     """``clean(cell)``: a text cell scrubbed (each distinct text once), any other cell as it is."""
     secrets = _env_secrets()

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from ragexp.common.paths import plain
 from ragexp.errors import ConfigError, FieldsError
 from ragexp.metrics.base import MetricInfo, Score, info_for, mean_ok, status_counts
 from ragexp.common.records import Record, present_fields
@@ -64,20 +65,9 @@ def _variant_label(param: str, value: Any) -> str:
     return str(value)
 
 
-def _plain(value: Any) -> Any:
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-
-        if isinstance(value, (DictConfig, ListConfig)):
-            return OmegaConf.to_container(value, resolve=True)
-    except ImportError:  # pragma: no cover
-        pass
-    return value
-
-
 def build_metrics(metric_cfg: Mapping[str, Any] | None, matcher_cfg: Any = None) -> tuple[list[MetricSpec], bool]:
     """Specs for every metric in the ``metric`` node, and whether the suite asks for "all that apply"."""
-    metric_cfg = _plain(metric_cfg) or {}
+    metric_cfg = plain(metric_cfg) or {}
     all_that_apply = bool(metric_cfg.get("_all_that_apply_", False))
     specs: list[MetricSpec] = []
     for key, node in metric_cfg.items():
@@ -117,7 +107,7 @@ def build_metrics(metric_cfg: Mapping[str, Any] | None, matcher_cfg: Any = None)
 
                 chosen = opts.pop("matcher", None)
                 if chosen is None:
-                    chosen = _plain(matcher_cfg)
+                    chosen = plain(matcher_cfg)
                 if chosen is None:
                     raise ConfigError(f"metric '{key}' needs a matcher: choose one with matcher=<name> "
                                       "(exact_chunk, exact_sentence, rouge_chunk, rouge_sentence)")
