@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from ragexp.report.plots import HEADLINE_MAX, bin_counts, heatmap, headline_metrics, histograms, metric_bars, run_plots
+from ragexp.report.plots import HEADLINE_MAX, heatmap, headline_metrics, histograms, metric_bars, run_plots
 from ragexp.core.results import status_column
 
 
@@ -89,12 +89,3 @@ def test_plain_columns_draw_the_pictures_a_dataframe_draws(tmp_path):
     assert [p.name for p in drawn[1]] == ["metrics.png", "histograms.png"]
     for a, b in zip(*drawn):
         assert a.read_bytes() == b.read_bytes(), a.name
-
-
-@pytest.mark.parametrize("lo, hi", [(0.0, 1.0), (0.0, 100.0), (-1.0, 1.0)])
-def test_histogram_bins_count_as_numpy_does(lo, hi):
-    import numpy as np
-
-    edges = [lo + (hi - lo) * j / 10 for j in range(11)]  # every edge, as the data often hits them (0.3, 0.7)
-    values = edges + [lo + (hi - lo) * j / 37 for j in range(38)] + [lo - 1, hi + 1]
-    assert bin_counts(values, lo, hi) == np.histogram(values, bins=10, range=(lo, hi))[0].tolist()

@@ -10,26 +10,6 @@ from pathlib import Path
 from typing import Any
 
 
-def pyplot() -> Any:
-    """``matplotlib.pyplot``, set to the Agg backend (no display needed)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_png(fig: Any, path: str | Path, *, tight: bool = True, dpi: int = 120) -> Path:
-    """Write ``fig`` to ``path`` as a PNG readable in the MLflow UI, then free it (``tight``: cropped to
-    what is drawn, at the cost of drawing twice)."""
-    plt = pyplot()
-    path = Path(path)
-    fig.savefig(path, format="png", dpi=dpi, bbox_inches="tight" if tight else None)
-    plt.close(fig)
-    return path
-
-
 def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
     """A sweep's leaderboard as a forest plot: one line per child run, best at the top.
 
@@ -38,11 +18,9 @@ def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
     cannot be told apart from the best is grey. A dashed line marks the best mean; the text at
     the right gives mean [low, high], n and the adjusted p-value.
     """
-    plt = pyplot()
     rows = [r for r in board["rows"] if r.get("mean") is not None]
     level = round(100 * float(board.get("confidence", 0.95)), 2)
-    height = 1.2 + 0.42 * len(rows)
-    fig, ax = plt.subplots(figsize=(10, height))
+    ax = (fig := _figure(10, 1.2 + 0.42 * len(rows))).subplots()
     ys = list(range(len(rows)))[::-1]
     for y, r in zip(ys, rows):
         if r.get("best"):
@@ -82,7 +60,7 @@ def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
     ax.grid(axis="x", alpha=0.3)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    return save_png(fig, path)
+    return _save(fig, path, dpi=120, tight=True)
 
 
 def _short_label(name: str, width: int = 48) -> str:
@@ -117,10 +95,9 @@ def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Pat
         else:
             unbounded.append((r["key"], r, 1.0))
     panels = [p for p in (bounded, unbounded) if p]
-    plt = pyplot()
     heights = [max(1.2, 0.32 * len(p) + 0.6) for p in panels]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, sum(heights) + 0.9), squeeze=False,
-                             gridspec_kw={"height_ratios": heights})
+    fig = _figure(7.5, sum(heights) + 0.9)
+    axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights})
     colours = {"better": "#1a9641", "worse": "#d7191c"}
     for ax, panel in zip(axes[:, 0], panels):
         for y, (label, r, width) in enumerate(reversed(panel)):
@@ -145,7 +122,7 @@ def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Pat
                  f"green/red = significantly better/worse (Holm), grey = within the noise; ↓ = lower is better",
                  fontsize=9.5)
     fig.tight_layout()
-    return save_png(fig, path)
+    return _save(fig, path, dpi=120, tight=True)
 
 
 def _num(value: float) -> str:
@@ -234,8 +211,8 @@ _PNG = {"compress_level": 1}
 
 
 def _figure(width: float, height: float) -> Any:
-    """A figure outside pyplot (no global state to close, no backend to choose: ``savefig`` draws a bare
-    Figure with Agg for a PNG), so a run's two pictures never import pyplot (~0.15 s)."""
+    """A figure outside pyplot: no global state to close, no backend to choose (``savefig`` draws a bare
+    Figure with Agg for a PNG)."""
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height))
@@ -246,9 +223,10 @@ def _title(fig: Any, height: float, text: str) -> None:
     fig.text(0.012, 1 - 0.12 / height, text, fontsize=10, ha="left", va="top")
 
 
-def _save(fig: Any, path: str | Path, dpi: int) -> Path:
+def _save(fig: Any, path: str | Path, dpi: int, tight: bool = False) -> Path:
+    """``fig`` as a PNG at ``path`` (``tight``: cropped to what is drawn, at the cost of drawing twice)."""
     path = Path(path)
-    fig.savefig(path, format="png", dpi=dpi, pil_kwargs=_PNG)
+    fig.savefig(path, format="png", dpi=dpi, pil_kwargs=_PNG, bbox_inches="tight" if tight else None)
     return path
 
 
@@ -313,20 +291,6 @@ def _column(table: Any, name: str) -> list[Any] | None:
     return list(table[name]) if name in names else None
 
 
-def bin_counts(values: list[float], lo: float, hi: float, bins: int = 10) -> list[int]:
-    """How many of ``values`` fall in each of ``bins`` equal bins over [lo, hi], as ``numpy.histogram``
-    counts them: each bin holds [edge, next edge), the last one [edge, hi]; values outside are left out."""
-    import bisect
-
-    step = (hi - lo) / bins
-    edges = [j * step + lo for j in range(bins)] + [hi]  # numpy.linspace's edges, to the last bit
-    counts = [0] * bins
-    for v in values:
-        if lo <= v <= hi:
-            counts[min(bisect.bisect_right(edges, v) - 1, bins - 1)] += 1
-    return counts
-
-
 def histograms(per_sample: Any, keys: list[str], title: str, path: str | Path, *, of: int | None = None
                ) -> Path | None:
     """How the per-sample values of the headline metrics spread: one row per metric, its values in ten
@@ -350,6 +314,7 @@ def histograms(per_sample: Any, keys: list[str], title: str, path: str | Path, *
         rows.append((key, kept, total - len(kept)))
     if not rows:
         return None
+    import numpy as np
     from matplotlib.collections import LineCollection, PolyCollection
 
     height = 1.05 + 0.62 * len(rows)
@@ -360,7 +325,7 @@ def histograms(per_sample: Any, keys: list[str], title: str, path: str | Path, *
     for i, (key, values, without) in enumerate(rows):
         base = len(rows) - 1 - i
         lo, hi = ranges[key]
-        counts = bin_counts(values, lo, hi)
+        counts = np.histogram(values, bins=10, range=(lo, hi))[0].tolist()
         tallest = max(counts)
         for j, count in enumerate(counts):
             if count:
@@ -408,29 +373,29 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
 
     if not rows or not keys:
         return None
-    plt = pyplot()
-    import matplotlib.colors as mcolors
+    import matplotlib
+    from matplotlib.patches import Rectangle
 
-    cmap = plt.get_cmap("YlGnBu")
+    cmap = matplotlib.colormaps["YlGnBu"]
     means = [[((iv or {}).get(k) or {}).get("mean") for k in keys] for _, iv in rows]
     ns = [[((iv or {}).get(k) or {}).get("n") for k in keys] for _, iv in rows]
     width = max(6.0, 1.25 * len(keys) + 2.8)
-    fig, ax = plt.subplots(figsize=(width, 1.3 + 0.42 * len(rows)))
+    ax = (fig := _figure(width, 1.3 + 0.42 * len(rows))).subplots()
     headings = []
     for j, key in enumerate(keys):
         column = [m[j] for m in means if m[j] is not None]
         col_ns = {n[j] for n, m in zip(ns, means) if m[j] is not None}
         higher = direction(key)[0]
         lo, hi = (min(column), max(column)) if column else (0.0, 1.0)
-        norm = mcolors.Normalize(lo, hi if hi > lo else lo + 1)
+        norm = matplotlib.colors.Normalize(lo, hi if hi > lo else lo + 1)
         for i, m in enumerate(means):
             if m[j] is None:
-                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="white", edgecolor="0.85"))
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="white", edgecolor="0.85"))
                 ax.text(j, i, "—", ha="center", va="center", fontsize=8, color="0.5")
                 continue
             shade = 0.15 + 0.75 * (norm(m[j]) if higher else 1 - norm(m[j])) if hi > lo else 0.5
             rgba = cmap(shade)
-            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=rgba, edgecolor="white"))
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=rgba, edgecolor="white"))
             dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
             text = _num(m[j]) + (f"\nn={ns[i][j]}" if len(col_ns) > 1 else "")
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
@@ -448,7 +413,7 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
         side.set_visible(False)
     ax.set_title(f"{title}\nmean per child; colour per column, darker is better (↓: lower is better)",
                  fontsize=9.5, loc="left", pad=12)
-    return save_png(fig, path)
+    return _save(fig, path, dpi=120, tight=True)
 
 
 def sweep_heatmap(board: dict[str, Any], summaries: dict[str, dict[str, Any] | None], metric: str,
@@ -476,6 +441,7 @@ def confusion_plot(agreement: dict[str, Any], path: str | Path) -> Path | None:
     if not entries:
         return None
     import numpy as np
+    from matplotlib.patches import Rectangle
 
     size = [max(len(e["judge_levels"]), len(e["human_levels"])) for _, e in entries]
     side = [min(7.0, 1.6 + 0.45 * s) for s in size]
@@ -493,9 +459,8 @@ def confusion_plot(agreement: dict[str, Any], path: str | Path) -> Path | None:
                         color="white" if v > 0.6 * table.max() else "black")
         hv, jv = e["human_levels"], e["judge_levels"]
         for i, h in enumerate(hv):
-            if h in jv:
-                j = jv.index(h)
-                ax.add_patch(_rect(j, i))
+            if h in jv:  # the diagonal of equal values, outlined
+                ax.add_patch(Rectangle((jv.index(h) - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="0.3", linewidth=0.8))
         ax.set_xticks(range(len(jv)), [f"{v:g}" for v in jv], fontsize=7, rotation=90 if len(jv) > 8 else 0)
         ax.set_yticks(range(len(hv)), [f"{v:g}" for v in hv], fontsize=7)
         ax.set_xlabel("judge", fontsize=8)
@@ -506,9 +471,3 @@ def confusion_plot(agreement: dict[str, Any], path: str | Path) -> Path | None:
         head = "—" if iv.get("mean") is None else f"{iv['mean']:.2f}"
         ax.set_title(f"{_short_label(key, 34)}\n{stat} {head}{interval}, n={e['n']}", fontsize=8, loc="left")
     return _save(fig, path, dpi=100)
-
-
-def _rect(j: int, i: int) -> Any:
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="0.3", linewidth=0.8)
