@@ -253,19 +253,10 @@ def check_text(raw: dict[str, Any], source: str | Path, row: int) -> None:
         walk(value, str(key).encode("utf-8", "backslashreplace").decode())
 
 
-def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None = None,
-          label: bool | None = None, corpus: dict[str, str] | None = None, **info: Any) -> Dataset:
-    """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels (with the
-    garbage collector paused: :func:`collector_paused`)."""
-    with collector_paused():
-        return _build(name, source, raws, limit=limit, label=label, corpus=corpus, **info)
-
-
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """The garbage collector waits while a dataset is read: reading makes millions of objects and no
-    reference cycle, and each collection walks every record read so far again (46% of the CPU of
-    reading 100k records)."""
+    reference cycle, and each collection would walk every record read so far again."""
     import gc
 
     enabled = gc.isenabled()
@@ -277,8 +268,11 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None,
-           label: bool | None, corpus: dict[str, str] | None, **info: Any) -> Dataset:
+@collector_paused()
+def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None = None,
+          label: bool | None = None, corpus: dict[str, str] | None = None, **info: Any) -> Dataset:
+    """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels (with the
+    garbage collector paused: :func:`collector_paused`)."""
     records: list[Record] = []
     seen: dict[str, int] = {}
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
