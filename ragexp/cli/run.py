@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -27,13 +28,15 @@ OmegaConf.register_new_resolver("ragexp_launch_id", _launch_id, replace=True)
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def _app(cfg: DictConfig) -> float | None:
     from ragexp.core.gate import GateFailed, floor_failures, read_gate, record_failures
+    from ragexp.tracking.log import RunRecord
     from ragexp.workflow.runner import run
 
     _handle_sigterm()  # again here: joblib's worker processes run jobs without main()
     _die_with_the_launcher()
+    record = RunRecord()  # what was saved and logged, for an interrupt's line
     try:
         max_drop, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
-        summary = run(cfg)
+        summary = run(cfg, record=record)
     except RagexpError as exc:
         from ragexp.common.secrets import scrub
 
@@ -41,7 +44,7 @@ def _app(cfg: DictConfig) -> float | None:
         _close_sweep(exc)
         sys.exit(2)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, no traceback
-        _interrupted(exc)
+        _interrupted(exc, record)
     if max_drop:
         print("ragexp: gate.max_drop needs two runs (python -m ragexp.compare); this run checks gate.min only",
               file=sys.stderr)
@@ -119,7 +122,7 @@ def _die_with_the_launcher(every: float = 1.0, grace: float = 20.0) -> None:
     threading.Thread(target=watch, name="ragexp-launcher-watch", daemon=True).start()
 
 
-def _interrupted(exc: BaseException) -> None:
+def _interrupted(exc: BaseException, record: Any = None) -> None:
     """One line saying what stopped the run and what was logged; exit 130 (Ctrl-C) or 143 (SIGTERM)."""
     from ragexp.tracking.log import interrupt_report
 
@@ -128,7 +131,7 @@ def _interrupted(exc: BaseException) -> None:
     what = "terminated (SIGTERM)" if term else "interrupted"
     from ragexp.common.secrets import scrub
 
-    print(scrub(f"ragexp: {what}{said}. {interrupt_report()}"), file=sys.stderr)
+    print(scrub(f"ragexp: {what}{said}. {interrupt_report(record)}"), file=sys.stderr)
     _close_sweep(Terminated("SIGTERM") if _SIGTERM else exc)
     sys.exit(143 if term else 130)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass
 import math
 import os
 import subprocess
@@ -112,9 +113,14 @@ UPLOAD_COMMAND = "python -m ragexp.tracking.upload"
 AGREEMENT_FILE, DISAGREEMENTS_FILE = "agreement.json", "agreement_disagreements.json"
 
 #: What this process saved and logged, for the line an interrupt prints.
-SAVED: list[Path] = []
-LOGGED: list[tuple[str, str]] = []
-CLOSED: list[str] = []  # runs this process created and closed FAILED
+@dataclass
+class RunRecord:
+    """What a run has saved and logged so far, for the line an interrupt prints (:func:`interrupt_report`):
+    the caller makes one and hands it down (``ragexp.workflow.runner.run(cfg, record=...)``)."""
+
+    saved: Path | None = None  # the results folder, once written
+    logged: tuple[str, str] | None = None  # (run_id, uri), once logged
+    closed: str | None = None  # a run this process created and closed FAILED
 
 
 def _write(path: Path, text: Any) -> None:
@@ -179,7 +185,6 @@ def save_results(
                                                      dataset_frame is not None, metrics, extra_metrics, summary,
                                                      hydra_dir, sweep_dir, table_note(n, rows), overrides),
                                            indent=2, ensure_ascii=False))))
-    SAVED.append(folder)
     step(SUMMARY_FILE, lambda: _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2,
                                                                         ensure_ascii=False, default=str)))
     step(CONFIG_FILE, lambda: _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False,
@@ -372,7 +377,7 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
+def log_run(folder: Path, *, uri: str | None = None, record: RunRecord | None = None) -> tuple[str, str]:
     """Log a results folder written by :func:`save_results` as one MLflow run; return ``(run_id, uri)``.
 
     ``uri`` defaults to the store the run was configured for. MLflow's HTTP retries are bounded,
@@ -405,14 +410,16 @@ def log_run(folder: Path, *, uri: str | None = None) -> tuple[str, str]:
         reason = (f"{interrupt_reason(exc)} while logging" if interrupted else f"logging failed: {first_line(exc)}")
         if run_id is not None:
             _close_failed(uri, run_id, reason)
-            CLOSED.append(run_id)
+            if record is not None:
+                record.closed = run_id
         if interrupted:
             raise
         what = f"could not log to {redact_url(uri)} ({first_line(exc)})" if not isinstance(exc, TrackingError) else str(exc)
         raise TrackingError(f"{what}; {later}") from None
     manifest["logged"] = {"run_id": run_id, "tracking_uri": redact_url(uri)}
     _write(folder / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False))
-    LOGGED.append((run_id, uri))
+    if record is not None:
+        record.logged = (run_id, uri)
     return run_id, uri
 
 
@@ -520,35 +527,36 @@ def _close_failed(uri: str, run_id: str, reason: str) -> None:
         pass
 
 
-def interrupt_report() -> str:
+def interrupt_report(record: RunRecord | None = None) -> str:
     """What an interrupted process logged, in one sentence (the second half of the interrupt line).
 
     In a multirun: how many of the sweep's runs finished and are logged, under which parent, in
     which store (read from the store, since joblib's workers log them). Otherwise: the run logged,
     or the folder its results were saved in and the command that logs them, or nothing at all.
     """
+    record = record or RunRecord()
     parent = os.environ.get(PARENT_ENV)
     if parent:
-        return _sweep_report(parent)
-    if LOGGED:
-        return f"MLflow run {LOGGED[-1][0]} was logged to {LOGGED[-1][1]}."
-    if SAVED:
-        folder = SAVED[-1]
-        closed = f" (run {CLOSED[-1]} closed FAILED)" if CLOSED else ""
+        return _sweep_report(parent, record)
+    if record.logged:
+        return f"MLflow run {record.logged[0]} was logged to {record.logged[1]}."
+    if record.saved and (record.saved / MANIFEST_FILE).is_file():
+        folder = record.saved
+        closed = f" (run {record.closed} closed FAILED)" if record.closed else ""
         return f"The results were saved in {folder} but not logged{closed}; log them with: {later_command(folder)}"
     return "No MLflow run was logged: the run had not finished."
 
 
-def _sweep_report(parent: str) -> str:
-    uri = os.environ.get(PARENT_URI_ENV) or (LOGGED[-1][1] if LOGGED else resolve_uri(None))
+def _sweep_report(parent: str, record: RunRecord) -> str:
+    uri = os.environ.get(PARENT_URI_ENV) or (record.logged[1] if record.logged else resolve_uri(None))
     try:
         with bounded_http():
             client = open_client(uri)
             exp = client.get_run(parent).info.experiment_id
             children = client.search_runs([exp], filter_string=f"tags.mlflow.parentRunId = '{parent}'", max_results=5000)
     except BaseException:  # noqa: BLE001 - the store may be what failed; say what is known
-        return (f"{len(LOGGED)} of the sweep's runs finished in this process and were logged under parent run "
-                f"{parent} in {uri}; the parent is closed FAILED.")
+        return (f"The sweep's runs finished so far are logged under parent run {parent} in {uri} (the store "
+                "could not be read to count them); the parent is closed FAILED.")
     done = sum(1 for c in children if c.info.status == "FINISHED")
     return (f"{done} of the sweep's runs finished and are logged under parent run {parent} in {uri} "
             f"({len(children) - done} others FAILED or unfinished); the parent is closed FAILED.")

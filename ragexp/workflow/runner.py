@@ -86,18 +86,19 @@ class Outcome:
     folder: Path | None
 
 
-def run(cfg: DictConfig) -> dict[str, Any]:
+def run(cfg: DictConfig, *, record: Any = None) -> dict[str, Any]:
     """Evaluate the configured dataset and metrics, log the run to MLflow, return the summary."""
-    return execute(cfg).summary
+    return execute(cfg, record=record).summary
 
 
 def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = True, show: bool = True,
-            overrides: Sequence[str] | None = None) -> Outcome:
+            overrides: Sequence[str] | None = None, record: Any = None) -> Outcome:
     """The steps of :func:`run`. ``dataset`` is records already read (``ragexp.evaluate`` on a
     DataFrame), else ``cfg.dataset`` is loaded; ``save=False`` writes nothing (no results folder,
     no MLflow run: the tracking config is ignored); ``show=False`` prints no table (progress bars
     follow ``cfg.progress``); ``overrides``: those ``cfg`` was composed with outside a Hydra job
-    (``ragexp.evaluate``), so its params are those ``python -m ragexp`` logs."""
+    (``ragexp.evaluate``), so its params are those ``python -m ragexp`` logs; ``record``: a
+    :class:`ragexp.tracking.log.RunRecord` told where the results were saved and logged (for an interrupt's line)."""
     started = time.perf_counter()
     bars = bool(cfg.get("progress", True))
     tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
@@ -115,13 +116,13 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
     per_sample = per_sample_columns(records, scored.scores, plan.stats["cluster_by"])  # no pandas
     folder = None
     if save:
-        folder = save_step(cfg, tracking, plan, records, scored, intervals, summary, per_sample, overrides)
+        folder = save_step(cfg, tracking, plan, records, scored, intervals, summary, per_sample, overrides, record)
     if show:
         print_step(plan, records, scored, intervals, summary, folder)
     outcome = Outcome(summary, per_sample, intervals, records, folder)
     judge_failed_step(plan, scored, folder, outcome)
     if save:
-        log_step(tracking, folder, summary)
+        log_step(tracking, folder, summary, record)
     return outcome
 
 
@@ -222,14 +223,17 @@ def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Sco
 
 def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: list[Record], scored: Scored,
               intervals: dict[str, Any], summary: dict[str, Any], per_sample: Any,
-              overrides: Sequence[str] | None = None) -> Path:
+              overrides: Sequence[str] | None = None, record: Any = None) -> Path:
     """Write the results folder (summary, per-sample table, config, what to log) before any logging:
     an MLflow failure at the end loses nothing."""
     from ragexp.tracking.log import save_results
 
     hydra_dir, sweep_dir, job_name = _hydra_paths()
+    folder = results_folder()
+    if record is not None:  # uploadable from its first file on: an interrupt's line names it from then
+        record.saved = folder
     folder = save_results(
-        results_folder(), config=OmegaConf.to_container(cfg, resolve=True), tracking=tracking,
+        folder, config=OmegaConf.to_container(cfg, resolve=True), tracking=tracking,
         run_name=cfg.get("run_name") or job_name, dataset_name=plan.dataset.name,
         dataset_digest=summary["dataset_digest"], dataset_frame=dataset_columns(records),
         per_sample=per_sample,
@@ -333,14 +337,14 @@ def check_store_step(tracking: dict[str, Any]) -> None:
     check_store(resolve_uri(tracking.get("uri")), tracking.get("experiment") or "ragexp")
 
 
-def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any]) -> None:
+def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any], record: Any = None) -> None:
     """Log the saved results folder to MLflow and say where; a failure says how to log it later."""
     if not tracking.get("enabled", True):
         return
     from ragexp.tracking.log import log_run
     from ragexp.tracking.store import resolve_uri, ui_command
 
-    run_id, uri = log_run(folder, uri=resolve_uri(tracking.get("uri")))  # mlflow_run.json keeps it without credentials
+    run_id, uri = log_run(folder, uri=resolve_uri(tracking.get("uri")), record=record)  # mlflow_run.json keeps it without credentials
     summary["run_id"] = run_id
     summary["tracking_uri"] = uri
     from ragexp.common.secrets import redact_url
