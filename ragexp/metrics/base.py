@@ -87,22 +87,11 @@ REGISTRY: dict[str, MetricInfo] = {}
 _BY_FUNCTION: dict[Callable[..., Any], MetricInfo] = {}
 
 
-def register(
-    *,
-    fields: Sequence[str] | None = None,
-    fields_for: Callable[[dict[str, Any]], Sequence[str]] | None = None,
-    level: str = "sample",
-    judge: bool = False,
-    bounds: tuple[float, float] = (0.0, 1.0),
-    higher_is_better: bool = True,
-    variant_params: Sequence[str] = (),
-    name: str | None = None,
-    resolve: Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any]] | None = None,
-    prepare: Callable[..., Any] | None = None,
-    prepare_options: Sequence[str] = (),
-    finish: Callable[..., Any] | None = None,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a metric function under its own name (or ``name``).
+def register(*, fields: Sequence[str] | None = None, fields_for: Callable[[dict[str, Any]], Sequence[str]] | None = None,
+             **settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a metric function under its own name; ``settings`` are :class:`MetricInfo`'s (``level``,
+    ``judge``, ``bounds``, ``higher_is_better``, ``variant_params``, ``resolve``, ``prepare``,
+    ``prepare_options``, ``finish``).
 
     ``fields`` defaults to the names of the function's positional parameters; ``fields_for``
     computes them from the options when an option changes what is read (token metrics'
@@ -112,41 +101,19 @@ def register(
     settled; the runner calls it before checking fields. ``prepare``/``finish`` split the metric
     into a step shared with other metrics and its own arithmetic (see :class:`MetricInfo`).
     """
-    if (prepare is None) != (finish is None):
+    if ("prepare" in settings) != ("finish" in settings):
         raise ValueError("prepare and finish go together")
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        sig = inspect.signature(fn)
-        positional = tuple(
-            p.name for p in sig.parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        )
-        options = {
-            p.name: p.default for p in sig.parameters.values()
-            if p.kind == p.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
-        }
-        info = MetricInfo(
-            name=name or fn.__name__,
-            fn=fn,
-            fields=tuple(fields) if fields is not None else positional,
-            fields_for=(lambda o: tuple(fields_for(o))) if fields_for else None,
-            options=options,
-            level=level,
-            judge=judge,
-            bounds=bounds,
-            higher_is_better=higher_is_better,
-            variant_params=tuple(variant_params),
-            uses_matcher="matcher" in options,
-            resolve=resolve,
-            prepare=prepare,
-            prepare_options=tuple(prepare_options),
-            finish=finish,
-        )
+        params = inspect.signature(fn).parameters.values()
+        options = {p.name: p.default for p in params if p.kind == p.KEYWORD_ONLY and p.default is not p.empty}
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        info = MetricInfo(name=fn.__name__, fn=fn, fields=tuple(positional if fields is None else fields),
+                          fields_for=(lambda o: tuple(fields_for(o))) if fields_for else None, options=options,
+                          uses_matcher="matcher" in options, **settings)
         if info.name in REGISTRY and REGISTRY[info.name].fn is not fn:
             raise RuntimeError(f"metric name '{info.name}' registered twice")
-        REGISTRY[info.name] = info
-        _BY_FUNCTION[fn] = info
-        fn.metric_info = info  # type: ignore[attr-defined]
+        REGISTRY[info.name] = _BY_FUNCTION[fn] = info
         return fn
 
     return deco
