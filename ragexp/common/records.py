@@ -14,8 +14,6 @@ checks every field's type and says exactly where a bad value sits::
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
@@ -241,19 +239,6 @@ def human_labels(value: Any, *, path: str, row: int) -> dict[str, float] | None:
     return out or None
 
 
-def check_records(records: list[Record], *, path: str) -> list[Record]:
-    """Refuse an empty dataset and duplicate ids, naming the rows involved."""
-    if not records:
-        raise DataError("the dataset is empty: expected at least one record", path=path)
-    seen: dict[str, int] = {}
-    for row, rec in enumerate(records, start=1):
-        if rec.id in seen:
-            raise DataError(f"duplicate id '{rec.id}' (first seen at row {seen[rec.id]}); ids must be unique",
-                            path=path, row=row, field="id")
-        seen[rec.id] = row
-    return records
-
-
 def present_fields(records: Iterable[Record]) -> list[str]:
     """Canonical fields that at least one record has (an empty list or answer counts: it is there)."""
     have = set()
@@ -284,13 +269,4 @@ def cluster_labels(records: list[Record], cluster_by: str | None, *, dataset: st
     return [v if isinstance(v, (str, int, float, bool)) else repr(v) for v in labels]
 
 
-def digest(records: Iterable[Record]) -> str:
-    """A short content digest of the records (order-sensitive), for MLflow's dataset tag."""
-    h = hashlib.sha256()
-    for r in records:
-        h.update(json.dumps(r.to_dict(), sort_keys=True, ensure_ascii=False, default=str).encode())
-        h.update(b"\n")
-    return h.hexdigest()[:16]
-
-
-__all__ = ["Record", "FIELDS", "STAGES", "HUMAN_SCALES", "human_labels", "to_record", "check_records", "present_fields", "digest"]
+__all__ = ["Record", "FIELDS", "STAGES", "HUMAN_SCALES", "human_labels", "to_record", "present_fields"]

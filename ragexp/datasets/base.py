@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ragexp.errors import DataError
-from ragexp.common.records import Record, check_records, to_record
+from ragexp.common.records import Record, to_record
 
 
 @dataclass
@@ -285,10 +285,11 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
         if isinstance(raw, dict):
             check_text(raw, source, row)
         record = to_record(raw, path=str(source), row=row)
-        if record.id in seen:  # rows here are the source's own, which check_records cannot know
+        if record.id in seen:
             raise DataError(f"duplicate id '{record.id}' (first seen at row {seen[record.id]}); ids must be unique",
                             path=str(source), row=row, field="id")
         seen[record.id] = row
         records.append(record)
-    check_records(records, path=str(source))
+    if not records:
+        raise DataError("the dataset is empty: expected at least one record", path=str(source))
     return Dataset(name=name, records=records, source=str(source), corpus=corpus, info=info)
