@@ -176,3 +176,19 @@ def test_bad_stats_seed_is_one_line_from_both_commands(module, tmp_path, data_di
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == ["ragexp: error: stats.seed must be a whole number of at least 0, got 'abc'"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("override,line", [
+    ("foo=1", "ragexp: error: Could not override 'foo'. To append to your config use +foo=1 (Key 'foo' is not in struct)"),
+    ("stats=nosuch", "ragexp: error: no option 'nosuch' in group 'stats'; the options are: default"),
+])
+def test_the_compare_command_says_a_config_hydra_cannot_compose_in_one_line(override, line, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "HYDRA_FULL_ERROR")}
+    proc = subprocess.run([sys.executable, "-m", "ragexp.compare", "baseline=a", "candidate=b", override],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [line], proc.stderr
