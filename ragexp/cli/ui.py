@@ -95,11 +95,7 @@ def server_command(uri: str, port: int, workers: int = 1) -> list[str]:
 
 def server_env() -> dict[str, str]:
     """This process's environment with litellm's local price map forced and telemetry off unless set."""
-    env = dict(os.environ)
-    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    for key, value in OFFLINE_ENV.items():
-        env.setdefault(key, value)
-    return env
+    return {**OFFLINE_ENV, **os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def _answers(url: str) -> bool:
@@ -139,7 +135,6 @@ def runs_page(url: str, experiment: str) -> str | None:
     MLflow 3's UI opens an experiment on its GenAI pages until its *Model training* switch is set;
     ``workflowType=machine_learning`` in the address sets it, so the link lands on the runs.
     """
-    import json
     import urllib.error
     import urllib.parse
     import urllib.request
