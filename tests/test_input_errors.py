@@ -358,7 +358,7 @@ def test_mapping_unknown_field(load, csv_run):
         load("mapped", f"dataset.path={csv_run}", "dataset.columns={query: question, contxts: retrieved}")
     assert message(e) == (f"{csv_run}: dataset.columns names an unknown field 'contxts': expected canonical fields "
                           "(id, query, contexts, context_ids, gt_contexts, gt_context_ids, answer, reference_answers, "
-                          "label, latency_s, timings) mapped to the file's column names")
+                          "label, latency_s, timings, human, or human.<metric key>) mapped to the file's column names")
 
 
 def test_mapping_unknown_column(load, csv_run):
