@@ -286,7 +286,7 @@ def creation_lock(uri: str) -> Iterator[None]:
     """Serialise creating and migrating a SQLite store across processes (a lock file beside it).
 
     Two processes that open one fresh ``mlflow.db`` together otherwise both run MLflow's schema
-    migrations and break it (``duplicate column name``, ``_alembic_tmp_* already exists``).
+    migrations and break it (``duplicate column name``, a leftover temporary table: :mod:`ragexp._compat`).
     """
     db = sqlite_path(uri)
     if db is None:
@@ -453,7 +453,7 @@ def open_client(uri: str) -> Any:
 
 def _repair_migration(uri: str, exc: BaseException) -> bool:
     """A SQLite store whose schema upgrade failed half-way (a full disk while ``mlflow.db`` was created)
-    stops every later upgrade at ``table _alembic_tmp_<t> already exists``: drop the leftover copies
+    stops every later upgrade at a leftover temporary table (:mod:`ragexp._compat`): drop the leftover copies
     (:func:`ragexp._compat.drop_leftover_migration_tables`) so MLflow can finish the upgrade; True if it
     did. When it cannot, one line naming the exact fix."""
     from ragexp._compat import ALEMBIC_TMP, drop_leftover_migration_tables
