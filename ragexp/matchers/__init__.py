@@ -33,7 +33,7 @@ from typing import Any, Mapping
 from ragexp.errors import ConfigError
 from ragexp.matchers.base import Matcher, Matches
 from ragexp.matchers.exact import ExactMatcher
-from ragexp.matchers.rouge import IMPLEMENTATIONS, RougeMatcher
+from ragexp.matchers.rouge import RougeMatcher
 from ragexp.matchers.sentences import split_sentences
 
 #: Each matcher's options and their defaults (the same values as ``conf/matcher/<name>.yaml``).
@@ -64,26 +64,13 @@ def build_matcher(cfg: str | Mapping[str, Any] | Matcher) -> Matcher:
         raise ConfigError(f"matcher '{name}' has no option {', '.join(map(repr, unknown))}; "
                           f"its options are: {', '.join(options) or '(none)'}")
     options.update({k: v for k, v in cfg.items() if k in options})
-    if "threshold" in options:
-        t = options["threshold"]
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
-            raise ConfigError(f"matcher '{name}': threshold must be a number in [0, 1], got {t!r}")
-    impl = options.get("implementation")
-    if impl is not None and impl not in IMPLEMENTATIONS:
-        raise ConfigError(f"matcher '{name}': implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {impl!r}")
-    if impl == "rouge_package" and options["use_stemmer"]:
-        raise ConfigError(f"matcher '{name}': use_stemmer is rouge-score's option; implementation "
-                          "'rouge_package' has no stemmer (set use_stemmer=false)")
-    key = (name, *sorted(options.items()))
+    key = (name, repr(sorted(options.items())))
     if key not in _BUILT:
         granularity = name.split("_", 1)[1]
-        if name.startswith("exact"):
-            _BUILT[key] = ExactMatcher(granularity)
-        else:
-            _BUILT[key] = RougeMatcher(granularity, threshold=float(options["threshold"]),
-                                       inclusive=bool(options["inclusive"]),
-                                       use_stemmer=bool(options["use_stemmer"]),
-                                       implementation=impl)
+        try:
+            _BUILT[key] = ExactMatcher(granularity) if name.startswith("exact") else RougeMatcher(granularity, **options)
+        except ValueError as exc:  # the matcher's own check of its options
+            raise ConfigError(f"matcher '{name}': {exc}") from None
     return _BUILT[key]
 
 

@@ -247,10 +247,13 @@ class RougeMatcher(Matcher):
 
     def __init__(self, granularity: str = "chunk", *, threshold: float = 0.7, inclusive: bool = False,
                  use_stemmer: bool = False, implementation: str = "rouge_score"):
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+            raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}")
         if implementation not in IMPLEMENTATIONS:
-            raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
+            raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {implementation!r}")
         if use_stemmer and implementation != "rouge_score":
-            raise ValueError("use_stemmer is rouge-score's option; the rouge package has no stemmer")
+            raise ValueError("use_stemmer is rouge-score's option; implementation 'rouge_package' has no stemmer "
+                             "(set use_stemmer=false)")
         super().__init__(granularity)
         self.name = f"rouge_{granularity}"
         self.threshold = float(threshold)
