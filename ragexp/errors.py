@@ -38,15 +38,9 @@ class DataError(RagexpError):
 
     def __init__(self, message: str, *, path: str | None = None, row: int | None = None,
                  field: str | None = None):
-        where = []
-        if path is not None:
-            where.append(str(path))
-        if row is not None:
-            where.append(f"row {row}")
-        if field is not None:
-            where.append(f"field '{field}'")
-        prefix = ": ".join([", ".join(where)]) if where else ""
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        where = [str(w) for w in (path, None if row is None else f"row {row}", None if field is None else f"field '{field}'")
+                 if w is not None]
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
         self.path, self.row, self.field = path, row, field
 
 
