@@ -289,24 +289,16 @@ def _compose(overrides: tuple[str, ...]) -> Any:
 
 
 def _compose_uncached(overrides: tuple[str, ...]) -> Any:
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from ragexp.common.paths import conf_dir
+    from ragexp.common.paths import compose
     from ragexp.errors import ConfigError, config_error_line
 
-    outer = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
-    GlobalHydra.instance().clear()  # a Hydra app calling evaluate(): its own Hydra is put back below
     try:
-        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            return compose(config_name="config", overrides=list(overrides))
+        return compose(overrides)
     except (HydraException, OmegaConfBaseException) as exc:  # Hydra's message as one line, as the CLI prints it
         raise ConfigError(config_error_line(exc)) from None
-    finally:
-        if outer is not None:
-            GlobalHydra.instance().initialize(outer)
 
 
 def _apply(cfg: Any, settings: Mapping[str, Any]) -> None:

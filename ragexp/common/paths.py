@@ -44,3 +44,19 @@ def plain(node: Any) -> Any:
     from omegaconf import DictConfig, ListConfig, OmegaConf
 
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
+
+
+def compose(overrides: list[str] | tuple[str, ...] = (), *, hydra_config: bool = False) -> Any:
+    """The root config of ragexp's conf dir with ``overrides``, by Hydra's compose API. A Hydra app that is
+    running (a user's ``@hydra.main`` calling ``ragexp.evaluate``) gets its own Hydra back afterwards."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    outer = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            return hydra_compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra_config)
+    finally:
+        if outer is not None:
+            GlobalHydra.instance().initialize(outer)
