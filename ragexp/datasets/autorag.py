@@ -30,18 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from ragexp.errors import DataError
-from ragexp.datasets.base import Dataset, build, existing, plain, read_frame
+from ragexp.datasets.base import Dataset, build, existing, plain, read_frame, require_columns
 
 QA_COLUMNS = ("qid", "query", "generation_gt", "retrieval_gt")
 METRIC_COLUMNS = ("retrieval_f1", "retrieval_recall", "retrieval_precision", "bleu", "meteor", "rouge",
                   "sem_score", "g_eval", "bert_score")
-
-
-def _columns(frame, wanted, p: Path, what: str) -> None:
-    missing = [c for c in wanted if c not in frame.columns]
-    if missing:
-        raise DataError(f"missing column {', '.join(repr(c) for c in missing)}: expected AutoRAG's {what} with "
-                        f"{', '.join(wanted)}; the file has {', '.join(map(str, frame.columns))}", path=str(p))
 
 
 def _flatten(groups: Any, p: Path, row: int) -> list[str]:
@@ -65,10 +58,10 @@ def _flatten(groups: Any, p: Path, row: int) -> list[str]:
 def _retrieval_columns(frame, retrieval: str | None, p: Path) -> tuple[str, str]:
     if retrieval:
         ids, contents = f"retrieved_ids_{retrieval}", f"retrieved_contents_{retrieval}"
-        _columns(frame, (ids, contents), p, f"result table of retrieval module '{retrieval}'")
+        require_columns(frame, (ids, contents), p, f"AutoRAG's result table of retrieval module '{retrieval}'")
         return ids, contents
     if "retrieved_ids" in frame.columns:
-        _columns(frame, ("retrieved_ids", "retrieved_contents"), p, "result table")
+        require_columns(frame, ("retrieved_ids", "retrieved_contents"), p, "AutoRAG's result table")
         return "retrieved_ids", "retrieved_contents"
     suffixes = [c[len("retrieved_ids_"):] for c in frame.columns if str(c).startswith("retrieved_ids_")]
     if len(suffixes) == 1:
@@ -84,13 +77,13 @@ def load_autorag(path: str, *, corpus: str | None = None, result: str | None = N
                  name: str = "autorag", limit: int | None = None, label: bool | None = None) -> Dataset:
     p = existing(path)
     qa = read_frame(p, "parquet")
-    _columns(qa, QA_COLUMNS, p, "QA table")
+    require_columns(qa, QA_COLUMNS, p, "AutoRAG's QA table")
 
     docs: dict[str, str] | None = None
     if corpus:
         cp = existing(corpus, "corpus file")
         table = read_frame(cp, "parquet")
-        _columns(table, ("doc_id", "contents"), cp, "corpus table")
+        require_columns(table, ("doc_id", "contents"), cp, "AutoRAG's corpus table")
         docs = {}
         for row, (doc, text) in enumerate(zip(table["doc_id"], table["contents"]), start=1):
             if not isinstance(doc, str) or not isinstance(text, str):
@@ -103,7 +96,7 @@ def load_autorag(path: str, *, corpus: str | None = None, result: str | None = N
     if result:
         rp = existing(result, "result file")
         table = read_frame(rp, "parquet")
-        _columns(table, ("qid",), rp, "result table")
+        require_columns(table, ("qid",), rp, "AutoRAG's result table")
         ids_col, contents_col = _retrieval_columns(table, retrieval, rp)
         for row, item in enumerate(table.to_dict("records"), start=1):
             out: dict[str, Any] = {"context_ids": plain(item[ids_col]), "contexts": plain(item[contents_col])}

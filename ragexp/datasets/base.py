@@ -205,6 +205,14 @@ def read_frame(path: Path, fmt: str):
         raise DataError(f"unreadable Parquet: {detail}", path=str(path)) from None
 
 
+def require_columns(frame: Any, wanted: tuple[str, ...], path: Path, what: str) -> None:
+    """A DataError naming the columns of ``wanted`` the table lacks, what was expected and what it has."""
+    missing = [c for c in wanted if c not in frame.columns]
+    if missing:
+        raise DataError(f"missing column {', '.join(repr(c) for c in missing)}: expected {what} with "
+                        f"{', '.join(wanted)}; the file has {', '.join(map(str, frame.columns))}", path=str(path))
+
+
 def read_table(path: Path, fmt: str | None = None) -> tuple[list[str], Iterator[tuple[int, Any]]]:
     """(column names, ``(row, item)`` pairs) of a JSONL, JSON-list, CSV, TSV or Parquet file.
 

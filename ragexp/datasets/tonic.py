@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ragexp.errors import DataError
-from ragexp.datasets.base import Dataset, build, existing, read_frame, read_json, text_id
+from ragexp.datasets.base import Dataset, build, existing, read_frame, read_json, require_columns, text_id
 
 
 def _qa_pairs(p: Path) -> list[dict[str, Any]]:
@@ -95,10 +95,7 @@ def load_tonic_run(path: str, *, qa_pairs: str | None = None, essays: str | None
     """One Tonic Validate run CSV; ``qa_pairs`` (a path) adds the gold passages, ``essays`` the corpus."""
     p = existing(path)
     frame = read_frame(p, "csv")
-    missing = [c for c in RUN_COLUMNS if c not in frame.columns]
-    if missing:
-        raise DataError(f"missing column {', '.join(repr(c) for c in missing)}: expected a Tonic Validate run with "
-                        f"{', '.join(RUN_COLUMNS)}; the file has {', '.join(map(str, frame.columns))}", path=str(p))
+    require_columns(frame, RUN_COLUMNS, p, "a Tonic Validate run")
     gold: dict[str, dict[str, Any]] = {}
     if qa_pairs:
         qp = existing(qa_pairs, "qa_pairs file")
