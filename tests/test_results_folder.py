@@ -10,6 +10,7 @@ middle of writing the per-sample table (the integration test).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import signal
@@ -32,16 +33,21 @@ def _records(path: Path, n: int) -> Path:
 
 @pytest.fixture
 def file_size_limit():
-    """``limit(n)``: files of this process stop growing at n bytes (EFBIG) until the test ends."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    """``with file_size_limit(n):`` files of this process stop growing at n bytes (EFBIG) inside the
+    block only: pytest writes its own report (perhaps into a log file larger than n) after it."""
 
-    def limit(n: int) -> None:
+    @contextlib.contextmanager
+    def limit(n: int):
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (n, hard))
+        try:
+            yield
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            signal.signal(signal.SIGXFSZ, previous)
 
-    yield limit
-    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-    signal.signal(signal.SIGXFSZ, previous)
+    return limit
 
 
 def test_a_full_disk_stops_saving_with_one_line_and_the_folder_still_uploads(compose, tmp_path, file_size_limit):
@@ -51,8 +57,8 @@ def test_a_full_disk_stops_saving_with_one_line_and_the_folder_still_uploads(com
     cfg = compose("dataset=records", f"dataset.path={_records(tmp_path / 'r.jsonl', 400)}", "metric=[exact_match]",
                   "tracking.plots=false", "tracking.enabled=false")  # saved, not logged: the store is not written
     expected = execute(cfg, save=False, show=False).summary["metrics"]["exact_match"]
-    file_size_limit(64_000)  # mlflow_run.json, summary.json and config.yaml fit; per_sample.json does not
-    with pytest.raises(SaveError) as err:
+    # mlflow_run.json, summary.json and config.yaml fit in 64,000 bytes; per_sample.json does not
+    with file_size_limit(64_000), pytest.raises(SaveError) as err:
         execute(cfg, show=False)
     message = str(err.value)
     folder = Path(message.split(" in ", 1)[1].split(" (", 1)[0])
@@ -61,7 +67,6 @@ def test_a_full_disk_stops_saving_with_one_line_and_the_folder_still_uploads(com
     assert f"python -m ragexp.tracking.upload {folder}" in message
     assert sorted(p.name for p in folder.iterdir()) == ["config.yaml", "mlflow_run.json", "summary.json"]  # no .tmp
 
-    file_size_limit(resource.RLIM_INFINITY)
     run_id, uri = log_run(folder)  # what was saved is logged, and the run says what is missing
     from mlflow.tracking import MlflowClient
 
@@ -75,8 +80,7 @@ def test_a_full_disk_stops_saving_with_one_line_and_the_folder_still_uploads(com
 def test_nothing_written_says_nothing_was_saved(tmp_path, file_size_limit):
     from ragexp.tracking.log import save_results
 
-    file_size_limit(10)
-    with pytest.raises(SaveError, match=r"could not save the results in .*: nothing was saved$"):
+    with file_size_limit(10), pytest.raises(SaveError, match=r"could not save the results in .*: nothing was saved$"):
         save_results(tmp_path / "out", config={}, tracking={"uri": f"sqlite:///{tmp_path / 'm.db'}"}, run_name="r",
                      dataset_name="d", dataset_digest="x", dataset_frame=None, per_sample={"id": ["a"]},
                      metrics={"m": 1.0}, extra_metrics={}, summary={"n_samples": 1})
