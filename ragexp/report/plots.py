@@ -203,10 +203,8 @@ def run_plots(folder: str | Path, per_sample: Any, summary: dict[str, Any], *,
     return out
 
 
-#: Drawing cost: matplotlib 3.11 draws text glyph by glyph in Python (about 0.1 ms a glyph, 1 ms a
-#: text), so the run's pictures are made of few texts and few artists: the bars, whiskers and
-#: histogram bins are one collection each, on one Axes per figure (an Axes with its ticks costs
-#: 10-20 ms), saved with PNG's fastest compression (python benchmarks/bench_plots.py).
+#: A run draws its pictures every time: few texts and artists (bars, whiskers and bins are one collection
+#: each, one Axes per figure) and PNG's fastest compression; docs/performance.md has what they cost.
 _PNG = {"compress_level": 1}
 
 
