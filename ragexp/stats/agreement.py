@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragexp.stats.intervals import Interval, _draws, _rng, check_settings
+from ragexp.stats.intervals import Interval, _draws, _rng, check_settings, units_of
 
 STATISTICS = {"binary": ("percent_agreement", "kappa", "ac1"),
               "ordinal": ("percent_agreement", "kappa_quadratic", "alpha_ordinal", "ac1"),
@@ -149,13 +149,6 @@ def table_statistics(tables: np.ndarray, hv: np.ndarray, jv: np.ndarray, kind: s
     return {name: out[name] for name in STATISTICS[kind]}
 
 
-def _units(clusters: Sequence[Any] | None, n: int) -> tuple[np.ndarray, bool]:
-    if clusters is None:
-        return np.arange(n), False
-    _, labels = np.unique(np.array([str(c) for c in clusters], dtype=object), return_inverse=True)
-    return labels, True
-
-
 def _resampled(cells: list[np.ndarray], shapes: list[tuple[int, int]], unit_of: np.ndarray, clustered: bool,
                seed: int, resamples: int):
     """``(start, size, [resampled tables of each table set])`` in chunks: the table sets (one per judge)
@@ -237,7 +230,7 @@ def judge_agreement(metric: str, human: Sequence[float], judge: Sequence[float],
     shape = (len(hv), len(jv))
     table = np.bincount(cells, minlength=shape[0] * shape[1]).reshape(shape) if n else np.zeros(shape, int)
     points = {k: float(v[0]) for k, v in table_statistics(table[None], hv, jv, kind).items()} if n else {}
-    unit_of, clustered = _units(clusters, n)
+    unit_of, clustered = units_of(clusters, n), clusters is not None
     units = int(unit_of.max()) + 1 if n else 0
     stats: dict[str, Interval] = {}
     if n < 2 or units < 2 or shape[0] * shape[1] > MAX_CELLS:
@@ -305,7 +298,7 @@ def paired_agreement(metric: str, human: Sequence[float], baseline: Sequence[flo
     tables = [np.bincount(c, minlength=shape[0] * shape[1]).reshape(shape) for c in cells]
     a, b = (float(table_statistics(t[None], hv, jv, kind)[statistic][0]) for t in tables)
     diff = b - a
-    unit_of, clustered = _units(clusters, n)
+    unit_of, clustered = units_of(clusters, n), clusters is not None
     if n < 2 or int(unit_of.max()) + 1 < 2 or shape[0] * shape[1] > MAX_CELLS or not math.isfinite(diff):
         return AgreementDiff(metric, statistic, n, a, b, diff, None, None, None, "no interval on these labels")
     boot = np.empty(int(resamples))

@@ -124,11 +124,8 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
     if len(lengths) > 1:
         raise ValueError(f"columns must have one value per sample; got lengths {sorted(lengths)}")
     n_all = lengths.pop() if lengths else 0
-    labels = None
-    if clusters is not None:
-        if len(clusters) != n_all:
-            raise ValueError(f"clusters must have one label per sample ({n_all}), got {len(clusters)}")
-        _, labels = np.unique(np.array([str(c) for c in clusters], dtype=object), return_inverse=True)
+    if clusters is not None and len(clusters) != n_all:
+        raise ValueError(f"clusters must have one label per sample ({n_all}), got {len(clusters)}")
 
     out: dict[str, Interval] = {}
     boot_keys: list[str] = []
@@ -145,21 +142,29 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
                                 note="one sample: no spread to measure, no interval")
             continue
         vals = a[ok]
-        if labels is None and np.all((vals == 0) | (vals == 1)):
+        if clusters is None and np.all((vals == 0) | (vals == 1)):
             out[key] = _wilson(int(vals.sum()), n, confidence)
             continue
         boot_keys.append(key)
 
     if boot_keys:
         values = np.stack([arrays[k] for k in boot_keys], axis=1)  # samples × metrics, NaN where not ok
-        unit_of = np.arange(n_all) if labels is None else labels
-        plan = _bootstrap(boot_keys, values, unit_of, clustered=labels is not None, resamples=int(resamples),
-                          confidence=confidence, seed=seed, method=method)
+        plan = _bootstrap(boot_keys, values, units_of(clusters, n_all), clustered=clusters is not None,
+                          resamples=int(resamples), confidence=confidence, seed=seed, method=method)
         if _PLANS:  # inside joint_intervals: drawn once with the ratio intervals' plan
             _PLANS[-1].append((plan, out))
         else:
             out.update(_resample(seed, int(resamples), [plan])[0])
     return out if _PLANS else {k: out[k] for k in arrays}
+
+
+def units_of(clusters: Sequence[Any] | None, n: int):
+    """Each sample's resampling unit: the index of its cluster (labels compared as text), or its own."""
+    import numpy as np
+
+    if clusters is None:
+        return np.arange(n)
+    return np.unique(np.array([str(c) for c in clusters], dtype=object), return_inverse=True)[1]
 
 
 def _few_clusters(g: int) -> str:
@@ -480,10 +485,7 @@ def ratio_intervals(ratios: Mapping[str, tuple[Sequence[float], Sequence[float]]
         n_of[key], value_of[key] = n, value
     if not boot_keys:
         return {k: out[k] for k in ratios}
-    if clusters is None:
-        cluster_of = np.arange(n_all)
-    else:
-        _, cluster_of = np.unique(np.array([str(c) for c in clusters], dtype=object), return_inverse=True)
+    cluster_of = units_of(clusters, n_all)
     g = int(cluster_of.max()) + 1
     parts = np.zeros((g, len(columns)))
     np.add.at(parts, cluster_of, np.stack(columns, axis=1))

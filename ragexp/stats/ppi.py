@@ -32,6 +32,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ragexp.stats.intervals import units_of
+
 
 @dataclass(frozen=True)
 class Corrected:
@@ -105,7 +107,7 @@ def ppi_mean(human: Sequence[float], judge_labelled: Sequence[float], judge_unla
         if len(clusters) != n + N:
             raise ValueError(f"clusters needs one label per labelled then unlabelled record ({n + N}), got {len(clusters)}")
         parts = np.concatenate([(resid - resid.mean()) / n, (lam * yu - (lam * yu).mean()) / N if N else []])
-        _, unit = np.unique(np.array([str(c) for c in clusters], dtype=object), return_inverse=True)
+        unit = units_of(clusters, n + N)
         g = int(unit.max()) + 1
         if g < 2:
             return Corrected(theta, None, None, None, n, n + N, judge_mean, bias, lam, confidence, resid_var,
