@@ -198,7 +198,12 @@ def test_descriptions_give_the_dataset_n_and_each_headline_mean_with_its_interva
     for run in labelled:
         note = run.data.tags["mlflow.note.content"]
         summary = summary_of(client, run, work)
-        assert note.startswith(f"**{summary['dataset']}** · {summary['n_samples']} samples · source `")
+        head = f"**{summary['dataset']}** · {summary['n_samples']} samples · source `"
+        if summary.get("agreement"):  # a run with people's labels leads with how far its judge agrees
+            assert note.startswith("**") and " agrees with " in note.splitlines()[0], note
+            assert f"\n\n{head}" in note, note
+        else:
+            assert note.startswith(head), note
         rows = _table(note)
         assert rows, note
         m = run.data.metrics
