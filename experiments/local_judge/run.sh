@@ -15,4 +15,4 @@ trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 120); do curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null && break; sleep 1; done
 python -m ragexp dataset=expertqa dataset.limit="$n" metric=judge judge=openai_compatible \
     judge.api_base="http://127.0.0.1:$port/v1" judge.model=hosted_vllm/smollm2 judge.max_concurrency=1 \
-    judge.timeout_s=300 judge.max_tokens=256 stats.cluster_by=question_id "$@"
+    judge.timeout_s=300 judge.deadline_s=900 judge.max_tokens=256 stats.cluster_by=question_id "$@"
