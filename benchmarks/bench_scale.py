@@ -132,7 +132,7 @@ def main() -> int:
                 else:
                     result = json.loads((work / "out" / "summary.json").read_text())
                     result = {"n": result["n_samples"], "metrics": result["metrics"]}
-                usage["metrics"] = {k: v for k, v in result["metrics"].items() if not k.startswith("latency")}
+                usage["metrics"] = {k: v for k, v in result["metrics"].items() if not k.startswith(("latency", "avg_latency"))}
                 if result["n"] != n:
                     problems.append(f"{n} {case} {name}: scored {result['n']} records, not {n}")
                 print(f"  {n:>7,} {case:<9} {name:<4}: {usage['wall']:7.1f} s wall, {usage['cpu']:7.1f} s CPU, "

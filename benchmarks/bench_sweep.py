@@ -66,7 +66,7 @@ for job in args["jobs"]:
     out = R.execute(cfg, show=False)
     wall = time.perf_counter() - t0
     stage = {s: sum((r.timings or {}).get(s, 0.0) for r in out.records) for s in ("retrieve", "embed")}
-    metrics = {k: v for k, v in out.summary["metrics"].items() if not k.startswith("latency")}
+    metrics = {k: v for k, v in out.summary["metrics"].items() if not k.startswith(("latency", "avg_latency"))}
     print(json.dumps({"job": job, "wall": wall, "n": out.summary["n_samples"], **stage, **phase,
                       "metrics": metrics}), flush=True)
 """
@@ -105,7 +105,8 @@ def cli_sweep(tree: Path, work: Path, grid: list[str], extra: list[str] | None =
     found = client.search_runs([exp.experiment_id], max_results=1000)
     children = {r.info.run_name: r for r in found if "mlflow.parentRunId" in r.data.tags}
     finished = [r for r in children.values() if r.info.status == "FINISHED"]
-    metrics = {name: {k: v for k, v in r.data.metrics.items() if not k.startswith(("latency", "index/", "pipeline/"))}
+    timing = ("latency", "avg_latency", "index/", "pipeline/")  # seconds: they differ on every run
+    metrics = {name: {k: v for k, v in r.data.metrics.items() if not k.startswith(timing)}
                for name, r in children.items()}
     return {"wall": t1 - t0, "before_first": min(starts) - t0 if starts else None,
             "after_last": t1 - max(ends) if ends else None, "finished": len(finished), "metrics": metrics,
