@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragexp.stats.intervals import _SHARED_CELLS, joint_intervals, mean_intervals, ratio_intervals
+from ragexp.stats.intervals import _KEPT_CELLS, joint_intervals, mean_intervals, ratio_intervals
 
 
 def _run(n: int, seed: int = 3):
@@ -39,7 +39,7 @@ def test_joint_intervals_equal_each_function_alone(n, resamples, clustered):
     assert joint == alone  # every field of every interval, bit for bit
     assert joint["hit_rate"].method == ("cluster-percentile" if clustered else "wilson")
     assert joint["token_f1"].ci_low < joint["token_f1"].mean < joint["token_f1"].ci_high
-    if n * resamples > _SHARED_CELLS:
+    if n * resamples > _KEPT_CELLS:
         assert joint["precision"].ci_low < joint["precision"].mean < joint["precision"].ci_high
 
 

@@ -196,8 +196,6 @@ def test_a_kept_draw_gives_the_same_intervals_as_a_fresh_one():
     fresh = mean_intervals(values, seed=7), ratio_intervals(ratios, seed=7)
     assert (7, len(SKEWED), 10_000) in intervals._DRAWN  # kept, one byte per cell
     assert (mean_intervals(values, seed=7), ratio_intervals(ratios, seed=7)) == fresh
-    with intervals.shared_draws():
-        assert (mean_intervals(values, seed=7), ratio_intervals(ratios, seed=7)) == fresh
 
 
 def test_the_counts_are_those_of_numpys_default_integer_draw():

@@ -40,9 +40,6 @@ from typing import Any, Iterator, Mapping, Sequence
 
 #: resamples × groups drawn at a time (bounds the memory of the count matrix to ~32 MB)
 _CHUNK_CELLS = 4_000_000
-#: inside :func:`shared_draws`, draws of at most this many cells (~64 MB as float32) are kept for reuse
-_SHARED_CELLS = 16_000_000
-_SHARED: list[dict[tuple[int, int, int], list[tuple[int, int, Any]]]] = []
 #: the most recent draws, kept as one byte per cell (at most this many cells in all, ~16 MB): a
 #: process that computes intervals over the same number of units again (the systems of a
 #: comparison scored on the same questions, a notebook's second call) converts the counts back
@@ -198,19 +195,6 @@ def _rng(seed: Any):
     return np.random.Generator(np.random.SFC64(seed))
 
 
-@contextlib.contextmanager
-def shared_draws() -> Iterator[None]:
-    """Within this block, a seeded draw of resample counts is made once and served again to every
-    interval over the same number of units with the same seed and resamples (the mean intervals
-    and the four ratio intervals of a run): the numbers are exactly those each would draw itself,
-    at the cost of one draw. Draws larger than ``_SHARED_CELLS`` are not kept."""
-    _SHARED.append({})
-    try:
-        yield
-    finally:
-        _SHARED.pop()
-
-
 #: inside :func:`joint_intervals`: the plans the interval functions leave to be drawn together
 _PLANS: list[list[tuple[Iterator[Any], dict[str, Any]]]] = []
 
@@ -264,24 +248,14 @@ def _draws(seed: int, groups: int, resamples: int) -> Iterator[tuple[int, int, A
     import numpy as np
 
     key = (int(seed), int(groups), int(resamples))
-    cache = _SHARED[-1] if _SHARED and groups * resamples <= _SHARED_CELLS else None
-    if cache is not None and key in cache:
-        yield from cache[key]
-        return
-    kept = []
     drawn = _DRAWN.get(key)
-    if drawn is not None:
-        with contextlib.suppress(KeyError):  # another thread may have let it go meanwhile
-            _DRAWN.move_to_end(key)
-        parts = ((start, size, small.astype(np.float32)) for start, size, small in drawn)
-    else:
-        parts = _draw(key)
-    for part in parts:
-        if cache is not None:
-            kept.append(part)
-        yield part
-    if cache is not None:
-        cache[key] = kept
+    if drawn is None:
+        yield from _draw(key)
+        return
+    with contextlib.suppress(KeyError):  # another thread may have let it go meanwhile
+        _DRAWN.move_to_end(key)
+    for start, size, small in drawn:
+        yield start, size, small.astype(np.float32)
 
 
 def _draw(key: tuple[int, int, int]) -> Iterator[tuple[int, int, Any]]:

@@ -290,12 +290,9 @@ def stats_settings(cfg: DictConfig) -> dict[str, Any]:
 
 def uncertainty_step(specs, scores, records, stats_cfg: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
     """Standard error and confidence interval of every aggregate (clustered when ``stats.cluster_by`` is set)."""
-    from ragexp.stats.intervals import shared_draws
-
     clusters = cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
-    with shared_draws():  # the mean and ratio intervals draw the same seeded resamples: draw them once
-        return uncertainty(specs, scores, records, clusters=clusters, resamples=stats_cfg["resamples"],
-                           confidence=stats_cfg["confidence"], seed=stats_cfg["seed"], method=stats_cfg["method"])
+    return uncertainty(specs, scores, records, clusters=clusters, resamples=stats_cfg["resamples"],
+                       confidence=stats_cfg["confidence"], seed=stats_cfg["seed"], method=stats_cfg["method"])
 
 
 def trust_step(plan: Plan, records: list[Record], scored: Scored) -> None:
