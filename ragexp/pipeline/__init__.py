@@ -25,22 +25,15 @@ import importlib
 import inspect
 from typing import Any
 
+from ragexp.common.paths import plain
 from ragexp.errors import ConfigError, RagexpError
 
 BUILTIN = "ragexp.pipeline.core.RAGPipeline"
 
 
-def _plain(node: Any) -> Any:
-    from omegaconf import DictConfig, ListConfig, OmegaConf
-
-    if isinstance(node, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(node, resolve=True)
-    return node
-
-
 def _instantiate(node: Any, group: str, default: Any = None) -> Any:
     """Build one stage from its config node, turning every failure into a one-line ConfigError."""
-    node = _plain(node)
+    node = plain(node)
     if node is None:
         return default
     if not isinstance(node, dict) or "_target_" not in node:
@@ -70,7 +63,7 @@ def _import(target: Any, where: str) -> Any:
 
 def build_pipeline(cfg: Any, dataset: Any):
     """The configured pipeline for this dataset, or None when every stage is off."""
-    pipe = _plain(cfg.get("pipeline")) or {"_target_": BUILTIN}
+    pipe = plain(cfg.get("pipeline")) or {"_target_": BUILTIN}
     if not isinstance(pipe, dict) or "_target_" not in pipe:
         raise ConfigError(f"pipeline: expected a mapping with a _target_ (see conf/pipeline/), got {pipe!r}")
     if pipe["_target_"] in (None, "???"):
@@ -126,7 +119,7 @@ def _custom(pipe: dict[str, Any], cfg: Any):
     from ragexp.pipeline.core import CustomPipeline
 
     for group, off in (("retriever", "none"), ("compressor", "none"), ("generator", "precomputed")):
-        node = _plain(cfg.get(group)) or {}
+        node = plain(cfg.get(group)) or {}
         if node.get("name", off) != off:
             raise ConfigError(f"pipeline=custom replaces the built-in stages; drop {group}={node.get('name')} "
                               f"(your callable does the retrieval and generation)")
