@@ -61,30 +61,20 @@ def _compose(overrides: tuple[str, ...], app: bool = True) -> tuple[dict[str, An
     with _LOCK:
         if (overrides, app) in _COMPOSED:
             return _COMPOSED[(overrides, app)]
-    from hydra import compose, initialize_config_dir
+    from hydra import compose
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from ragexp.common.paths import conf_dir
-
-    def composed() -> Any:
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+    from ragexp.common.paths import compose as compose_ragexp
 
     cfg = None
     if app and GlobalHydra.instance().is_initialized():
         try:
-            cfg = composed()
+            cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
         except Exception:  # noqa: BLE001 - another app's Hydra (run(cfg) from a user's @hydra.main): ragexp's own
             pass
     if cfg is None:
-        outer = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
-        GlobalHydra.instance().clear()
-        try:
-            with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-                cfg = composed()
-        finally:
-            if outer is not None:
-                GlobalHydra.instance().initialize(outer)
+        cfg = compose_ragexp(overrides, hydra_config=True)
     found = OmegaConf.to_container(cfg, resolve=False)
     hydra = found.pop("hydra")
     choices = {k: v for k, v in hydra["runtime"]["choices"].items() if "/" not in k}
