@@ -62,14 +62,14 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
     intervals = intervals or {}
     table = Table(title=title, title_justify="left", show_lines=False,
                   caption=_method_line(stats) if intervals else None, caption_justify="left")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
+    table.add_column("metric", no_wrap=True)  # a key is read whole, never folded
+    table.add_column("value", justify="right", no_wrap=True)
     if intervals:
         level = round(100 * float((stats or {}).get("confidence", 0.95)), 2)
-        table.add_column(f"{level:g}% CI", justify="right")
-        table.add_column("± stderr", justify="right")
-    table.add_column("over", justify="right")
-    table.add_column("other statuses")
+        table.add_column(f"{level:g}% CI", justify="right", no_wrap=True)
+        table.add_column("± stderr", justify="right", no_wrap=True)
+    table.add_column("over", justify="right", no_wrap=True)
+    table.add_column("other statuses", overflow="fold")
     for key, value in metrics.items():
         c = counts.get(key, {})
         iv = intervals.get(key)
