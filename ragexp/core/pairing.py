@@ -12,6 +12,14 @@
    ``higher_is_better`` comes from the metric registry (by the key's part before ``/``), so
    ``avg_latency`` going down is an improvement. A metric present in one run only is listed
    as such.
+3. **Judge noise.** A judge metric with k > 1 verdicts per sample in either run (its ``K/samples``
+   column, ``judge.samples``) gets its interval and p-value from
+   :func:`ragexp.stats.twostage.two_stage_paired` (one item draw for both runs, each run's verdicts
+   redrawn within the item; a run with one verdict contributes its value), so they include the judge's
+   within-item variance (docs/judge-trust.md, "Judge noise"); the row says ``method: two_stage`` and
+   keeps the one-stage interval and p-value under ``one_stage``. A 0/1 metric (its value the majority
+   of the k verdicts) keeps the one-stage row: the two-stage draw of a majority is the item draw
+   (:mod:`ragexp.stats.twostage`), and the exact McNemar p-value is the better test of it.
 
 Finding and reading the runs is :mod:`ragexp.tracking.runs`; printing, :mod:`ragexp.report.comparison`.
 """
@@ -22,7 +30,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ragexp.core.results import metric_keys, status_column, trim
+from ragexp.core.results import metric_keys, samples_column, status_column, trim
 from ragexp.errors import DataError
 from ragexp.metrics.base import direction
 
@@ -94,6 +102,8 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
     rows, both = _metric_rows(baseline, candidate)
     values_b, values_c, ok = _usable_values(baseline, candidate, b_rows, c_rows, both, rows)
     _test(values_b, values_c, ok, both, rows, resamples=resamples, confidence=confidence, seed=seed)
+    _two_stage(baseline, candidate, b_rows, c_rows, values_b, values_c, ok, both, rows, resamples=resamples,
+               confidence=confidence, seed=seed)
     compared = _verdicts(rows, 1 - confidence)
     n = len(shared)
     from ragexp.core.labels import compare_agreement
@@ -212,6 +222,37 @@ def _test(values_b: Any, values_c: Any, ok: Any, both: list[str], rows: dict[str
             row.update({k: v for k, v in asdict(r).items() if k != "n"})
             row["mde"] = None if math.isnan(r.mde) else r.mde
             row["better"], row["worse"] = (r.wins, r.losses) if row["higher_is_better"] else (r.losses, r.wins)
+
+
+def _two_stage(baseline: RunTable, candidate: RunTable, b_rows: list[int], c_rows: list[int], values_b: Any,
+               values_c: Any, ok: Any, both: list[str], rows: dict[str, dict[str, Any]], *, resamples: int,
+               confidence: float, seed: int) -> None:
+    """Metrics with k > 1 verdicts per sample in either run: the two-stage paired interval and p-value
+    replace the one-stage ones (module docstring, 3)."""
+    import numpy as np
+
+    from ragexp.judge.engine import BINARY
+    from ragexp.stats.twostage import two_stage_paired
+
+    for j, key in enumerate(both):
+        col = samples_column(key)
+        if "p_value" not in rows[key] or key.split("/", 1)[0] in BINARY \
+                or (col not in baseline.columns and col not in candidate.columns):
+            continue
+        mask = np.flatnonzero(ok[:, j])
+        verdicts = []
+        for table, picked, values in ((baseline, b_rows, values_b), (candidate, c_rows, values_c)):
+            k = _column(table, col, [picked[i] for i in mask]) if col in table.columns else [None] * len(mask)
+            verdicts.append([list(v) if isinstance(v, (list, tuple)) and len(v) else [values[i, j]]
+                             for v, i in zip(k, mask)])
+        r = two_stage_paired(*verdicts, resamples=resamples, confidence=confidence, seed=seed)
+        if r["p_value"] is None:
+            continue
+        row = rows[key]
+        row["one_stage"] = {"ci_low": row["ci_low"], "ci_high": row["ci_high"], "p_value": row["p_value"],
+                            "test": row["test"]}
+        row.update(ci_low=r["ci_low"], ci_high=r["ci_high"], p_value=r["p_value"], method="two_stage",
+                   test="two-stage bootstrap")
 
 
 def _verdicts(rows: dict[str, dict[str, Any]], alpha: float) -> list[str]:

@@ -24,7 +24,7 @@ RECORD_COLUMNS = ("id", "query", "answer", "reference_answers", "context_ids", "
                   "gt_contexts")
 #: Column names carry no dot: MLflow's table view reads ``a.b`` as a nested field and shows it blank
 #: (checked in the MLflow 3.17 UI, where ``a/b``, ``a b``, ``a_b`` and ``a:b`` all render).
-STATUS_SUFFIX, DETAIL_SUFFIX = "/status", "/detail"
+STATUS_SUFFIX, DETAIL_SUFFIX, SAMPLES_SUFFIX = "/status", "/detail", "/samples"
 #: The files of a results folder: the trimmed table MLflow shows (its first ``tracking.table_rows``
 #: rows), and every record whole, as Parquet.
 TABLE_FILE, FULL_TABLE_FILE = "per_sample.json", "per_sample.parquet"
@@ -42,6 +42,11 @@ def status_column(key: str) -> str:
 def detail_column(key: str) -> str:
     """The per-sample column of metric ``key``'s detail: why it has no value, or the verdicts behind it."""
     return f"{key}{DETAIL_SUFFIX}"
+
+
+def samples_column(key: str) -> str:
+    """The per-sample column of metric ``key``'s k judge verdicts (``judge.samples`` > 1; docs/judge-trust.md)."""
+    return f"{key}{SAMPLES_SUFFIX}"
 
 
 def metric_keys(columns) -> list[str]:
@@ -94,6 +99,8 @@ def per_sample_columns(records, scores: dict[str, list[Score]], cluster_by: str 
         if any(s.detail is not None for s in per):
             columns[detail_column(key)] = [None if s.detail is None else s.detail if isinstance(s.detail, str)
                                            else str(s.detail) for s in per]
+        if any(s.samples and len(s.samples) > 1 for s in per):  # the k verdicts a paired comparison redraws
+            columns[samples_column(key)] = [None if s.samples is None else list(s.samples) for s in per]
     return columns
 
 
@@ -129,7 +136,8 @@ def table_columns(full: dict[str, list]) -> dict[str, list]:
     """The per-sample columns as MLflow's table view shows them: every text cut to :data:`TRIM_CHARS`
     with an ellipsis, list cells as one string (``p1, p4``; ``[1] first passage [2] …``). Numbers,
     statuses and ids are never cut."""
-    return {name: values if name == "id" else [_cell(v, name in TEXT_LIST_COLUMNS) for v in values]
+    return {name: values if name == "id" or name.endswith(SAMPLES_SUFFIX)
+            else [_cell(v, name in TEXT_LIST_COLUMNS) for v in values]
             for name, values in full.items()}
 
 
@@ -139,7 +147,7 @@ def table_frame(full):
 
     out = full.copy()
     for col in out.columns:
-        if col == "id" or is_numeric_dtype(out[col]) or is_bool_dtype(out[col]):
+        if col == "id" or col.endswith(SAMPLES_SUFFIX) or is_numeric_dtype(out[col]) or is_bool_dtype(out[col]):
             continue
         out[col] = [_cell(v, col in TEXT_LIST_COLUMNS) for v in out[col]]
     return out
@@ -187,14 +195,16 @@ ROW_GROUP = 10_000
 
 def write_parquet(path: Path, columns: dict[str, list], row_group: int = ROW_GROUP) -> None:
     """The full per-sample table as Parquet (zstd), streamed in row groups of ``row_group`` rows. Each
-    column has one type: numbers float64 (int64 when all whole), text string, lists lists of strings;
+    column has one type: numbers float64 (int64 when all whole), text string, lists lists of strings (a
+    ``K/samples`` column lists of float64);
     a column that mixes kinds holds their text."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    kinds = {name: _arrow_kind(values) for name, values in columns.items()}
+    kinds = {name: "floats" if name.endswith(SAMPLES_SUFFIX) else _arrow_kind(values)
+             for name, values in columns.items()}
     types = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(), "str": pa.string(),
-             "list": pa.list_(pa.string())}
+             "list": pa.list_(pa.string()), "floats": pa.list_(pa.float64())}
     schema = pa.schema([(name, types[k]) for name, k in kinds.items()])
     n = len(next(iter(columns.values()), []))
     def cells(values: list, kind: str) -> Any:
@@ -230,6 +240,8 @@ def _arrow_cell(value: Any, kind: str) -> Any:
         value = value.item()
     if kind == "float":
         return float(value)
+    if kind == "floats":
+        return [None if x is None else float(x) for x in value]
     if kind == "list":
         return [x if isinstance(x, str) else str(x) for x in value]
     if kind == "str" and not isinstance(value, str):
