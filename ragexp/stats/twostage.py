@@ -213,5 +213,6 @@ def two_stage_paired(baseline: Sequence[Sequence[float | None]], candidate: Sequ
     d = _boot_means(vc, cc, rng, idx, None, binary) - _boot_means(vb, cb, rng, idx, None, binary)
     alpha = 1 - confidence
     out["ci_low"], out["ci_high"] = (float(x) for x in np.quantile(d, [alpha / 2, 1 - alpha / 2]))
-    out["p_value"] = float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean())))
+    # a resampling p-value is never 0: (count + 1) / (resamples + 1), as stats.paired does
+    out["p_value"] = float(min(1.0, 2 * (min((d <= 0).sum(), (d >= 0).sum()) + 1) / (resamples + 1)))
     return out
