@@ -249,7 +249,7 @@ def print_step(plan: Plan, records: list[Record], scored: Scored, intervals: dic
     """The summary table, with what was skipped, the warnings and where the results are."""
     footer = [f"[dim]{m}[/dim]" for m in plan.skipped] + [f"[yellow]warning: {m}[/yellow]" for m in scored.notes]
     if folder is not None:
-        footer.append(f"Results (summary.json, per_sample.json) in {folder}")
+        footer.append(f"Results (summary.json, per_sample.parquet: every sample) in {folder}")
     if scored.trust:
         from ragexp.core.labels import trust_lines
 
