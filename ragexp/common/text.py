@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections import Counter
 from functools import lru_cache
 
 _PUNCT = set(string.punctuation)
@@ -52,6 +53,25 @@ def _squad_tokens(text: str) -> tuple[str, ...]:
 def squad_tokens(text: str) -> list[str]:
     """Tokens of ``text`` after SQuAD normalisation."""
     return list(_squad_tokens(text))
+
+
+@lru_cache(maxsize=200_000)
+def squad_counts(text: str) -> tuple[dict[str, int], int]:
+    """The SQuAD tokens of ``text`` counted (token → occurrences), and how many there are (cached: a
+    run meets the same reference in several metrics)."""
+    toks = _squad_tokens(text)
+    return dict(Counter(toks)), len(toks)
+
+
+def overlap(a: dict, b: dict) -> int:
+    """The multiset overlap of two counts, ``sum((Counter(a) & Counter(b)).values())``, walking the smaller.
+
+    >>> overlap({"a": 2, "b": 1}, {"a": 1, "c": 4})
+    1
+    """
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(min(c, b[t]) for t, c in a.items() if t in b)
 
 
 def _segment_han(run: str) -> list[str]:

@@ -35,6 +35,8 @@ from collections import Counter
 from functools import lru_cache
 from typing import Sequence
 
+from ragexp.common.text import overlap
+
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 #: up to this many tokens a text's bit masks are all built at once (see Tokens.masks_for)
 _EAGER = 2048
@@ -180,15 +182,9 @@ def rouge_n(target: str, prediction: str, n: int, use_stemmer: bool = False) -> 
     """(precision, recall, F) of ROUGE-N, as rouge-score's ``rouge{n}``."""
     t, t_total = _ngram_counts(target, n, use_stemmer)
     p, p_total = _ngram_counts(prediction, n, use_stemmer)
-    if len(p) > len(t):
-        t, p = p, t  # the overlap is symmetric: walk the smaller
-    overlap = 0
-    for gram, c in p.items():
-        other = t.get(gram)
-        if other is not None:
-            overlap += c if c < other else other
-    precision = overlap / max(p_total, 1)
-    recall = overlap / max(t_total, 1)
+    same = overlap(t, p)
+    precision = same / max(p_total, 1)
+    recall = same / max(t_total, 1)
     return precision, recall, fmeasure(precision, recall)
 
 

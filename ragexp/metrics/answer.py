@@ -26,12 +26,12 @@ AutoRAG's test vectors:
 
 from __future__ import annotations
 
-from collections import Counter
 from functools import lru_cache
 
 from ragexp.matchers.rouge import rouge_l, rouge_n
-from ragexp.common.text import squad_normalize, squad_tokens
+from ragexp.common.text import squad_counts, squad_normalize
 from ragexp.metrics.base import Score, register
+from ragexp.metrics.token import token_prf
 
 
 def _references(reference_answers: list[str]) -> list[str] | Score:
@@ -59,12 +59,6 @@ def exact_match(answer: str, reference_answers: list[str]) -> float | Score:
 _normalized = lru_cache(maxsize=200_000)(squad_normalize)
 
 
-@lru_cache(maxsize=200_000)
-def _token_counts(text: str) -> tuple[dict[str, int], int]:
-    toks = squad_tokens(text)
-    return dict(Counter(toks)), len(toks)
-
-
 def squad_f1(prediction: str, reference: str) -> float:
     """SQuAD v2's token F1 of one prediction against one reference.
 
@@ -74,18 +68,10 @@ def squad_f1(prediction: str, reference: str) -> float:
     >>> squad_f1("the cat sat", "a cat sat down") == 2 * (2/2 * 2/3) / (2/2 + 2/3)
     True
     """
-    (p, p_len), (r, r_len) = _token_counts(prediction), _token_counts(reference)
+    p_len, r_len = squad_counts(prediction)[1], squad_counts(reference)[1]
     if not p_len or not r_len:
         return float(p_len == r_len)
-    same = 0
-    for tok, c in p.items():
-        other = r.get(tok)
-        if other is not None:
-            same += c if c < other else other
-    if same == 0:
-        return 0.0
-    precision, recall = same / p_len, same / r_len
-    return 2 * precision * recall / (precision + recall)
+    return token_prf(prediction, reference)[2]
 
 
 @register()

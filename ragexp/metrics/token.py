@@ -27,10 +27,9 @@ The seed's example — reference "Do you want to buy some?" (6 tokens) and three
 
 from __future__ import annotations
 
-from collections import Counter
 from functools import lru_cache
 
-from ragexp.common.text import squad_tokens
+from ragexp.common.text import overlap, squad_counts
 from ragexp.metrics.base import Score, register
 
 _AGAINST = ("reference_answers", "gt_contexts")
@@ -43,40 +42,27 @@ def _fields(options: dict) -> tuple[str, str]:
     return ("contexts", against)
 
 
-@lru_cache(maxsize=100_000)
-def _counts(text: str) -> tuple[Counter, int]:
-    toks = squad_tokens(text)
-    return Counter(toks), len(toks)
-
-
 @lru_cache(maxsize=200_000)
-def _prf(passage: str, truth: str) -> tuple[float, float, float]:
-    # cached per pair: token_precision, token_recall and token_f1 of a suite share the work
-    pc, pn = _counts(passage)
-    tc, tn = _counts(truth)
-    if pn == 0 or tn == 0:
+def token_prf(passage: str, truth: str) -> tuple[float, float, float]:
+    """Token precision, recall and F1 of one text against another (SQuAD tokens, multiset overlap);
+    0 for all three when they share no token."""
+    (pc, pn), (tc, tn) = squad_counts(passage), squad_counts(truth)
+    same = overlap(pc, tc)
+    if same == 0:
         return 0.0, 0.0, 0.0
-    small, large = (pc, tc) if len(pc) <= len(tc) else (tc, pc)
-    overlap = 0  # multiset overlap, as sum((pc & tc).values()); walks the smaller counter
-    for t, c in small.items():
-        other = large.get(t)
-        if other is not None:
-            overlap += c if c < other else other
-    if overlap == 0:
-        return 0.0, 0.0, 0.0
-    p, r = overlap / pn, overlap / tn
+    p, r = same / pn, same / tn
     return p, r, 2 * p * r / (p + r)
 
 
 def _best_per_passage(passages: list[str], truths: list[str]) -> list[tuple[float, float, float]] | Score:
     """Per passage, its best token precision, recall and F1 against any ground truth (each its own
     maximum); what the three token metrics share on a record."""
-    truths = [t for t in truths if _counts(t)[1]]  # a ground truth without a token is no ground truth
+    truths = [t for t in truths if squad_counts(t)[1]]  # a ground truth without a token is no ground truth
     if not truths:
         return Score.undefined("no ground truth with a token (empty ground truth)")
     best = []
     for p in passages:
-        scores = [_prf(p, g) for g in truths]
+        scores = [token_prf(p, g) for g in truths]
         best.append((max([s[0] for s in scores]), max([s[1] for s in scores]), max([s[2] for s in scores])))
     return best
 
