@@ -142,12 +142,6 @@ def lcs_length(a: Tokens, b: Tokens) -> int:
     return m - v.bit_count()
 
 
-def overlap_bound(a: Tokens, b: Tokens) -> int:
-    """An upper bound of the LCS: positions of either text whose token occurs in the other."""
-    common = a.set & b.set
-    return min(sum(a.counts[t] for t in common), sum(b.counts[t] for t in common))
-
-
 def fmeasure(precision: float, recall: float) -> float:
     """rouge-score's F-measure: ``2PR / (P + R)``, 0 when both are 0."""
     return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
@@ -188,6 +182,7 @@ def rouge_n(target: str, prediction: str, n: int, use_stemmer: bool = False) -> 
     return precision, recall, fmeasure(precision, recall)
 
 
+@lru_cache(maxsize=4096)
 def min_passing_lcs(n_target: int, threshold: float, inclusive: bool) -> int | None:
     """The least LCS whose recall ``lcs / n_target`` clears the threshold, in the same float
     arithmetic as a direct comparison; None when no LCS can (e.g. a threshold of 1, strict)."""
@@ -201,22 +196,17 @@ def min_passing_lcs(n_target: int, threshold: float, inclusive: bool) -> int | N
     return None
 
 
-__all__ = ["Tokens", "tokens", "lcs_length", "overlap_bound", "fmeasure", "rouge_l", "rouge_n", "min_passing_lcs"]
+__all__ = ["Tokens", "tokens", "lcs_length", "fmeasure", "rouge_l", "rouge_n", "min_passing_lcs"]
 
 
 # -- the matcher -------------------------------------------------------------------------------
 
 from ragexp.matchers.base import Matcher  # noqa: E402  (the matcher builds on the functions above)
-from ragexp.matchers.rouge_package import package_rouge_l, package_text, union_lcs  # noqa: E402
+from ragexp.matchers.rouge_package import package_text, union_lcs  # noqa: E402
 
 #: Whose ROUGE-L a matcher computes: rouge-score's (the default) or the ``rouge`` package's,
 #: which continuous-eval uses (:mod:`ragexp.matchers.rouge_package`).
 IMPLEMENTATIONS = ("rouge_score", "rouge_package")
-
-
-@lru_cache(maxsize=4096)
-def _need(n_target: int, threshold: float, inclusive: bool) -> int | None:
-    return min_passing_lcs(n_target, threshold, inclusive)
 
 
 class RougeMatcher(Matcher):
@@ -278,7 +268,7 @@ class RougeMatcher(Matcher):
         always, candidates = [], []
         for j, t in enumerate(truths):
             tok = tokens(t, self.use_stemmer)
-            need = _need(len(tok), self.threshold, self.inclusive)
+            need = min_passing_lcs(len(tok), self.threshold, self.inclusive)
             if need == 0:
                 always.append(j)
                 continue
@@ -315,7 +305,7 @@ class RougeMatcher(Matcher):
             text = package_text(t)
             if text is None:
                 continue  # the package raises: never a match
-            need = _need(len(text.words), self.threshold, self.inclusive)
+            need = min_passing_lcs(len(text.words), self.threshold, self.inclusive)
             if need == 0:
                 always.append(j)
             elif need is not None:
@@ -333,14 +323,6 @@ class RougeMatcher(Matcher):
             if len(text.words & words) >= need and union_lcs(text, c, stop_at=need) >= need:
                 found.append(j)
         return frozenset(found)
-
-    def recall(self, retrieved_component: str, truth_component: str) -> float | None:
-        """ROUGE-L recall of one retrieved component against one ground-truth component (None
-        where the rouge package raises, with ``implementation: rouge_package``)."""
-        if self.implementation == "rouge_package":
-            scores = package_rouge_l(truth_component, retrieved_component)
-            return None if scores is None else scores[1]
-        return rouge_l(truth_component, retrieved_component, self.use_stemmer)[1]
 
 
 __all__ += ["IMPLEMENTATIONS", "RougeMatcher"]
