@@ -65,19 +65,17 @@ def build_workload(data_dir: Path, k: int = 10):
 
 def clear_caches():
     from ragexp.matchers import _BUILT, rouge, sentences
-    from ragexp.metrics import answer, keyword, ranking, token
+    from ragexp.metrics import answer, keyword, token
     from ragexp.common import text
 
     rouge._plain_tokens.cache_clear()
     rouge._ngram_counts.cache_clear()
     sentences.split_sentences.cache_clear()
-    token._counts.cache_clear()
-    token._prf.cache_clear()
+    text.squad_counts.cache_clear()
+    token.token_prf.cache_clear()
     answer._normalized.cache_clear()
-    answer._token_counts.cache_clear()
     answer._bleu_scorer.cache_clear()
-    keyword._judged_once.cache_clear()
-    ranking._judged.cache_clear()
+    keyword._judged.cache_clear()
     text._squad_tokens.cache_clear()
     text._word_tokens.cache_clear()
     for m in _BUILT.values():

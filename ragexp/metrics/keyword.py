@@ -59,13 +59,8 @@ def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str
     return max(values)
 
 
-def _judged(answer: str, refs: Sequence[str], threshold: float, inclusive: bool, stops: frozenset[str]) -> bool | None:
-    return _judged_once(answer, tuple(refs), threshold, inclusive, stops)
-
-
 @lru_cache(maxsize=100_000)
-def _judged_once(answer: str, refs: tuple[str, ...], threshold: float, inclusive: bool, stops: frozenset[str]
-                 ) -> bool | None:
+def _judged(answer: str, refs: tuple[str, ...], threshold: float, inclusive: bool, stops: frozenset[str]) -> bool | None:
     # the four confusion metrics and their intervals judge the same records: once per record
     value = keyword_overlap(answer, list(refs), stopwords=sorted(stops))
     if isinstance(value, Score):
@@ -80,7 +75,7 @@ def confusion(labels: Sequence[bool | None], answers: Sequence[str | None], refe
     stops = stopword_set(stopwords)
     counts = {"tp": 0, "fn": 0, "fp": 0, "tn": 0, "skipped": 0}
     for label, answer, refs in zip(labels, answers, references):
-        judged = None if (label is None or answer is None or not refs) else _judged(answer, refs, threshold, inclusive, stops)
+        judged = None if (label is None or answer is None or not refs) else _judged(answer, tuple(refs), threshold, inclusive, stops)
         if judged is None:
             counts["skipped"] += 1
         elif label and judged:

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import builtins
 import math
-from functools import lru_cache
 from typing import Any
 
 from ragexp.matchers import build_matcher
@@ -125,26 +124,15 @@ def judgement(retrieved: list[str], truths: list[str], *, relevance: str = "auto
     >>> judgement(["a", "x"], ["a"], relevance="ids")
     ([True, False], [1, 1], 1, 2)
     """
-    if isinstance(matcher, (str, dict)):
-        matcher = build_matcher(matcher)
     flags, covered, n_relevant = judge_relevance(retrieved, truths, relevance=relevance, matcher=matcher)
     if n_relevant == 0:
         return Score.undefined("no relevant item (empty ground truth)")
     return flags, covered, n_relevant, len(retrieved)
 
 
-@lru_cache(maxsize=64)
-def _judged(retrieved: tuple[str, ...], truths: tuple[str, ...], relevance: str, matcher: Any):
-    # called one metric at a time, a suite asks for the same record's relevance once per metric
-    # and cut-off: judge it once
-    return judgement(list(retrieved), list(truths), relevance=relevance, matcher=matcher)
-
-
 def _ranked(retrieved, truths, k, relevance, matcher, finish, **options):
     _check_k(k)
-    if isinstance(matcher, (str, dict)):
-        matcher = build_matcher(matcher)
-    judged = _judged(tuple(retrieved), tuple(truths), relevance, matcher)
+    judged = judgement(retrieved, truths, relevance=relevance, matcher=matcher)
     if isinstance(judged, Score):
         return judged
     return finish(judged, k=k, **options)
@@ -171,10 +159,9 @@ def _mrr(judged, *, k: int | None = 10, **_) -> float:
 
 def _ndcg(judged, *, k: int | None = 10, **_) -> float:
     flags, _, n_relevant, _ = judged
-    dcg = math.fsum([_GAIN[rank] if rank < len(_GAIN) else _gain(rank)
-                     for rank in range(_depth(judged, k)) if flags[rank]])
+    dcg = math.fsum([_gain(rank) for rank in range(_depth(judged, k)) if flags[rank]])
     ideal_n = n_relevant if k is None else builtins.min(n_relevant, k)
-    return dcg / _ideal_dcg(ideal_n)
+    return dcg / math.fsum([_gain(rank) for rank in range(ideal_n)])
 
 
 def _map(judged, *, k: int | None = 10, denominator: str = "relevant", **_) -> float:
@@ -205,14 +192,6 @@ def _recall_at_k(judged, *, k: int | None = 10, **_) -> float:
 def _gain(rank: int) -> float:
     """The discounted gain of 0-based ``rank``: ``1 / log2(rank + 2)``."""
     return 1.0 / math.log2(rank + 2)
-
-
-_GAIN = [_gain(rank) for rank in range(100)]
-
-
-@lru_cache(maxsize=1024)
-def _ideal_dcg(n: int) -> float:
-    return math.fsum([_gain(rank) for rank in range(n)])
 
 
 _REG = dict(fields_for=_fields, resolve=_resolve, variant_params=("k", "matcher"), prepare=judgement,
