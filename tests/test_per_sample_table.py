@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from ragexp.core.pairing import RunTable, compare_tables
-from ragexp.core.results import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys, status_column,
-                            table_frame, trim)
+from ragexp.core.results import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys, read_parquet_columns,
+                                 split_json, status_column, table_columns, trim)
 
 LONG_QUERY = "Which city is the capital of France, " + "and which river crosses it on its way to the sea? " * 8
 LONG_ANSWER = "Paris, " + "the city on the Seine, " * 20
@@ -99,9 +99,9 @@ def test_full_artifact_holds_every_record_whole(logged):
             if field != "id":
                 assert full.loc[record["id"], field] == value, field
     # the table is exactly the full frame trimmed: same columns, same numbers and statuses
-    table = _read(folder / "per_sample.json")
-    assert list(table.columns) == list(full.reset_index().columns)
-    assert table.to_json(orient="split") == table_frame(full.reset_index()).to_json(orient="split")
+    table = json.loads((folder / "per_sample.json").read_text(encoding="utf-8"))
+    assert table["columns"] == list(full.reset_index().columns)
+    assert table == json.loads(split_json(table_columns(read_parquet_columns(folder / "per_sample.parquet"))))
 
 
 def test_the_api_frame_is_the_full_artifact(logged, tmp_path):
@@ -164,30 +164,25 @@ def _same_cell(a, b) -> bool:
 def test_the_cli_writes_without_pandas_what_pandas_would_write(compose):
     """The run's per-sample columns (the demo, every deterministic metric) written by ``split_json`` read
     back as the same table pandas' ``to_json(orient="split")`` writes from the frame: same columns, in
-    order, and the same cells (pandas rounds floats to 10 decimals; ours keep every digit); the trimmed
-    table likewise; the frame ``ragexp.evaluate`` returns is the frame of those rows."""
-    from ragexp.core.results import frame_of, split_json, table_columns
+    order, and the same cells (pandas rounds floats to 10 decimals; ours keep every digit); the frame ``ragexp.evaluate`` returns is the frame of those rows."""
+    from ragexp.core.results import frame_of
     from ragexp.workflow.runner import execute
 
     columns = execute(compose("progress=false"), save=False, show=False).per_sample
     rows = [dict(zip(columns, row)) for row in zip(*columns.values())]
     frame = pd.DataFrame(rows)  # how the table was built before: from rows
     pd.testing.assert_frame_equal(frame_of(columns), frame)
-    for ours, theirs in ((split_json(columns), frame.to_json(orient="split", index=False)),
-                         (split_json(table_columns(columns)), table_frame(frame).to_json(orient="split", index=False))):
-        ours, theirs = json.loads(ours), json.loads(theirs)
-        assert ours["columns"] == theirs["columns"] and len(ours["data"]) == len(theirs["data"]) == 50
-        mismatched = [(i, c) for i, (a, b) in enumerate(zip(ours["data"], theirs["data"]))
-                      for c, x, y in zip(ours["columns"], a, b) if not _same_cell(x, y)]
-        assert not mismatched, mismatched[:5]
+    ours, theirs = json.loads(split_json(columns)), json.loads(frame.to_json(orient="split", index=False))
+    assert ours["columns"] == theirs["columns"] and len(ours["data"]) == len(theirs["data"]) == 50
+    mismatched = [(i, c) for i, (a, b) in enumerate(zip(ours["data"], theirs["data"]))
+                  for c, x, y in zip(ours["columns"], a, b) if not _same_cell(x, y)]
+    assert not mismatched, mismatched[:5]
 
 
 def test_split_json_writes_what_json_can_hold():
     import math
 
     import numpy as np
-
-    from ragexp.core.results import split_json
 
     columns = {"id": ["a", "b", "c"], "v": [math.nan, math.inf, np.float32(0.5)], "k": [np.int64(3), None, True],
                "texts": [["é", "x/y"], [], None]}

@@ -141,18 +141,6 @@ def table_columns(full: dict[str, list]) -> dict[str, list]:
             for name, values in full.items()}
 
 
-def table_frame(full):
-    """:func:`table_columns` for a DataFrame (a table read back from a run): the same cells, trimmed."""
-    from pandas.api.types import is_bool_dtype, is_numeric_dtype
-
-    out = full.copy()
-    for col in out.columns:
-        if col == "id" or col.endswith(SAMPLES_SUFFIX) or is_numeric_dtype(out[col]) or is_bool_dtype(out[col]):
-            continue
-        out[col] = [_cell(v, col in TEXT_LIST_COLUMNS) for v in out[col]]
-    return out
-
-
 def split_json(columns: dict[str, list]) -> str:
     """Plain columns as the JSON of pandas' ``to_json(orient="split", index=False)`` — the layout of an
     MLflow table (``{"columns": [...], "data": [[row], ...]}``): a missing or non-finite number is
