@@ -35,7 +35,6 @@ from ragexp.report.console import number
 GROUPS = ("dataset", "metric", "matcher", "judge", "pipeline", "chunker", "retriever", "compressor", "generator",
           "tracking", "stats", "gate")
 
-_COMPOSED: dict[tuple[str, ...], Any] = {}
 _PREPARED: dict[tuple[tuple[str, ...], str], tuple[Any, dict[str, Any]]] = {}
 _COMPOSE_LOCK = threading.Lock()
 
@@ -259,46 +258,30 @@ def _dotted(fn: Any) -> str:
 
 def _prepared(overrides: tuple[str, ...], settings: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The composed config with ``settings`` applied (read-only: the runner only reads it) and its
-    plain container, cached per (overrides, settings): a repeated call composes nothing."""
+    plain container, cached per (overrides, settings): a repeated call composes nothing (a Hydra
+    compose takes about a quarter of a second)."""
     import json
 
-    from omegaconf import OmegaConf
-
-    key = (overrides, json.dumps(settings, sort_keys=True, default=repr))
-    with _COMPOSE_LOCK:
-        found = _PREPARED.get(key)
-    if found is None:
-        cfg = _compose(overrides)
-        _apply(cfg, settings)
-        OmegaConf.set_readonly(cfg, True)
-        found = (cfg, OmegaConf.to_container(cfg, resolve=False))
-        with _COMPOSE_LOCK:
-            if len(_PREPARED) >= 64:  # a long session of varied calls: keep the cache small
-                _PREPARED.pop(next(iter(_PREPARED)))
-            _PREPARED[key] = found
-    return found
-
-
-def _compose(overrides: tuple[str, ...]) -> Any:
-    """The composed root config for these overrides (Hydra's compose API over ragexp's conf dir), cached."""
-    with _COMPOSE_LOCK:
-        cfg = _COMPOSED.get(overrides)
-        if cfg is None:
-            cfg = _COMPOSED[overrides] = _compose_uncached(overrides)
-        return copy.deepcopy(cfg)
-
-
-def _compose_uncached(overrides: tuple[str, ...]) -> Any:
     from hydra.errors import HydraException
+    from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     from ragexp.common.paths import compose
     from ragexp.errors import ConfigError, config_error_line
 
-    try:
-        return compose(overrides)
-    except (HydraException, OmegaConfBaseException) as exc:  # Hydra's message as one line, as the CLI prints it
-        raise ConfigError(config_error_line(exc)) from None
+    key = (overrides, json.dumps(settings, sort_keys=True, default=repr))
+    with _COMPOSE_LOCK:  # Hydra's state is global: one composition at a time
+        if key not in _PREPARED:
+            try:
+                cfg = compose(overrides)
+            except (HydraException, OmegaConfBaseException) as exc:  # Hydra's message as one line, as the CLI prints it
+                raise ConfigError(config_error_line(exc)) from None
+            _apply(cfg, settings)
+            OmegaConf.set_readonly(cfg, True)
+            if len(_PREPARED) >= 64:  # a long session of varied calls: keep the cache small
+                _PREPARED.pop(next(iter(_PREPARED)))
+            _PREPARED[key] = (cfg, OmegaConf.to_container(cfg, resolve=False))
+        return _PREPARED[key]
 
 
 def _apply(cfg: Any, settings: Mapping[str, Any]) -> None:
