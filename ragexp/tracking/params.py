@@ -44,8 +44,7 @@ from ragexp.common.secrets import MAX_PARAM_LEN, redact, scrub
 #: Top-level keys that are never params: where and how the run is logged or shown, and machine paths.
 NOT_PARAMS = frozenset({"tracking", "run_name", "progress", "data_dir", "hydra"})
 REMOVED = "(removed)"
-#: MLflow's limit on a run name.
-MAX_NAME = 250
+_MISSING = object()
 
 _LOCK = threading.Lock()
 _COMPOSED: dict[tuple[tuple[str, ...], bool], tuple[dict[str, Any], dict[str, Any]]] = {}  # → (choices, config)
@@ -107,11 +106,12 @@ def _group_options(group: str) -> list[str]:
 
 
 def _base(choices: Mapping[str, Any]) -> dict[str, Any]:
-    """The config the group choices give alone (an experiment left out: its values count as set)."""
+    """The config the group choices give alone (an experiment left out: its values count as set): the root
+    config with the groups that differ from its own choices (the plain demo run composes nothing more)."""
     root = root_defaults()
     overrides = []
     for group, choice in sorted(choices.items()):
-        if group == "experiment" or "@" in group or "/" in group:
+        if group == "experiment" or "@" in group or "/" in group or group in root and choice == root[group]:
             continue
         if choice is None:  # no option chosen: Hydra's way is to delete the group's entry
             overrides += [f"~{group}"] if root.get(group) is not None else []
@@ -232,12 +232,9 @@ def _resolved(base: Mapping[str, Any], group: str | None, config: Mapping[str, A
     if "${" not in repr(base):
         return dict(base)
     try:
-        root = dict(config)
-        if group is None:
-            root.update(base)
-            return OmegaConf.to_container(OmegaConf.create(root), resolve=True)
-        root[group] = base
-        return OmegaConf.to_container(OmegaConf.create(root), resolve=True)[group]
+        resolved = OmegaConf.to_container(OmegaConf.create({**config, **base} if group is None else
+                                                           {**config, group: base}), resolve=True)
+        return resolved if group is None else resolved[group]
     except Exception:  # noqa: BLE001 - an interpolation that only resolves inside Hydra: compare as written
         return dict(base)
 
@@ -245,6 +242,8 @@ def _resolved(base: Mapping[str, Any], group: str | None, config: Mapping[str, A
 def _set_on_command_line(config: Mapping[str, Any], choices: Mapping[str, Any],
                          overrides: Iterable[str]) -> dict[str, Any]:
     """The values typed on the command line (``retriever.top_k=5``), default or not."""
+    from ragexp.common.secrets import flatten
+
     out: dict[str, Any] = {}
     for override in overrides:
         raw = str(override)
@@ -256,23 +255,12 @@ def _set_on_command_line(config: Mapping[str, Any], choices: Mapping[str, Any],
             continue
         node: Any = config
         for part in key.split("."):
-            node = node.get(part) if isinstance(node, Mapping) else None
+            node = node.get(part, _MISSING) if isinstance(node, Mapping) else _MISSING
         if isinstance(node, Mapping):
-            from ragexp.common.secrets import flatten
-
             out.update({f"{key}.{k}": v for k, v in flatten(node).items()} if node else {key: node})
-        elif node is not None or _has(config, key):
+        elif node is not _MISSING:
             out[key] = node
     return {k: v for k, v in out.items() if not k.endswith("._target_")}
-
-
-def _has(config: Mapping[str, Any], key: str) -> bool:
-    node: Any = config
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return False
-        node = node[part]
-    return True
 
 
 def _choice_text(choice: Any) -> str:
@@ -299,10 +287,10 @@ def run_name(dataset: str, params: Mapping[str, str], defaults: Mapping[str, Any
                if "." not in k and k != "dataset" and k in defaults and v != _choice_text(defaults[k])]
     choices += [f"{k}={v}" for k, v in params.items() if "." not in k and k not in defaults and k != "dataset"]
     keys = [k for k in params if "." in k]
-    values = [f"{s}={_short_value(params[k])}" for s, k in zip(_short_keys(keys), keys)]
+    values = [f"{s}={v if len(v := params[k]) <= 40 else v[:39] + '…'}" for s, k in zip(_short_keys(keys), keys)]
     dataset_choice = params.get("dataset")
     head = dataset if dataset_choice in (None, dataset) else f"{dataset} ({dataset_choice})"
-    return _cut(" · ".join([scrub(head), *map(scrub, choices), *map(scrub, values)]))
+    return " · ".join([scrub(head), *map(scrub, choices), *map(scrub, values)])
 
 
 def sweep_name(overrides: Iterable[str], sweeper_params: Mapping[str, Any] | None, started: str) -> str:
@@ -323,7 +311,7 @@ def sweep_name(overrides: Iterable[str], sweeper_params: Mapping[str, Any] | Non
     chosen = [o for o in (swept or items) if not _noise(o.split("=", 1)[0].lstrip("+~"))]
     short = _short_keys([o.split("=", 1)[0].lstrip("+~") for o in chosen])
     parts = [f"{s}={o.split('=', 1)[1] if '=' in o else ''}" for s, o in zip(short, chosen)]
-    return _cut(scrub("sweep " + " × ".join(parts) + f" · {started}" if parts else f"sweep · {started}"))
+    return scrub("sweep " + " × ".join(parts) + f" · {started}" if parts else f"sweep · {started}")
 
 
 def _noise(key: str) -> bool:
@@ -334,11 +322,3 @@ def _short_keys(keys: list[str]) -> list[str]:
     """``retriever.top_k`` → ``top_k`` (the group is implied), unless two keys would then read the same."""
     short = [k.split(".", 1)[1] if "." in k else k for k in keys]
     return [k if short.count(s) > 1 else s for k, s in zip(keys, short)]
-
-
-def _short_value(value: str) -> str:
-    return value if len(value) <= 40 else value[:39] + "…"
-
-
-def _cut(name: str) -> str:
-    return name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"
