@@ -81,13 +81,6 @@ def test_mcnemar_equals_scipy_binomtest():
     assert r.mde == pytest.approx(z * math.sqrt((8 + 1) / 20) / math.sqrt(20))
 
 
-def test_binary_can_be_forced_off_and_checked():
-    b, c = [0, 1, 0, 1, 0, 0], [1, 1, 1, 1, 0, 1]
-    assert paired_compare(b, c, binary=False).test == "permutation"
-    with pytest.raises(ValueError, match="binary"):
-        paired_compare([0.5, 1], [1, 1], binary=True)
-
-
 def test_run_against_itself():
     values = [0.1, 0.5, 0.5, 0.9, 0.3] * 20  # 100 samples: random sign patterns
     r = paired_compare(values, values)

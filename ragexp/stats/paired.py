@@ -15,8 +15,7 @@ run, in the same sample order (``ragexp.compare`` pairs them by sample id). With
 ``p_value``, ``test``
     Two-sided, for "no difference":
 
-    - ``"mcnemar"`` when every value is 0 or 1 (``hit_rate``, ``exact_match``; ``binary=None``
-      detects it): the exact McNemar test, a binomial test with p = 1/2 on the discordant
+    - ``"mcnemar"`` when every value is 0 or 1 (``hit_rate``, ``exact_match``): the exact McNemar test, a binomial test with p = 1/2 on the discordant
       pairs (b samples the candidate lost, c it won) — ``scipy.stats.binomtest(c, b + c, 0.5)``.
       No discordant pair gives p = 1.
     - ``"permutation"`` otherwise: the paired sign-flip permutation test of ``mean(d)``.
@@ -88,8 +87,7 @@ class PairedResult:
     mde: float
 
 
-def paired_compare(baseline: Sequence[float], candidate: Sequence[float], *,
-                   binary: bool | None = None, resamples: int = 10_000,
+def paired_compare(baseline: Sequence[float], candidate: Sequence[float], *, resamples: int = 10_000,
                    confidence: float = 0.95, seed: int = 0) -> PairedResult:
     """Compare one metric's paired per-sample values (see the module docstring)."""
     b = np.asarray(baseline, dtype=np.float64).reshape(-1, 1)
@@ -97,19 +95,16 @@ def paired_compare(baseline: Sequence[float], candidate: Sequence[float], *,
     if b.shape != c.shape:
         raise ValueError(f"paired values must have one length: baseline has {b.shape[0]}, "
                          f"candidate has {c.shape[0]}")
-    return paired_compare_columns(b, c, binary=None if binary is None else [binary],
-                                  resamples=resamples, confidence=confidence, seed=seed)[0]
+    return paired_compare_columns(b, c, resamples=resamples, confidence=confidence, seed=seed)[0]
 
 
-def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *,
-                           binary: Sequence[bool | None] | None = None, resamples: int = 10_000,
+def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, resamples: int = 10_000,
                            confidence: float = 0.95, seed: int = 0) -> list[PairedResult]:
     """Compare many metrics at once: column j of the two ``(n, m)`` arrays is metric j.
 
     Every column shares the same pairs, the same bootstrap resamples and the same sign
     patterns (seeded by ``seed``), so the result for a column equals :func:`paired_compare`
-    on that column alone with the same seed. ``binary`` gives, per column, True/False or None
-    (detect: every value 0 or 1).
+    on that column alone with the same seed.
     """
     from scipy.stats import binom, norm
 
@@ -127,15 +122,7 @@ def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *,
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
-    is_01 = ((b == 0) | (b == 1)).all(axis=0) & ((c == 0) | (c == 1)).all(axis=0)
-    flags = [None] * m if binary is None else list(binary)
-    if len(flags) != m:
-        raise ValueError(f"binary has {len(flags)} entries for {m} metrics")
-    for j, flag in enumerate(flags):
-        if flag and not is_01[j]:
-            raise ValueError(f"metric {j} was declared binary but has values other than 0 and 1")
-    use_mcnemar = np.array([is_01[j] if flag is None else bool(flag) for j, flag in enumerate(flags)],
-                           dtype=bool)
+    use_mcnemar = ((b == 0) | (b == 1)).all(axis=0) & ((c == 0) | (c == 1)).all(axis=0)
 
     d = c - b
     diff = d.mean(axis=0)
