@@ -1,7 +1,6 @@
 """Judge wall time at hosted-API latencies, against the ideal ``calls × latency / concurrency``.
 
-    python benchmarks/bench_judge.py [--latencies 0.3,1,2] [--concurrency 32,256] [--ideal 6]
-                                     [--workers 2] [--repeat 1]
+    python benchmarks/bench_judge.py [--latencies 0.3,1,2] [--concurrency 32,256] [--ideal 6] [--repeat 1] [--broken]
 
 A hosted judge (OpenAI, Anthropic, Gemini) answers in 0.3-2 s; a run keeps 32-256 requests in
 flight. For each latency and concurrency the local OpenAI-compatible server (tests/judge_server.py,
@@ -9,12 +8,13 @@ in its own process) answers every request after that delay, and ``Judge.score`` 
 ``conf/judge/openai_compatible.yaml`` (litellm's ``hosted_vllm/…`` route, ``max_concurrency`` set to
 the concurrency) scores as many one-passage ``retrieval_precision`` records (one request each) as
 fill ``--ideal`` seconds of ideal wall time, on a fresh SQLite cache. Printed: the ideal, the
-judge's wall time and its ratio to the ideal, the same for bare ``litellm.acompletion`` calls at that
-concurrency (the floor litellm and the machine's load set), and (when ``--workers`` > 1) for
-``judge.workers``. A cached re-run of the last setting is timed too (zero calls).
+judge's wall time and its ratio to the ideal, and the same for bare ``litellm.acompletion`` calls at
+that concurrency (the floor litellm and the machine's load set). A cached re-run of the last setting
+is timed too (zero calls).
 
 The benchmark checks it measured what it names: every record scored ``ok`` with exactly one
-request each, and the re-run made no request; otherwise it exits non-zero.
+request each, and the re-run made no request; otherwise it exits non-zero (``--broken`` empties one
+record's passage, which is scored without a request, to see it do so).
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ def main() -> int:
     ap.add_argument("--latencies", default="0.3,1,2")
     ap.add_argument("--concurrency", default="32,256")
     ap.add_argument("--ideal", type=float, default=6.0, help="seconds of ideal wall time per setting")
-    ap.add_argument("--workers", type=int, default=1, help="also time judge.workers=N (N > 1), if the judge has it")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--broken", action="store_true", help="one record's passage empty: the check fails, exit 1")
     args = ap.parse_args()
 
     from ragexp.common.records import Record
@@ -97,7 +97,6 @@ def main() -> int:
     from ragexp.judge import build_judge
 
     specs, _ = build_metrics({"retrieval_precision": {"_target_": "ragexp.metrics.judge.retrieval_precision"}})
-    variants = [1] + ([args.workers] if args.workers > 1 else [])
     rows = []
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,30 +108,29 @@ def main() -> int:
                     ideal = n * latency / conc
                     base = judge_settings(url, conc)
                     records = [Record(id=str(i), query=f"What is the capital of France? (case {i}, {latency}, {conc})",
-                                      contexts=["Paris is the capital of France."]) for i in range(n)]
+                                      contexts=["" if args.broken and i == 0 else "Paris is the capital of France."])
+                               for i in range(n)]
                     import asyncio
 
                     secs = asyncio.run(bare_litellm(base["model"], url, n, conc, f"{latency}-{conc}"))
                     rows.append((latency, conc, "bare litellm", n, ideal, secs))
                     print(f"  latency {latency:4.1f} s  concurrency {conc:4d}  bare litellm.acompletion  {n:5d} calls: "
                           f"ideal {ideal:6.2f} s, {secs:6.2f} s = {secs / ideal:4.2f}x ideal", flush=True)
-                    for workers in variants:
-                        build_judge({**base, "workers": workers, "cache": False}, specs).score(
-                            [Record(id="w", query="Warm-up?", contexts=["Paris."])], specs)  # imports, connections
-                        times = []
-                        for r in range(args.repeat):
-                            cache = str(Path(tmp) / f"judge-{latency}-{conc}-{workers}-{r}.sqlite")
-                            t = time.perf_counter()
-                            scores, usage = build_judge({**base, "workers": workers, "cache_path": cache},
-                                                        specs).score(records, specs)
-                            times.append(time.perf_counter() - t)
-                            if usage["judge/calls"] != n or any(s.status != "ok" for s in scores["retrieval_precision"]):
-                                print(f"FAILED: {n} records at {latency} s, concurrency {conc}: {usage}", file=sys.stderr)
-                                ok = False
-                        rows.append((latency, conc, f"judge.workers={workers}", n, ideal, statistics.median(times)))
-                        print(f"  latency {latency:4.1f} s  concurrency {conc:4d}  judge.workers={workers}  {n:5d} calls: "
-                              f"ideal {ideal:6.2f} s, judge {rows[-1][-1]:6.2f} s = {rows[-1][-1] / ideal:4.2f}x ideal",
-                              flush=True)
+                    build_judge({**base, "cache": False}, specs).score(
+                        [Record(id="w", query="Warm-up?", contexts=["Paris."])], specs)  # imports, connections
+                    times = []
+                    for r in range(args.repeat):
+                        cache = str(Path(tmp) / f"judge-{latency}-{conc}-{r}.sqlite")
+                        t = time.perf_counter()
+                        scores, usage = build_judge({**base, "cache_path": cache}, specs).score(records, specs)
+                        times.append(time.perf_counter() - t)
+                        if usage["judge/calls"] != n or any(s.status != "ok" for s in scores["retrieval_precision"]):
+                            print(f"FAILED: {n} records at {latency} s, concurrency {conc}: {usage}", file=sys.stderr)
+                            ok = False
+                    rows.append((latency, conc, "ragexp judge", n, ideal, statistics.median(times)))
+                    print(f"  latency {latency:4.1f} s  concurrency {conc:4d}  ragexp judge  {n:5d} calls: "
+                          f"ideal {ideal:6.2f} s, judge {rows[-1][-1]:6.2f} s = {rows[-1][-1] / ideal:4.2f}x ideal",
+                          flush=True)
                 t = time.perf_counter()
                 _, usage = build_judge({**base, "cache_path": cache}, specs).score(records, specs)
                 cached = time.perf_counter() - t

@@ -124,21 +124,18 @@ def _fault_script(request):
     return FAULTS[m.group(1)][0](request) if m else None
 
 
-# litellm's two routes to an OpenAI-compatible server (through the OpenAI SDK, through its own HTTP client),
-# each in this process and through worker processes (judge.workers=2)
-# judge.workers=2 starts worker processes, each importing litellm: marked slow (docs/testing.md)
-ROUTES = [("openai/gpt-4o-mini", 1), pytest.param("openai/gpt-4o-mini", 2, marks=pytest.mark.slow),
-          ("hosted_vllm/judge", 1), pytest.param("hosted_vllm/judge", 2, marks=pytest.mark.slow)]
+# litellm's two routes to an OpenAI-compatible server (through the OpenAI SDK, through its own HTTP client)
+ROUTES = ["openai/gpt-4o-mini", "hosted_vllm/judge"]
 
 
-@pytest.mark.parametrize("model, workers", ROUTES)
-def test_fault_injection_no_sample_lost_every_failure_recorded(server, make_judge, model, workers):
+@pytest.mark.parametrize("model", ROUTES)
+def test_fault_injection_no_sample_lost_every_failure_recorded(server, make_judge, model):
     server.script = _fault_script
     records = [Record(id=tag, query=f"What is the capital of France? [fault:{tag}]",
                       contexts=["Paris is the capital of France."]) for tag in FAULTS]
     s = judge_specs("retrieval_precision")
     # 1.5 s: a reply a loaded host is slow to read stays well inside it; the scripted timeouts wait 3 s
-    scores, usage = make_judge(s, model=model, timeout_s=1.5, workers=workers).score(records, s)
+    scores, usage = make_judge(s, model=model, timeout_s=1.5).score(records, s)
     per = scores["retrieval_precision"]
     assert len(per) == len(records)  # no sample lost
     for record, score in zip(records, per):
@@ -229,20 +226,19 @@ def test_budget_needs_a_price(server, make_judge):
         make_judge(judge_specs("retrieval_precision"), model="openai/my-local-model", max_cost_usd=1.0)
 
 
-@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])
-def test_a_self_hosted_models_declared_price_reaches_litellm_and_the_cost(server, make_judge, workers):
+def test_a_self_hosted_models_declared_price_reaches_litellm_and_the_cost(server, make_judge):
     import litellm
 
-    model = f"hosted_vllm/priced-judge-{workers}"  # a name of its own: litellm's price map is process-wide
+    model = "hosted_vllm/priced-judge"  # a name of its own: litellm's price map is process-wide
+    with pytest.raises(Exception):  # not in litellm's map before the judge declares its price
+        litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
     s = judge_specs("retrieval_precision")
-    judge = make_judge(s, model=model, workers=workers, cost_per_million_in=2.0, cost_per_million_out=8.0)
-    assert judge.prices.teach == (model, 2.0 / 1e6, 8.0 / 1e6)  # not in litellm's map, so it is taught the price
+    judge = make_judge(s, model=model, cost_per_million_in=2.0, cost_per_million_out=8.0)
+    per_in, per_out = litellm.cost_per_token(model=model, prompt_tokens=1_000_000, completion_tokens=1_000_000)
+    assert (per_in, per_out) == pytest.approx((2.0, 8.0))  # litellm now prices the model as declared
     scores, usage = judge.score([CAPITAL_OF_FRANCE], s)
     assert scores["retrieval_precision"][0].value == 1 / 2
     assert usage["judge/cost_usd"] == pytest.approx((usage["judge/tokens_in"] * 2.0 + usage["judge/tokens_out"] * 8.0) / 1e6)
-    if workers == 1:  # the call was made in this process: litellm now prices the model as declared
-        per_in, per_out = litellm.cost_per_token(model=model, prompt_tokens=1_000_000, completion_tokens=1_000_000)
-        assert (per_in, per_out) == pytest.approx((2.0, 8.0))
 
 
 def test_a_mapped_models_price_is_never_rewritten_and_an_unpriced_one_stays_unknown(server, make_judge):
@@ -251,11 +247,11 @@ def test_a_mapped_models_price_is_never_rewritten_and_an_unpriced_one_stays_unkn
     mapped = litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=1_000_000)
     s = judge_specs("retrieval_precision")
     judge = make_judge(s, cost_per_million_in=123.0, cost_per_million_out=456.0)  # openai/gpt-4o-mini, overridden
-    assert judge.prices.teach is None and judge.prices.per_in == 123.0 / 1e6
+    assert judge.prices.per_in == 123.0 / 1e6
     judge.score([CAPITAL_OF_FRANCE], s)
     assert litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=1_000_000) == mapped
     unpriced = make_judge(s, model="hosted_vllm/unpriced-judge")
-    assert unpriced.prices.teach is None and not unpriced.prices.known
+    assert not unpriced.prices.known
 
 
 @pytest.mark.parametrize("name, variable", [("gpt4o", "OPENAI_API_KEY"), ("gpt4o_mini", "OPENAI_API_KEY"),
@@ -280,14 +276,14 @@ def test_judge_metrics_without_a_judge_say_how_to_pick_one():
         build_judge(None, judge_specs("answer_similarity"))
 
 
-@pytest.mark.parametrize("model, workers", ROUTES)
-def test_rejected_key_stops_the_run(server, make_judge, model, workers):
+@pytest.mark.parametrize("model", ROUTES)
+def test_rejected_key_stops_the_run(server, make_judge, model):
     server.script = lambda r: Reply(status=401, text="invalid api key")
     s = judge_specs("retrieval_precision")
     records = [Record(id=str(i), query=f"Capital of France, case {i}?", contexts=["Paris is the capital."])
                for i in range(200)]
     with pytest.raises(CredentialsError, match="rejected its credentials"):
-        make_judge(s, model=model, max_concurrency=4, workers=workers).score(records, s)
+        make_judge(s, model=model, max_concurrency=4).score(records, s)
     assert server.calls <= 4  # neither retried nor sent again for the other samples
 
 

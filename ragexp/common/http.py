@@ -7,8 +7,6 @@ connection itself failed (:func:`connection_failed`).
 
     >>> connection_failed(OSError("the request failed")), connection_failed(ConnectionRefusedError(111, "refused"))
     (False, True)
-    >>> retry_after(RemoteFailure("rate_limited", True, 2.5, "429"))
-    2.5
 """
 
 from __future__ import annotations
@@ -21,17 +19,6 @@ import time
 from ragexp.errors import ConfigError, CredentialsError
 
 
-class RemoteFailure(Exception):
-    """A failed request already classified where it was sent (a worker process of ``judge.workers``):
-    ``status``, ``retryable``, ``retry_after``, and ``connection`` (the connection itself failed:
-    nothing listening, unknown host)."""
-
-    def __init__(self, status: str, retryable: bool, retry_after: float | None, text: str, connection: bool = False):
-        super().__init__(text)
-        self.status, self.retryable, self.retry_after = status, retryable, retry_after
-        self.connection = connection
-
-
 def connection_failed(exc: BaseException) -> bool:
     """True when ``exc`` (or what caused it) is a failed connection: refused, host unknown, no route.
 
@@ -40,8 +27,6 @@ def connection_failed(exc: BaseException) -> bool:
     """
     import socket
 
-    if getattr(exc, "connection", False):  # a RemoteFailure: the worker process looked at the chain
-        return True
     seen: list[BaseException] = []
     e: BaseException | None = exc
     while e is not None and not any(e is s for s in seen):
@@ -65,8 +50,6 @@ def root_cause(exc: BaseException) -> BaseException:
 
 def retry_after(exc: BaseException) -> float | None:
     """Seconds a 429 (or 503) asked us to wait: ``retry-after-ms``, ``retry-after`` (seconds or a date)."""
-    if hasattr(exc, "retryable"):  # a RemoteFailure: the worker process read the headers
-        return getattr(exc, "retry_after", None)
     headers = getattr(exc, "litellm_response_headers", None)
     if headers is None:
         response = getattr(exc, "response", None)
@@ -97,8 +80,6 @@ def classify(exc: BaseException, who: str = "judge") -> tuple[str, bool]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch litellm's price map
     import litellm
 
-    if isinstance(exc, RemoteFailure):  # classified by the worker process that sent the request
-        return exc.status, exc.retryable
     if isinstance(exc, (CredentialsError, ConfigError)):
         raise exc
     if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError, TimeoutError)):

@@ -9,9 +9,8 @@ budget's price — and returns a :class:`Judge`. Modules:
 - :mod:`.parse` — replies → typed verdicts, tolerant of how models answer;
 - :mod:`.client` — the one retry layer, rate limit, concurrency, budget, usage, fail-fast on an
   unreachable server;
-- :mod:`.calls` — one litellm call and the classification of its failures (shared with :mod:`.workers`);
 - :mod:`.loop` — the event loop the calls run on, and :func:`.loop.shutdown`, which closes the HTTP
-  clients and worker processes on every way out;
+  clients on every way out;
 - :mod:`.cache` — the persistent SQLite cache shared by runs and sweep jobs;
 - :mod:`.engine` — the metric plans, shared verdicts, and the event loop.
 

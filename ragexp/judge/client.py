@@ -16,7 +16,9 @@ tokens and ``max_tokens`` of output, at the model's price) stays within ``max_co
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -25,12 +27,44 @@ from typing import Any, Callable, NoReturn
 from ragexp.errors import ConfigError, CredentialsError
 from ragexp.judge.cache import JudgeCache, cache_key
 from ragexp.common.http import classify, connection_failed, retry_after, root_cause, short_error
-from ragexp.judge.calls import _quiet_litellm, acompletion, register_price
 from ragexp.judge.loop import litellm_provider
 from ragexp.judge.ratelimit import RateLimiter
 from ragexp.judge.settings import JudgeSettings
 
 log = logging.getLogger("ragexp.judge")
+
+
+@functools.cache
+def _quiet_litellm() -> Any:
+    """litellm, imported once with its price map local and its per-request log lines off."""
+    if not os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"):
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # never fetch the price map at run time
+    import litellm
+
+    litellm.suppress_debug_info = True
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
+        logging.getLogger(name).setLevel(logging.WARNING)  # not one log line per request under Hydra's INFO logging
+    return litellm
+
+
+@functools.cache
+def register_price(model: str, per_in: float, per_out: float) -> None:
+    """Put a model that litellm's price map lacks into it, at the price the settings declare.
+
+    litellm prices every response itself, whoever reads the figure; for a model missing from its
+    map it searches the whole map for a near name on every call, about a fifth of its CPU per call
+    against a fast local server (``benchmarks/bench_judge.py``). ragexp computes the cost from
+    :class:`Prices` either way; this only spares litellm the search. Once per process, and never
+    for a model the map knows.
+    """
+    litellm = _quiet_litellm()
+    provider = litellm_provider(model)
+    entry = {"input_cost_per_token": per_in, "output_cost_per_token": per_out, "mode": "chat",
+             # prompt-cache reads and writes at the full input price (no discount declared)
+             "cache_read_input_token_cost": per_in, "cache_creation_input_token_cost": per_in}
+    if provider:
+        entry["litellm_provider"] = provider
+    litellm.register_model({model: entry})
 
 
 class CallFailed(Exception):
@@ -121,24 +155,18 @@ def _mapped_price(model: str) -> tuple[float, float] | None:
 
 
 class Prices:
-    """US dollars per token in and out: the settings' override, else litellm's price map.
-
-    ``teach``: for a model litellm's map lacks (a self-hosted one) whose price the settings give,
-    ``(model, per token in, per token out)`` to register in litellm's map before calling it (see
-    :func:`register_price`); None otherwise.
-    """
+    """US dollars per token in and out: the settings' override, else litellm's price map (``known``: either
+    gave one). A declared price of a model the map lacks is registered there (:func:`register_price`)."""
 
     def __init__(self, settings: JudgeSettings):
+        mapped = _mapped_price(settings.model)
         self.known = True
-        self.teach: tuple[str, float, float] | None = None
         if settings.cost_per_million_in is not None or settings.cost_per_million_out is not None:
             self.per_in = (settings.cost_per_million_in or 0.0) / 1e6
             self.per_out = (settings.cost_per_million_out or 0.0) / 1e6
-            if _mapped_price(settings.model) is None:
-                self.teach = (settings.model, self.per_in, self.per_out)
-            return
-        mapped = _mapped_price(settings.model)
-        if mapped is None:
+            if mapped is None:
+                register_price(settings.model, self.per_in, self.per_out)
+        elif mapped is None:
             self.per_in = self.per_out = 0.0
             self.known = False
         else:
@@ -429,12 +457,6 @@ class JudgeClient:
         if api_key:
             kwargs["api_key"] = api_key
         worst = self.worst_case(messages)
-        teach = self.prices.teach
-        pool = None
-        if self.s.workers > 1:
-            from ragexp.judge.workers import pool as worker_pool
-
-            pool = await worker_pool(self.s.workers)  # started once per process, outside any timeout
         last = ""
         deadline = None  # the verdict's total deadline, from its first request (queueing before it excluded)
         attempt = -1
@@ -462,12 +484,12 @@ class JudgeClient:
                     kwargs.pop("response_format", None)
                     if form is not None:
                         kwargs["response_format"] = form
-                    call = pool.acompletion(kwargs, teach) if pool is not None else acompletion(kwargs, teach)
                     if not self.in_flight:
                         self.waiting_since = now
                     self.in_flight += 1
                     try:
-                        text, finish, t_in, t_out = await asyncio.wait_for(call, timeout=kwargs["timeout"] * 1.5 + 1)
+                        response = await asyncio.wait_for(self._litellm.acompletion(**kwargs),
+                                                          timeout=kwargs["timeout"] * 1.5 + 1)
                     finally:
                         self.in_flight -= 1
             except (asyncio.CancelledError, KeyboardInterrupt):
@@ -515,6 +537,9 @@ class JudgeClient:
                 continue
             self.refused = 0
             self._replied()
+            choice, u = response.choices[0], getattr(response, "usage", None)
+            text, finish = choice.message.content or "", getattr(choice, "finish_reason", None)
+            t_in, t_out = int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0)
             cost = self.prices.cost(t_in, t_out)
             self.budget.settle(worst, cost)
             self.usage.answered += 1

@@ -489,7 +489,7 @@ class Judge:
         try:
             return run_sync(self.ascore(records, specs, progress))
         except KeyboardInterrupt:
-            shutdown()  # HTTP clients and worker processes closed now, not by the garbage collector at exit
+            shutdown()  # HTTP clients closed now, not by the garbage collector at exit
             u = self._usage or Usage()
             kept = f"kept in {self.cache.path}: the same command asks only for the rest" if self.cache is not None \
                 else "not kept (judge.cache is off)"

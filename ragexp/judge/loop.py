@@ -53,18 +53,8 @@ def background_loop() -> asyncio.AbstractEventLoop:
         return _LOOP
 
 
-#: Coroutine functions that end what a module keeps on the running loop (:func:`on_close`).
-_CLOSERS: list[Any] = []
-
-
-def on_close(closer: Any) -> None:
-    """Have :func:`close_clients` await ``closer()`` on the loop it closes (once per function)."""
-    if closer not in _CLOSERS:
-        _CLOSERS.append(closer)
-
-
 async def close_clients() -> None:
-    """On the loop that used them: end its tasks, close its worker processes and litellm's HTTP clients.
+    """On the loop that used them: end its tasks and close litellm's HTTP clients.
 
     litellm keeps its clients (the OpenAI SDK's, httpx's, aiohttp's sessions) in a process-wide cache.
     Left to the garbage collector at interpreter exit, an aiohttp session's ``__del__`` can block on
@@ -78,9 +68,6 @@ async def close_clients() -> None:
         t.cancel()
     if tasks:
         await asyncio.wait(tasks, timeout=2.0)
-    for closer in list(_CLOSERS):  # the worker pools (registered by .workers: nothing here imports upward)
-        with contextlib.suppress(Exception):
-            await closer()
     litellm = sys.modules.get("litellm")
     if litellm is not None:
         cache = getattr(litellm, "in_memory_llm_clients_cache", None)
@@ -98,7 +85,7 @@ async def close_clients() -> None:
 
 
 def shutdown(timeout: float = 10.0) -> None:
-    """Close the judge's HTTP clients and worker processes, stop its loop and join its thread.
+    """Close the judge's HTTP clients, stop its loop and join its thread.
 
     Idempotent, bounded by ``timeout`` seconds, and called on every way out: after an error or an
     interrupt in :meth:`~ragexp.judge.engine.Judge.score`, and at exit (atexit) after a success.

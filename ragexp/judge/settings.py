@@ -50,10 +50,6 @@ class JudgeSettings:
     deadline_s: float = 150.0
     #: Requests in flight at once.
     max_concurrency: int = 16
-    #: Processes sending the HTTP calls (1 = this process's event loop). 2 on a 2-core machine lets a fast
-    #: local server (vLLM, llama.cpp) be driven past the ~3-5 ms of litellm CPU each call costs one core;
-    #: cache, budget, retries and limits stay in this process. Each extra worker imports litellm once (~1-2 s).
-    workers: int = 1
     #: Optional cap on requests started per minute (None = no cap).
     requests_per_minute: float | None = None
     #: Retries after the first attempt, on 429, 5xx, connection errors and timeouts (the only retry layer).
@@ -102,7 +98,7 @@ class JudgeSettings:
         if self.structured_output not in (None, True, False, "auto", "json_schema", "json_object_schema"):
             raise ConfigError(f"{where}: structured_output must be null, auto, json_schema, json_object_schema, "
                               f"true or false, got {self.structured_output!r}")
-        for field_name, low in (("max_concurrency", 1), ("max_tokens", 1), ("workers", 1), ("samples", 1)):
+        for field_name, low in (("max_concurrency", 1), ("max_tokens", 1), ("samples", 1)):
             v = getattr(self, field_name)
             if not isinstance(v, int) or v < low:
                 raise ConfigError(f"{where}: {field_name} must be an integer ≥ {low}, got {v!r}")
