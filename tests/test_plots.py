@@ -6,7 +6,6 @@ these tests pin the choices and that a figure is a real, readable PNG whatever i
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 from ragexp.report.plots import HEADLINE_MAX, heatmap, headline_metrics, histograms, metric_bars, run_plots
@@ -36,16 +35,15 @@ def test_headline_is_at_most_the_limit():
 
 def _run(n: int = 12):
     values = [i / (n - 1) for i in range(n)]
-    frame = pd.DataFrame({"id": [f"q{i}" for i in range(n)], "token_f1": values,
-                          status_column("token_f1"): ["ok"] * (n - 1) + ["undefined"],
-                          "bleu": [100 * v for v in values], status_column("bleu"): ["ok"] * n})
-    frame.loc[n - 1, "token_f1"] = None
+    columns = {"id": [f"q{i}" for i in range(n)], "token_f1": values[:-1] + [None],
+               status_column("token_f1"): ["ok"] * (n - 1) + ["undefined"],
+               "bleu": [100 * v for v in values], status_column("bleu"): ["ok"] * n}
     mean = sum(values[:-1]) / (n - 1)
     summary = {"dataset": "toy", "n_samples": n, "metrics": {"token_f1": mean, "bleu": 50.0},
                "intervals": {"token_f1": {"mean": mean, "ci_low": mean - 0.1, "ci_high": mean + 0.1, "n": n - 1},
                              "bleu": {"mean": 50.0, "ci_low": 40.0, "ci_high": 60.0, "n": n}},
                "stats": {"confidence": 0.95, "primary": None}}
-    return frame, summary
+    return columns, summary
 
 
 def test_a_run_gets_its_bar_chart_and_histograms(tmp_path):
@@ -59,7 +57,7 @@ def test_a_run_gets_its_bar_chart_and_histograms(tmp_path):
 
 def test_nothing_to_draw_draws_nothing(tmp_path):
     assert metric_bars({}, [], [], "t", tmp_path / "m.png") is None
-    assert histograms(pd.DataFrame({"id": ["a"]}), ["token_f1"], "t", tmp_path / "h.png") is None
+    assert histograms({"id": ["a"]}, ["token_f1"], "t", tmp_path / "h.png") is None
     assert heatmap([], ["token_f1"], "t", tmp_path / "x.png") is None
     assert not list(tmp_path.iterdir())
 
@@ -77,15 +75,3 @@ def test_heatmap_with_a_failed_child_and_unequal_counts(tmp_path):
 def test_tiny_runs_still_draw(tmp_path, n):
     frame, summary = _run(n + 1)
     assert len(run_plots(tmp_path, frame, summary)) == 2
-
-
-def test_plain_columns_draw_the_pictures_a_dataframe_draws(tmp_path):
-    """The CLI hands the plots plain columns (no pandas in its process); a notebook hands a DataFrame."""
-    frame, summary = _run()
-    columns = {c: [None if v != v else v for v in frame[c].tolist()] for c in frame.columns}
-    (tmp_path / "frame").mkdir()
-    (tmp_path / "columns").mkdir()
-    drawn = [run_plots(tmp_path / side, table, summary) for side, table in (("frame", frame), ("columns", columns))]
-    assert [p.name for p in drawn[1]] == ["metrics.png", "histograms.png"]
-    for a, b in zip(*drawn):
-        assert a.read_bytes() == b.read_bytes(), a.name

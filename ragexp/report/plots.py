@@ -76,24 +76,17 @@ def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Pat
     of their range, said in their label; unbounded ones (``avg_latency``) get a panel of their
     own in their own unit. Returns None when no metric was compared.
     """
-    import math
-
-    from ragexp.metrics.base import load_all
-
-    registry = load_all()
     rows = [r for r in comparison["metrics"].values() if r.get("diff") is not None]
     if not rows:
         return None
+    ranges = _ranges([r["key"] for r in rows])
     bounded, unbounded = [], []
     for r in rows:
-        info = registry.get(r["key"].split("/", 1)[0])
-        lo, hi = info.bounds if info is not None else (0.0, 1.0)
-        width = hi - lo
-        if math.isfinite(width) and width > 0:
-            label = r["key"] if width == 1 else f"{r['key']} (÷{width:g})"
-            bounded.append((label, r, width))
-        else:
+        span = ranges[r["key"]]
+        if span is None:
             unbounded.append((r["key"], r, 1.0))
+        else:
+            bounded.append((_label(r["key"], span), r, span[1] - span[0]))
     panels = [p for p in (bounded, unbounded) if p]
     heights = [max(1.2, 0.32 * len(p) + 0.6) for p in panels]
     fig = _figure(7.5, sum(heights) + 0.9)
@@ -155,6 +148,11 @@ def _ranges(keys: list[str]) -> dict[str, tuple[float, float] | None]:
     return out
 
 
+def _label(key: str, span: tuple[float, float]) -> str:
+    """A metric's label on a fraction-of-range axis: its key, with the range's width when that is not 1."""
+    return key if span[1] - span[0] == 1 else f"{key} (÷{span[1] - span[0]:g})"
+
+
 def headline_metrics(keys: list[str], *, primary: str | None = None, objective: str | None = None,
                      limit: int = HEADLINE_MAX) -> list[str]:
     """The metrics a picture leads with: ``stats.primary``, the ``objective``, then the suite's metrics
@@ -182,13 +180,13 @@ def run_plots(folder: str | Path, per_sample: Any, summary: dict[str, Any], *,
               objective: str | None = None) -> list[Path]:
     """A single run's pictures in ``folder``: ``metrics.png`` (every bounded metric's mean with its
     CI) and ``histograms.png`` (the per-sample values of the headline metrics); returns the files.
-    ``per_sample``: the per-sample table, plain columns or a DataFrame."""
+    ``per_sample``: the per-sample table as plain columns."""
     folder = Path(folder)
     intervals = summary.get("intervals") or {}
     keys = [k for k in (summary.get("metrics") or {}) if (intervals.get(k) or {}).get("mean") is not None]
     primary = (summary.get("stats") or {}).get("primary")
     headline = headline_metrics(keys, primary=primary, objective=objective)
-    n = summary.get("n_samples", _row_count(per_sample))
+    n = summary.get("n_samples", len(next(iter(per_sample.values()), [])))
     title = f"{summary.get('dataset', '')} · {n} samples"
     ranges = _ranges(keys)
     out = []
@@ -255,56 +253,47 @@ def metric_bars(intervals: dict[str, Any], keys: list[str], headline: list[str],
             low, high = (iv["ci_low"] - lo_r) / width, (iv["ci_high"] - lo_r) / width
             whiskers += [[(low, y), (high, y)], [(low, y - 0.12), (low, y + 0.12)], [(high, y - 0.12), (high, y + 0.12)]]
         text = _num(iv["mean"]) + (f"  n={iv.get('n')}" if samples is None or iv.get("n") != samples else "")
-        label = key if (lo_r, hi_r) == (0.0, 1.0) else f"{key} (÷{width:g})"
-        ax.text(-0.015, y, label, transform=across, ha="right", va="center", fontsize=8)
+        ax.text(-0.015, y, _label(key, ranges[key]), transform=across, ha="right", va="center", fontsize=8)
         ax.text(1.015, y, text, transform=across, ha="left", va="center", fontsize=7.5, color="0.2")
     ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors="none", alpha=0.85))
     ax.add_collection(LineCollection(whiskers, colors="0.15", linewidths=1))
     ax.set_ylim(-0.6, len(keys) - 0.4)
-    ax.set_xlim(0, 1)
-    ax.set_yticks([])
-    ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1], ["0", "0.2", "0.4", "0.6", "0.8", "1"])
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    for side in ("top", "right", "left"):
-        ax.spines[side].set_visible(False)
     level = round(100 * confidence, 2)
-    ax.set_xlabel(f"mean (bar, value at the right) with its {level:g}% CI (whisker), as a fraction of the "
-                  f"metric's range", fontsize=9)
+    _fraction_axis(ax, f"mean (bar, value at the right) with its {level:g}% CI (whisker), as a fraction of the "
+                       f"metric's range", 9)
     over = f"; each over all {samples} samples unless n= says" if samples is not None else ""
     _title(fig, height, f"{title}: every metric, the headline ones blue{over}")
     return _save(fig, path, dpi=100)
 
 
-def _row_count(table: Any) -> int:
-    """Rows of a per-sample table: a DataFrame, or plain columns."""
-    if hasattr(table, "columns"):
-        return len(table)
-    return len(next(iter(table.values()), []))
+def _fraction_axis(ax: Any, label: str, fontsize: float) -> None:
+    """The x axis of a fraction of each metric's range, 0 to 1, under rows with no y ticks."""
+    ax.set_xlim(0, 1)
+    ax.set_yticks([])
+    ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1], ["0", "0.2", "0.4", "0.6", "0.8", "1"])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlabel(label, fontsize=fontsize)
 
 
-def _column(table: Any, name: str) -> list[Any] | None:
-    """One column of a per-sample table (a DataFrame or plain columns) as a list, None when absent."""
-    names = table.columns if hasattr(table, "columns") else table
-    return list(table[name]) if name in names else None
-
-
-def histograms(per_sample: Any, keys: list[str], title: str, path: str | Path, *, of: int | None = None
+def histograms(per_sample: dict[str, list], keys: list[str], title: str, path: str | Path, *, of: int | None = None
                ) -> Path | None:
     """How the per-sample values of the headline metrics spread: one row per metric, its values in ten
     bins over the metric's range (``ok`` samples only), bars scaled to the row's tallest bin (its count
     at the right), the mean as a dashed line; the row says the mean, n, and how many had no value.
-    ``per_sample``: plain columns or a DataFrame; ``of``: how many metric keys the run has (the title
+    ``per_sample``: plain columns; ``of``: how many metric keys the run has (the title
     says these are the first ``len(keys)`` of them)."""
     import math
 
     from ragexp.core.results import status_column
 
     ranges = _ranges(keys)
-    total = _row_count(per_sample)
+    total = len(next(iter(per_sample.values()), []))
     rows = []
     for key in keys:
-        values, statuses = _column(per_sample, key), _column(per_sample, status_column(key))
+        values, statuses = per_sample.get(key), per_sample.get(status_column(key))
         if values is None or ranges[key] is None:
             continue
         kept = [float(v) for i, v in enumerate(values) if v is not None and not (isinstance(v, float) and math.isnan(v))
@@ -339,23 +328,17 @@ def histograms(per_sample: Any, keys: list[str], title: str, path: str | Path, *
             head = "no value"
         if without:
             head += f" ({without} without)"
-        label = key if (lo, hi) == (0.0, 1.0) else f"{key} (÷{hi - lo:g})"
-        ax.text(-0.02, base + 0.4, f"{label}\n{head}", transform=across, ha="right", va="center", fontsize=8)
+        ax.text(-0.02, base + 0.4, f"{_label(key, (lo, hi))}\n{head}", transform=across, ha="right", va="center", fontsize=8)
         if tallest:
             ax.text(1.01, base + 0.8, str(tallest), transform=across, ha="left", va="center", fontsize=7.5,
                     color="0.3")
     ax.add_collection(PolyCollection(bins, facecolors="tab:blue", edgecolors="none", alpha=0.85))
     ax.add_collection(LineCollection(means, colors="0.1", linewidths=1.1, linestyles=(0, (3, 2))))
     ax.add_collection(LineCollection([[(0, b), (1, b)] for b in range(len(rows))], colors="0.55", linewidths=0.6))
-    ax.set_xlim(0, 1)
     ax.set_ylim(-0.1, len(rows))
-    ax.set_yticks([])
-    ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1], ["0", "0.2", "0.4", "0.6", "0.8", "1"])
     ax.tick_params(labelsize=8)
-    for side in ("top", "right", "left"):
-        ax.spines[side].set_visible(False)
-    ax.set_xlabel("per-sample value, as a fraction of the metric's range (10 bins); at the right: the samples "
-                  "in the row's tallest bin", fontsize=8)
+    _fraction_axis(ax, "per-sample value, as a fraction of the metric's range (10 bins); at the right: the samples "
+                       "in the row's tallest bin", 8)
     shown = f" ({len(rows)} of the run's {of} metric keys)" if of and of > len(rows) else ""
     _title(fig, height, f"{title}: per-sample values of the headline metrics{shown}")
     return _save(fig, path, dpi=100)
