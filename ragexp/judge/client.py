@@ -227,10 +227,10 @@ def structured_forms(settings: JudgeSettings) -> list[str]:
 
 def response_format(form: str, kind: str) -> dict[str, Any] | None:
     """The ``response_format`` of ``form`` asking for verdict ``kind``'s JSON (None for ``text``)."""
-    from ragexp.judge.parse import SCHEMAS, response_format as json_schema
+    from ragexp.judge.parse import SCHEMAS
 
     if form == "json_schema":
-        return json_schema(kind)
+        return {"type": "json_schema", "json_schema": {"name": f"ragexp_{kind}", "schema": SCHEMAS[kind], "strict": True}}
     if form == "json_object_schema":
         return {"type": "json_object", "schema": SCHEMAS[kind]}
     return None

@@ -35,8 +35,7 @@ from ragexp.common.records import Record
 from ragexp.judge.cache import JudgeCache
 from ragexp.judge.client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
 from ragexp.judge.loop import run_sync, shutdown
-from ragexp.judge.parse import Answers, ParseError, Relevance, parse_verdict
-from ragexp.judge.parse import Usage as Used
+from ragexp.judge.parse import ParseError, Verdict, parse_verdict
 from ragexp.judge.settings import JudgeSettings
 from ragexp.judge.templates import Prompt, load_prompt
 
@@ -265,13 +264,13 @@ async def _decided(verdict: Any) -> Outcome:
 
 async def _relevance(run: _Run, r: Record, v: str) -> list[Outcome]:
     return list(await asyncio.gather(*[
-        _decided(Relevance(False, "empty passage")) if _blank(c) else run.ask("relevance", v, question=r.query, context=c)
+        _decided(Verdict(False, "empty passage")) if _blank(c) else run.ask("relevance", v, question=r.query, context=c)
         for c in r.contexts or []]))
 
 
 async def _usage(run: _Run, r: Record, v: str) -> list[Outcome]:
     return list(await asyncio.gather(*[
-        _decided(Used(False, "empty passage")) if _blank(c) else run.ask("usage", v, answer=r.answer, context=c)
+        _decided(Verdict(False, "empty passage")) if _blank(c) else run.ask("usage", v, answer=r.answer, context=c)
         for c in r.contexts or []]))
 
 
@@ -286,8 +285,8 @@ async def _answer_similarity(run: _Run, r: Record, o: dict[str, Any]) -> Score:
     bad = _failed(outs)
     if bad:
         return bad
-    value = answer_similarity_value([x.verdict.score for x in outs])
-    return Score(value, detail=_detail(scores=[x.verdict.score for x in outs], reasons=[_reason(x) for x in outs]))
+    value = answer_similarity_value([x.verdict.value for x in outs])
+    return Score(value, detail=_detail(scores=[x.verdict.value for x in outs], reasons=[_reason(x) for x in outs]))
 
 
 async def _retrieval_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score:
@@ -297,7 +296,7 @@ async def _retrieval_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score
     bad = _failed(outs)
     if bad:
         return bad
-    flags = [x.verdict.relevant for x in outs]
+    flags = [x.verdict.value for x in outs]
     return Score(retrieval_precision_value(flags), detail=_detail(relevant=flags, reasons=[_reason(x) for x in outs]))
 
 
@@ -311,7 +310,7 @@ async def _augmentation_accuracy(run: _Run, r: Record, o: dict[str, Any]) -> Sco
     bad = _failed(outs)
     if bad:
         return bad
-    flags = [x.verdict.used for x in outs]
+    flags = [x.verdict.value for x in outs]
     return Score(augmentation_accuracy_value(flags), detail=_detail(used=flags, reasons=[_reason(x) for x in outs]))
 
 
@@ -326,8 +325,8 @@ async def _augmentation_precision(run: _Run, r: Record, o: dict[str, Any]) -> Sc
     bad = _failed(rel + use)
     if bad:
         return bad
-    relevant = [x.verdict.relevant for x in rel]
-    used = [x.verdict.used for x in use]
+    relevant = [x.verdict.value for x in rel]
+    used = [x.verdict.value for x in use]
     return Score(augmentation_precision_value(relevant, used), detail=_detail(relevant=relevant, used=used))
 
 
@@ -338,21 +337,21 @@ async def _answer_consistency(run: _Run, r: Record, o: dict[str, Any]) -> Score:
     points = await run.ask("main_points", v, answer=r.answer)
     if not points.ok:
         return Score(None, points.status, points.detail)
-    if not points.verdict.points:
+    if not points.verdict.value:
         return Score.undefined("the judge found no main point in the answer")
     if not _passages(r):  # the points depend on the answer alone; none can be derived from nothing
-        flags = [False] * len(points.verdict.points)
+        flags = [False] * len(points.verdict.value)
         return Score(answer_consistency_value(flags),
-                     detail=_detail(points=list(points.verdict.points), supported=flags,
+                     detail=_detail(points=list(points.verdict.value), supported=flags,
                                     reasons=["nothing retrieved (not asked)"] * len(flags)))
     outs = await asyncio.gather(*[run.ask("support", v, statement=p, contexts=r.contexts)
-                                  for p in points.verdict.points])
+                                  for p in points.verdict.value])
     bad = _failed(outs)
     if bad:
         return bad
-    flags = [x.verdict.supported for x in outs]
+    flags = [x.verdict.value for x in outs]
     return Score(answer_consistency_value(flags),
-                 detail=_detail(points=list(points.verdict.points), supported=flags, reasons=[_reason(x) for x in outs]))
+                 detail=_detail(points=list(points.verdict.value), supported=flags, reasons=[_reason(x) for x in outs]))
 
 
 async def _answer_consistency_binary(run: _Run, r: Record, o: dict[str, Any]) -> Score:
@@ -364,7 +363,7 @@ async def _answer_consistency_binary(run: _Run, r: Record, o: dict[str, Any]) ->
     out = await run.ask("full_support", o["prompt_version"], answer=r.answer, contexts=r.contexts)
     if not out.ok:
         return Score(None, out.status, out.detail)
-    return Score(answer_consistency_binary_value(out.verdict.fully_supported), detail=_reason(out))
+    return Score(answer_consistency_binary_value(out.verdict.value), detail=_reason(out))
 
 
 async def _questeval(run: _Run, r: Record, o: dict[str, Any], which: str) -> Score:
@@ -376,22 +375,22 @@ async def _questeval(run: _Run, r: Record, o: dict[str, Any], which: str) -> Sco
     qs = await run.ask("questions", v, text=reference)
     if not qs.ok:
         return Score(None, qs.status, qs.detail)
-    questions = [q.question for q in qs.verdict.questions]
+    questions = list(qs.verdict.value)
     if not questions:
         return Score.undefined("the judge found no key information in the reference")
     ctx = {"n_questions": len(questions)}
     # The questions and the reference's answers depend on the reference alone (shared, cached); an
     # empty answer answers none of them, so its side is not asked.
-    generated = (_decided(Answers((None,) * len(questions))) if _blank(r.answer)
+    generated = (_decided(Verdict((None,) * len(questions))) if _blank(r.answer)
                  else run.ask("answers", v, ctx, text=r.answer, questions=questions))
     ref_ans, gen_ans = await asyncio.gather(run.ask("answers", v, ctx, text=reference, questions=questions), generated)
     bad = _failed([ref_ans, gen_ans])
     if bad:
         return bad
-    recall, precision = questeval_values(ref_ans.verdict.answers, gen_ans.verdict.answers,
+    recall, precision = questeval_values(ref_ans.verdict.value, gen_ans.verdict.value,
                                          zero_division=o.get("zero_division"))
-    detail = _detail(questions=questions, reference_answers=list(ref_ans.verdict.answers),
-                     answers=list(gen_ans.verdict.answers))
+    detail = _detail(questions=questions, reference_answers=list(ref_ans.verdict.value),
+                     answers=list(gen_ans.verdict.value))
     value = recall if which == "recall" else precision
     if value is None:
         why = ("the reference answers none of its own questions" if recall is None

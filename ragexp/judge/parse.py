@@ -10,11 +10,11 @@ line is read too. Anything else raises :class:`ParseError` with the reason, whic
 back once in a corrective re-ask.
 
     >>> parse_verdict("relevance", 'Thinking... the passage names the capital.\\n```json\\n{"Relevant": "Yes", "reason": "names it"}\\n```')
-    Relevance(relevant=True, reason='names it')
+    Verdict(value=True, reason='names it')
     >>> parse_verdict("similarity", "<think>close, one detail off</think> **Score: 4**")
-    Similarity(score=4.0, reason='')
+    Verdict(value=4.0, reason='')
     >>> parse_verdict("answers", '{"answers": ["Paris", "UNANSWERABLE"]}', n_questions=2)
-    Answers(answers=('Paris', None))
+    Verdict(value=('Paris', None), reason='')
     >>> parse_verdict("relevance", "I cannot decide.")
     Traceback (most recent call last):
     ...
@@ -27,9 +27,9 @@ import ast
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from ragexp.metrics.questeval import UNANSWERABLE, UNANSWERABLE_MARKERS, is_unanswerable  # noqa: F401 - re-exported
+from ragexp.metrics.questeval import is_unanswerable
 
 
 class ParseError(ValueError):
@@ -37,54 +37,13 @@ class ParseError(ValueError):
 
 
 @dataclass(frozen=True)
-class Relevance:
-    relevant: bool
+class Verdict:
+    """A judge's verdict: ``value`` is its kind's main field (:data:`KINDS`) — a bool; a 0–5 score; a tuple
+    of main points, of questions, or of answers (None: unanswerable from the text) — and ``reason`` the
+    judge's why, when it gave one."""
+
+    value: Any
     reason: str = ""
-
-
-@dataclass(frozen=True)
-class Usage:
-    used: bool
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class Similarity:
-    score: float  # 0 to 5
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class MainPoints:
-    points: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Support:
-    supported: bool
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class FullSupport:
-    fully_supported: bool
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class KeyQuestion:
-    key_info: str
-    question: str
-
-
-@dataclass(frozen=True)
-class Questions:
-    questions: tuple[KeyQuestion, ...]
-
-
-@dataclass(frozen=True)
-class Answers:
-    answers: tuple[str | None, ...]  # None = unanswerable from the text
 
 
 # -- finding the JSON object ---------------------------------------------------------------------
@@ -215,9 +174,12 @@ class _Quoted:
 
 _TRUE = {"true", "yes", "y", "1", "relevant", "used", "supported"}
 _FALSE = {"false", "no", "n", "0", "not relevant", "irrelevant", "not used", "unsupported", "not supported"}
+_ABSENT = object()  # a field the reply's object does not have
 
 
-def as_bool(value: Any, field: str) -> bool:
+def _flag(value: Any, field: str, ctx: dict[str, Any]) -> bool:
+    if value is _ABSENT:
+        raise ParseError(f"no '{field}' field")
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)) and value in (0, 1):
@@ -231,22 +193,17 @@ def as_bool(value: Any, field: str) -> bool:
     raise ParseError(f"'{field}' must be true or false, got {value!r}")
 
 
-def as_score(value: Any, field: str, low: float = 0, high: float = 5) -> float:
-    if isinstance(value, bool):
-        raise ParseError(f"'{field}' must be a number from {low:g} to {high:g}, got {value!r}")
+def _score(value: Any, field: str, ctx: dict[str, Any], low: float = 0, high: float = 5) -> float:
+    if value is _ABSENT:
+        raise ParseError(f"no '{field}' field")
     if isinstance(value, str):
         m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*\d+)?\s*", value)
         value = float(m.group(1)) if m else value
-    if not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ParseError(f"'{field}' must be a number from {low:g} to {high:g}, got {value!r}")
     if not low <= value <= high:
         raise ParseError(f"'{field}' must be from {low:g} to {high:g}, got {value!r}")
     return float(value)
-
-
-def _reason(obj: dict[str, Any]) -> str:
-    r = obj.get("reason", obj.get("rationale", obj.get("explanation", "")))
-    return r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)
 
 
 def _text_item(item: Any, keys: tuple[str, ...]) -> str | None:
@@ -259,76 +216,63 @@ def _text_item(item: Any, keys: tuple[str, ...]) -> str | None:
     return None
 
 
-# -- one builder per verdict ----------------------------------------------------------------------
-
-def _bool_verdict(cls: type, field: str) -> Callable[[dict[str, Any], dict[str, Any]], Any]:
-    def build(obj: dict[str, Any], _: dict[str, Any]) -> Any:
-        if field not in obj:
-            raise ParseError(f"no '{field}' field")
-        return cls(as_bool(obj[field], field), _reason(obj))
-
-    return build
-
-
-def _similarity(obj: dict[str, Any], _: dict[str, Any]) -> Similarity:
-    if "score" not in obj:
-        raise ParseError("no 'score' field")
-    return Similarity(as_score(obj["score"], "score"), _reason(obj))
-
-
-def _main_points(obj: dict[str, Any], _: dict[str, Any]) -> MainPoints:
-    points = obj.get("points", obj.get("main_points"))
-    if not isinstance(points, list):
+def _points(value: Any, field: str, ctx: dict[str, Any]) -> tuple[str, ...]:
+    if not isinstance(value, list):
         raise ParseError("'points' must be a list of sentences")
-    texts = [_text_item(p, ("point", "text", "statement", "claim")) for p in points]
+    texts = tuple(_text_item(p, ("point", "text", "statement", "claim")) for p in value)
     if any(t is None for t in texts):
         raise ParseError("every item of 'points' must be a non-empty sentence")
-    return MainPoints(tuple(texts))  # type: ignore[arg-type]
+    return texts  # type: ignore[return-value]
 
 
-def _questions(obj: dict[str, Any], _: dict[str, Any]) -> Questions:
-    items = obj.get("questions")
-    if not isinstance(items, list):
+def _questions(value: Any, field: str, ctx: dict[str, Any]) -> tuple[str, ...]:
+    if not isinstance(value, list):
         raise ParseError("'questions' must be a list of {key_info, question} objects")
-    out = []
-    for item in items:
-        q = _text_item(item, ("question",))
-        if q is None:
-            raise ParseError("every item of 'questions' needs a non-empty 'question'")
-        key = _text_item(item, ("key_info", "key", "item", "answer")) if isinstance(item, dict) else ""
-        out.append(KeyQuestion(key or "", q))
-    return Questions(tuple(out))
+    questions = tuple(_text_item(item, ("question",)) for item in value)
+    if any(q is None for q in questions):
+        raise ParseError("every item of 'questions' needs a non-empty 'question'")
+    return questions  # type: ignore[return-value]
 
 
-def _answers(obj: dict[str, Any], ctx: dict[str, Any]) -> Answers:
-    items = obj.get("answers")
-    if not isinstance(items, list):
+def _answers(value: Any, field: str, ctx: dict[str, Any]) -> tuple[str | None, ...]:
+    if not isinstance(value, list):
         raise ParseError("'answers' must be a list with one answer per question")
     n = ctx.get("n_questions")
-    if n is not None and len(items) != n:
-        raise ParseError(f"'answers' must hold {n} answers (one per question, in order), got {len(items)}")
+    if n is not None and len(value) != n:
+        raise ParseError(f"'answers' must hold {n} answers (one per question, in order), got {len(value)}")
     answers: list[str | None] = []
-    for a in items:
+    for a in value:
         if isinstance(a, dict):
             a = _text_item(a, ("answer", "text"))
         if a is not None and not isinstance(a, str):
             a = str(a)
         answers.append(None if is_unanswerable(a) else a.strip())  # type: ignore[union-attr]
-    return Answers(tuple(answers))
+    return tuple(answers)
 
 
-_BUILDERS: dict[str, tuple[Callable[[dict[str, Any], dict[str, Any]], Any], str, str]] = {
-    # kind: (builder, its main field, what the field holds — for the error message)
-    "relevance": (_bool_verdict(Relevance, "relevant"), "relevant", "true or false"),
-    "usage": (_bool_verdict(Usage, "used"), "used", "true or false"),
-    "support": (_bool_verdict(Support, "supported"), "supported", "true or false"),
-    "full_support": (_bool_verdict(FullSupport, "fully_supported"), "fully_supported", "true or false"),
-    "similarity": (_similarity, "score", "a number from 0 to 5"),
-    "main_points": (_main_points, "points", "a list of sentences"),
-    "questions": (_questions, "questions", "a list of questions"),
-    "answers": (_answers, "answers", "a list of answers"),
+#: Each verdict kind: the names its main field goes by (the first is the one asked for), what the field
+#: holds (for the error message), and how its value is read.
+KINDS: dict[str, tuple[tuple[str, ...], str, Any]] = {
+    "relevance": (("relevant",), "true or false", _flag),
+    "usage": (("used",), "true or false", _flag),
+    "support": (("supported",), "true or false", _flag),
+    "full_support": (("fully_supported",), "true or false", _flag),
+    "similarity": (("score",), "a number from 0 to 5", _score),
+    "main_points": (("points", "main_points"), "a list of sentences", _points),
+    "questions": (("questions",), "a list of questions", _questions),
+    "answers": (("answers",), "a list of answers", _answers),
 }
-KINDS = tuple(_BUILDERS)
+
+
+def _reason(obj: dict[str, Any]) -> str:
+    r = obj.get("reason", obj.get("rationale", obj.get("explanation", "")))
+    return r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)
+
+
+def _build(kind: str, obj: dict[str, Any], ctx: dict[str, Any]) -> Verdict:
+    names, _, read = KINDS[kind]
+    value = next((obj[n] for n in names if n in obj), _ABSENT)
+    return Verdict(read(value, names[0], ctx), _reason(obj))
 
 
 def _obj(**props: Any) -> dict[str, Any]:
@@ -349,11 +293,6 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "answers": _obj(answers={"type": "array", "items": _STR}),
 }
 
-
-def response_format(kind: str) -> dict[str, Any]:
-    """The ``response_format`` asking for ``kind``'s verdict as schema-following JSON."""
-    return {"type": "json_schema", "json_schema": {"name": f"ragexp_{kind}", "schema": SCHEMAS[kind], "strict": True}}
-
 _LINE = re.compile(r"[\"'*`_]*\b([a-z_]+)\b[\"'*`_]*\s*[:=]\s*[\"'*`_]*\s*(true|false|yes|no|-?\d+(?:\.\d+)?)\b",
                    re.I)
 
@@ -368,21 +307,13 @@ def _whole_object(body: str) -> dict[str, Any] | None:
     return found[0][1] if len(found) == 1 and found[0][0] == inner else None
 
 
-def _verdict_value(verdict: Any, main: str) -> Any:
-    """What two verdicts must share to agree: the main field (the reason may differ)."""
-    for name in ("relevant", "used", "supported", "fully_supported", "score"):
-        if hasattr(verdict, name):
-            return getattr(verdict, name)
-    return verdict
-
-
-def _one(kind: str, main: str, verdicts: list[Any]) -> Any:
-    """The verdict when every candidate agrees; conflicting verdicts are an unreadable reply."""
+def _one(main: str, verdicts: list[Verdict]) -> Verdict:
+    """The verdict when every candidate's value agrees (the reasons may differ); conflicting verdicts are an
+    unreadable reply."""
     values = []
     for v in verdicts:
-        value = _verdict_value(v, main)
-        if value not in values:
-            values.append(value)
+        if v.value not in values:
+            values.append(v.value)
     if len(values) > 1:
         shown = ", ".join(json.dumps(v, ensure_ascii=False, default=str) for v in values[:4])
         raise ParseError(f"the reply holds {len(values)} conflicting '{main}' verdicts ({shown}) outside the quoted "
@@ -390,7 +321,7 @@ def _one(kind: str, main: str, verdicts: list[Any]) -> Any:
     return verdicts[0]
 
 
-def parse_verdict(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> Any:
+def parse_verdict(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> Verdict:
     """The typed verdict of ``kind`` in a judge's reply, or :class:`ParseError` saying why not.
 
     ``quoted``: the graded material the prompt held (its slot values). A reply that is one JSON
@@ -399,16 +330,16 @@ def parse_verdict(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> 
     holding more than the verdict object — nor found in the graded material itself; they must
     agree, or the reply is unreadable (and the judge is asked again).
     """
-    if kind not in _BUILDERS:
+    if kind not in KINDS:
         raise ValueError(f"unknown verdict kind {kind!r}; known: {', '.join(KINDS)}")
-    build, main, holds = _BUILDERS[kind]
+    (main, *_), holds, read = KINDS[kind]
     if not text or not text.strip():
         raise ParseError("the reply is empty")
     body = strip_reasoning(text)
     whole = _whole_object(body)
     if whole is not None:
         try:
-            return build(whole, ctx)
+            return _build(kind, whole, ctx)
         except ParseError as exc:
             raise ParseError(f"{exc} in the reply's JSON") from None
     material = _Quoted(quoted)
@@ -416,7 +347,7 @@ def parse_verdict(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> 
     problems, verdicts, quotes = [], [], 0
     for chunk, obj in _objects(outside):
         try:
-            verdict = build(obj, ctx)
+            verdict = _build(kind, obj, ctx)
         except ParseError as exc:
             problems.append(str(exc))
             continue
@@ -425,8 +356,8 @@ def parse_verdict(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> 
             continue
         verdicts.append(verdict)
     if verdicts:
-        return _one(kind, main, verdicts)
-    if kind in ("relevance", "usage", "support", "full_support", "similarity"):
+        return _one(main, verdicts)
+    if read in (_flag, _score):  # a one-field verdict may stand on a line of its own
         found = []
         for m in _LINE.finditer(outside):
             if m.group(1).lower().replace(" ", "_") != main:
@@ -437,9 +368,9 @@ def parse_verdict(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> 
             if material.holds(m.group(0)) or material.holds(line):
                 quotes += 1
                 continue
-            found.append(build({main: m.group(2)}, ctx))
+            found.append(_build(kind, {main: m.group(2)}, ctx))
         if found:
-            return _one(kind, main, found)
+            return _one(main, found)
     if quotes:
         raise ParseError(f"the only '{main}' verdict in the reply is quoted from the graded material; "
                          "give your own verdict as one JSON object")
