@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import math
@@ -40,19 +41,6 @@ from ragexp.judge.settings import JudgeSettings
 from ragexp.judge.templates import Prompt, load_prompt
 
 log = logging.getLogger("ragexp.judge")
-
-#: The prompts each metric's plan asks (checked to exist before any work).
-PROMPTS: dict[str, tuple[str, ...]] = {
-    "answer_similarity": ("similarity",),
-    "retrieval_precision": ("relevance",),
-    "augmentation_accuracy": ("usage",),
-    "augmentation_precision": ("relevance", "usage"),
-    "answer_consistency": ("main_points", "support"),
-    "answer_consistency_binary": ("full_support",),
-    "questeval_recall": ("questions", "answers"),
-    "questeval_precision": ("questions", "answers"),
-    "overall_score": (),
-}
 
 _CORRECTION = ("Your reply could not be read: {reason}.{cut} Reply again with only the JSON object, "
                "nothing before or after it, in this form:\n{form}")
@@ -165,16 +153,6 @@ class _Run:
         return Outcome(verdict, "ok", second.text)
 
 
-class _Sampled:
-    """Sample j > 0 of ``judge.samples``, as a plan sees the run: every question asked again as sample j."""
-
-    def __init__(self, run: _Run, j: int):
-        self.run, self.j = run, j
-
-    async def ask(self, kind: str, version: str, ctx: dict[str, Any] | None = None, **values: Any) -> Outcome:
-        return await self.run.ask(kind, version, ctx, sample=self.j, **values)
-
-
 #: Metrics whose value is a 0/1 verdict: with ``judge.samples`` their value is the majority, a tie 0.
 BINARY = frozenset({"answer_consistency_binary"})
 
@@ -224,8 +202,14 @@ def _detail(**parts: Any) -> str:
     return json.dumps(parts, ensure_ascii=False)
 
 
-def _reason(o: Outcome) -> str:
-    return getattr(o.verdict, "reason", "")
+def _of_verdicts(value: Callable[[list[Any]], Any], name: str, outs: list[Outcome], **before: Any) -> Score:
+    """``value`` of the verdicts' values, shown as ``name`` with their reasons (after ``before``); or the
+    first failure among them."""
+    bad = _failed(outs)
+    if bad:
+        return bad
+    values = [x.verdict.value for x in outs]
+    return Score(value(values), detail=_detail(**before, **{name: values}, reasons=[x.verdict.reason for x in outs]))
 
 
 # -- the plans ---------------------------------------------------------------------------------------
@@ -237,7 +221,9 @@ def _reason(o: Outcome) -> str:
 # for is ``undefined``: no reference answer, an answer without a main point (an empty one has
 # none), no question answered by both texts.
 
-Plan = Callable[[_Run, Record, dict[str, Any]], Awaitable[Score]]
+#: A plan: ``(ask, record, options)`` → the record's score; ``ask(kind, version, ctx=None, **values)`` is
+#: :meth:`_Run.ask` (for one ``judge.samples`` index).
+Plan = Callable[[Callable[..., Awaitable[Outcome]], Record, dict[str, Any]], Awaitable[Score]]
 
 
 def _blank(text: str | None) -> bool:
@@ -257,71 +243,56 @@ def _references(r: Record) -> list[str]:
 _NO_REFERENCE = "no reference answer (empty ground truth)"
 
 
-async def _decided(verdict: Any) -> Outcome:
+async def _decided(verdict: Verdict) -> Outcome:
     """A verdict the material decides without a judge (an empty passage is relevant to nothing)."""
-    return Outcome(verdict, "ok", "decided without asking: " + getattr(verdict, "reason", ""))
+    return Outcome(verdict, "ok", "decided without asking: " + verdict.reason)
 
 
-async def _relevance(run: _Run, r: Record, v: str) -> list[Outcome]:
+async def _per_passage(ask: Any, r: Record, kind: str, version: str, **values: Any) -> list[Outcome]:
+    """Verdict ``kind`` on each retrieved passage; an empty one is relevant to nothing and used by nothing."""
     return list(await asyncio.gather(*[
-        _decided(Verdict(False, "empty passage")) if _blank(c) else run.ask("relevance", v, question=r.query, context=c)
+        _decided(Verdict(False, "empty passage")) if _blank(c) else ask(kind, version, context=c, **values)
         for c in r.contexts or []]))
 
 
-async def _usage(run: _Run, r: Record, v: str) -> list[Outcome]:
-    return list(await asyncio.gather(*[
-        _decided(Verdict(False, "empty passage")) if _blank(c) else run.ask("usage", v, answer=r.answer, context=c)
-        for c in r.contexts or []]))
-
-
-async def _answer_similarity(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+async def _answer_similarity(ask: Any, r: Record, o: dict[str, Any]) -> Score:
     refs = _references(r)
     if not refs:
         return Score.undefined(_NO_REFERENCE)
     if _blank(r.answer):
         return Score(0.0, detail="empty answer: a miss, 0 against every reference (not asked)")
-    outs = await asyncio.gather(*[run.ask("similarity", o["prompt_version"], question=r.query, reference_answer=ref,
-                                          answer=r.answer) for ref in refs])
-    bad = _failed(outs)
-    if bad:
-        return bad
-    value = answer_similarity_value([x.verdict.value for x in outs])
-    return Score(value, detail=_detail(scores=[x.verdict.value for x in outs], reasons=[_reason(x) for x in outs]))
+    outs = await asyncio.gather(*[ask("similarity", o["prompt_version"], question=r.query, reference_answer=ref,
+                                      answer=r.answer) for ref in refs])
+    return _of_verdicts(answer_similarity_value, "scores", list(outs))
 
 
-async def _retrieval_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+async def _retrieval_precision(ask: Any, r: Record, o: dict[str, Any]) -> Score:
     if not _passages(r):
         return Score(retrieval_precision_value([]), detail="nothing retrieved: no relevant passage (not asked)")
-    outs = await _relevance(run, r, o["prompt_version"])
-    bad = _failed(outs)
-    if bad:
-        return bad
-    flags = [x.verdict.value for x in outs]
-    return Score(retrieval_precision_value(flags), detail=_detail(relevant=flags, reasons=[_reason(x) for x in outs]))
+    outs = await _per_passage(ask, r, "relevance", o["prompt_version"], question=r.query)
+    return _of_verdicts(retrieval_precision_value, "relevant", outs)
 
 
-async def _augmentation_accuracy(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+async def _augmentation_accuracy(ask: Any, r: Record, o: dict[str, Any]) -> Score:
     if not _passages(r):
         return Score(augmentation_accuracy_value([]), detail="nothing retrieved: no passage used (not asked)")
     if _blank(r.answer):
         flags = [False] * len(r.contexts or [])
         return Score(augmentation_accuracy_value(flags), detail="empty answer: it uses no passage (not asked)")
-    outs = await _usage(run, r, o["prompt_version"])
-    bad = _failed(outs)
-    if bad:
-        return bad
-    flags = [x.verdict.value for x in outs]
-    return Score(augmentation_accuracy_value(flags), detail=_detail(used=flags, reasons=[_reason(x) for x in outs]))
+    outs = await _per_passage(ask, r, "usage", o["prompt_version"], answer=r.answer)
+    return _of_verdicts(augmentation_accuracy_value, "used", outs)
 
 
-async def _augmentation_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+async def _augmentation_precision(ask: Any, r: Record, o: dict[str, Any]) -> Score:
     if not _passages(r):
         return Score(augmentation_precision_value([], []), detail="nothing retrieved: no relevant passage (not asked)")
     if _blank(r.answer):  # nothing used: 0 whatever is relevant
         n = len(r.contexts or [])
         return Score(augmentation_precision_value([True] * n, [False] * n),
                      detail="empty answer: it uses no passage, relevant or not (not asked)")
-    rel, use = await asyncio.gather(_relevance(run, r, o["prompt_version"]), _usage(run, r, o["prompt_version"]))
+    v = o["prompt_version"]
+    rel, use = await asyncio.gather(_per_passage(ask, r, "relevance", v, question=r.query),
+                                    _per_passage(ask, r, "usage", v, answer=r.answer))
     bad = _failed(rel + use)
     if bad:
         return bad
@@ -330,49 +301,43 @@ async def _augmentation_precision(run: _Run, r: Record, o: dict[str, Any]) -> Sc
     return Score(augmentation_precision_value(relevant, used), detail=_detail(relevant=relevant, used=used))
 
 
-async def _answer_consistency(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+async def _answer_consistency(ask: Any, r: Record, o: dict[str, Any]) -> Score:
     v = o["prompt_version"]
     if _blank(r.answer):
         return Score.undefined("empty answer: no main point to check against the passages")
-    points = await run.ask("main_points", v, answer=r.answer)
-    if not points.ok:
-        return Score(None, points.status, points.detail)
-    if not points.verdict.value:
+    found = await ask("main_points", v, answer=r.answer)
+    if not found.ok:
+        return Score(None, found.status, found.detail)
+    points = list(found.verdict.value)
+    if not points:
         return Score.undefined("the judge found no main point in the answer")
     if not _passages(r):  # the points depend on the answer alone; none can be derived from nothing
-        flags = [False] * len(points.verdict.value)
-        return Score(answer_consistency_value(flags),
-                     detail=_detail(points=list(points.verdict.value), supported=flags,
-                                    reasons=["nothing retrieved (not asked)"] * len(flags)))
-    outs = await asyncio.gather(*[run.ask("support", v, statement=p, contexts=r.contexts)
-                                  for p in points.verdict.value])
-    bad = _failed(outs)
-    if bad:
-        return bad
-    flags = [x.verdict.value for x in outs]
-    return Score(answer_consistency_value(flags),
-                 detail=_detail(points=list(points.verdict.value), supported=flags, reasons=[_reason(x) for x in outs]))
+        flags = [False] * len(points)
+        return Score(answer_consistency_value(flags), detail=_detail(
+            points=points, supported=flags, reasons=["nothing retrieved (not asked)"] * len(flags)))
+    outs = await asyncio.gather(*[ask("support", v, statement=p, contexts=r.contexts) for p in points])
+    return _of_verdicts(answer_consistency_value, "supported", list(outs), points=points)
 
 
-async def _answer_consistency_binary(run: _Run, r: Record, o: dict[str, Any]) -> Score:
+async def _answer_consistency_binary(ask: Any, r: Record, o: dict[str, Any]) -> Score:
     if _blank(r.answer):
         return Score.undefined("empty answer: nothing to attribute to the passages")
     if not _passages(r):
         return Score(answer_consistency_binary_value(False),
                      detail="nothing retrieved: nothing to attribute the answer to (not asked)")
-    out = await run.ask("full_support", o["prompt_version"], answer=r.answer, contexts=r.contexts)
+    out = await ask("full_support", o["prompt_version"], answer=r.answer, contexts=r.contexts)
     if not out.ok:
         return Score(None, out.status, out.detail)
-    return Score(answer_consistency_binary_value(out.verdict.value), detail=_reason(out))
+    return Score(answer_consistency_binary_value(out.verdict.value), detail=out.verdict.reason)
 
 
-async def _questeval(run: _Run, r: Record, o: dict[str, Any], which: str) -> Score:
+async def _questeval(ask: Any, r: Record, o: dict[str, Any], which: str) -> Score:
     v = o["prompt_version"]
     refs = _references(r)
     if not refs:
         return Score.undefined(_NO_REFERENCE)
     reference = "\n\n".join(refs)
-    qs = await run.ask("questions", v, text=reference)
+    qs = await ask("questions", v, text=reference)
     if not qs.ok:
         return Score(None, qs.status, qs.detail)
     questions = list(qs.verdict.value)
@@ -382,8 +347,8 @@ async def _questeval(run: _Run, r: Record, o: dict[str, Any], which: str) -> Sco
     # The questions and the reference's answers depend on the reference alone (shared, cached); an
     # empty answer answers none of them, so its side is not asked.
     generated = (_decided(Verdict((None,) * len(questions))) if _blank(r.answer)
-                 else run.ask("answers", v, ctx, text=r.answer, questions=questions))
-    ref_ans, gen_ans = await asyncio.gather(run.ask("answers", v, ctx, text=reference, questions=questions), generated)
+                 else ask("answers", v, ctx, text=r.answer, questions=questions))
+    ref_ans, gen_ans = await asyncio.gather(ask("answers", v, ctx, text=reference, questions=questions), generated)
     bad = _failed([ref_ans, gen_ans])
     if bad:
         return bad
@@ -400,23 +365,18 @@ async def _questeval(run: _Run, r: Record, o: dict[str, Any], which: str) -> Sco
     return Score(value, detail=detail)
 
 
-async def _questeval_recall(run: _Run, r: Record, o: dict[str, Any]) -> Score:
-    return await _questeval(run, r, o, "recall")
-
-
-async def _questeval_precision(run: _Run, r: Record, o: dict[str, Any]) -> Score:
-    return await _questeval(run, r, o, "precision")
-
-
-PLANS: dict[str, Plan] = {
-    "answer_similarity": _answer_similarity,
-    "retrieval_precision": _retrieval_precision,
-    "augmentation_accuracy": _augmentation_accuracy,
-    "augmentation_precision": _augmentation_precision,
-    "answer_consistency": _answer_consistency,
-    "answer_consistency_binary": _answer_consistency_binary,
-    "questeval_recall": _questeval_recall,
-    "questeval_precision": _questeval_precision,
+#: Each judge metric's plan and the prompts it asks (checked to exist before any work); overall_score is
+#: computed from the others' scores.
+PLANS: dict[str, tuple[Plan | None, tuple[str, ...]]] = {
+    "answer_similarity": (_answer_similarity, ("similarity",)),
+    "retrieval_precision": (_retrieval_precision, ("relevance",)),
+    "augmentation_accuracy": (_augmentation_accuracy, ("usage",)),
+    "augmentation_precision": (_augmentation_precision, ("relevance", "usage")),
+    "answer_consistency": (_answer_consistency, ("main_points", "support")),
+    "answer_consistency_binary": (_answer_consistency_binary, ("full_support",)),
+    "questeval_recall": (functools.partial(_questeval, which="recall"), ("questions", "answers")),
+    "questeval_precision": (functools.partial(_questeval, which="precision"), ("questions", "answers")),
+    "overall_score": (None, ()),
 }
 
 
@@ -520,7 +480,7 @@ class Judge:
             async with gate:
                 if run.budget.stopped:
                     raise BudgetStop()
-                planned = [s for s in specs if s.info.name in PLANS]
+                planned = [s for s in specs if PLANS[s.info.name][0] is not None]
                 results = await asyncio.gather(*[self._metric(run, s, record) for s in planned],
                                                return_exceptions=True)
                 for res in results:
@@ -574,12 +534,14 @@ class Judge:
             return Score.missing(f"absent {', '.join(absent)}")
         k = self.settings.samples
         if k == 1:
-            return await self._sample(run, spec, record)
-        outs = await asyncio.gather(*[self._sample(_Sampled(run, j) if j else run, spec, record) for j in range(k)])
+            return await self._sample(run, spec, record, 0)
+        outs = await asyncio.gather(*[self._sample(run, spec, record, j) for j in range(k)])
         return combine_samples(spec.info.name, list(outs))
 
-    async def _sample(self, run: Any, spec: Any, record: Record) -> Score:
-        score = await PLANS[spec.info.name](run, record, {**spec.info.options, **spec.options})
+    async def _sample(self, run: _Run, spec: Any, record: Record, j: int) -> Score:
+        """The score of ``judge.samples`` index ``j``: every question asked as sample j."""
+        plan = PLANS[spec.info.name][0]
+        score = await plan(functools.partial(run.ask, sample=j), record, {**spec.info.options, **spec.options})
         if score.status == "ok" and (score.value is None or not math.isfinite(score.value)):
             # never an ok without a number (it would leave the mean without a word)
             return Score.undefined(f"the definition gives no value here: {score.detail}")
@@ -619,12 +581,12 @@ def check_specs(specs: Sequence[Any]) -> None:
     for spec in specs:
         if not spec.info.judge:
             continue
-        if spec.info.name not in PROMPTS:
+        if spec.info.name not in PLANS:
             raise ConfigError(f"metric '{spec.key}' is marked judge=True but the judge has no plan for it")
         if spec.options.get("judge") is not None:
             raise ConfigError(f"metric '{spec.key}': choose the judge with judge=<name> "
                               f"(conf/judge/), not metric.{spec.key}.judge")
-        for kind in PROMPTS[spec.info.name]:
+        for kind in PLANS[spec.info.name][1]:
             load_prompt(kind, str({**spec.info.options, **spec.options}.get("prompt_version", "v1")))
     overall_parts(specs)
 
