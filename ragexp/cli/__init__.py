@@ -1,2 +1,53 @@
 """The command lines: ``python -m ragexp`` (:mod:`ragexp.cli.run`), ``python -m ragexp.compare``
 and ``python -m ragexp.ui``. Each top-level module of that name is a thin entry point here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+
+def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None] | None = None) -> None:
+    """Run a ``@hydra.main`` app as ragexp's commands do: printed text scrubbed of secrets, ``gate.min.<key>=v``
+    without Hydra's ``++``, a composition error as one line with exit 2 (Hydra raises it under HYDRA_FULL_ERROR
+    instead of printing many lines; the user's own HYDRA_FULL_ERROR keeps the traceback), a bug's traceback
+    with exit 2, exit 1 for a failed gate alone (docs/errors.md)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from ragexp.common.secrets import ScrubbingStream
+    from ragexp.core.gate import GateFailed, add_override_prefix
+    from ragexp.errors import config_error_line
+
+    if not isinstance(sys.stdout, ScrubbingStream):
+        sys.stdout = ScrubbingStream(sys.stdout)
+    if not isinstance(sys.stderr, ScrubbingStream):
+        sys.stderr = ScrubbingStream(sys.stderr)
+    sys.argv[1:] = add_override_prefix(sys.argv[1:])
+    full_error = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        app()
+    except KeyboardInterrupt as exc:  # raised outside a job (a launcher waiting for its workers)
+        if on_interrupt is None:
+            raise
+        on_interrupt(exc)
+    except BrokenPipeError:  # the reader went away (python -m ragexp --help | head): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())  # so the interpreter's last flush does not complain
+        sys.exit(141)  # 128 + SIGPIPE, as a shell reports a command ended by a closed pipe
+    except Exception as exc:  # noqa: BLE001 - Hydra's and OmegaConf's errors, or a bug (its traceback)
+        if full_error is not None:
+            raise
+        if isinstance(exc, (HydraException, OmegaConfBaseException)):
+            print(f"ragexp: error: {config_error_line(exc)}", file=sys.stderr)
+        else:
+            import traceback
+
+            traceback.print_exc()
+        sys.exit(2)
+    except SystemExit as exc:
+        if exc.code == 1 and not isinstance(exc, GateFailed):
+            raise SystemExit(2) from None
+        raise

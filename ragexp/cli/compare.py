@@ -9,7 +9,6 @@ status 1 with one line per failed condition.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -84,30 +83,9 @@ def _app(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
+    from ragexp.cli import run_app
 
-    from ragexp.common.secrets import ScrubbingStream
-    from ragexp.core.gate import GateFailed, add_override_prefix
-    from ragexp.errors import config_error_line
-
-    # as python -m ragexp: nothing printed carries a secret (Hydra quotes a bad override back in full)
-    sys.stdout, sys.stderr = ScrubbingStream(sys.stdout), ScrubbingStream(sys.stderr)
-    sys.argv[1:] = add_override_prefix(sys.argv[1:])
-    full_error = os.environ.get("HYDRA_FULL_ERROR")  # as python -m ragexp: Hydra raises, one line is printed
-    os.environ["HYDRA_FULL_ERROR"] = "1"
-    try:
-        _app()
-    except (HydraException, OmegaConfBaseException) as exc:
-        if full_error is not None:
-            raise
-        print(f"ragexp: error: {config_error_line(exc)}", file=sys.stderr)
-        sys.exit(2)
-    except SystemExit as exc:
-        if exc.code == 1 and not isinstance(exc, GateFailed):  # Hydra's own errors (a bad override): exit 1 means the gate
-            raise SystemExit(2) from None
-        raise
-
+    run_app(_app)
 
 if __name__ == "__main__":
     main()

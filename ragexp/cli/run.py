@@ -149,64 +149,20 @@ def _warn_typed_secrets(argv: list[str]) -> None:
               file=sys.stderr)
 
 
-def _scrub_output() -> None:
-    """This process's stdout and stderr scrubbed of secrets (Hydra quotes a bad override back in full)."""
-    from ragexp.common.secrets import ScrubbingStream
-
-    if not isinstance(sys.stdout, ScrubbingStream):
-        sys.stdout = ScrubbingStream(sys.stdout)
-    if not isinstance(sys.stderr, ScrubbingStream):
-        sys.stderr = ScrubbingStream(sys.stderr)
-
-
 def main() -> None:
     from ragexp.tracking.log import LAUNCH_ENV, new_launch_id
 
     os.environ[LAUNCH_ENV] = new_launch_id()  # this launch's own, never one inherited from a parent ragexp
     os.environ[LAUNCHER_ENV] = str(os.getpid())
     _warn_typed_secrets(sys.argv[1:])
+    from ragexp.cli import run_app
+    from ragexp.cli.plugins import expose_plugins
     from ragexp.common.secrets import hide_overrides
 
     sys.argv[1:] = hide_overrides(sys.argv[1:])  # a typed secret reaches Hydra, its files and job pickles by name only
-    _scrub_output()
-    from ragexp.core.gate import GateFailed, add_override_prefix
-
     _handle_sigterm()
-    sys.argv[1:] = add_override_prefix(sys.argv[1:])  # gate.min.<key>=v works without Hydra's ++
-    from ragexp.cli.plugins import expose_plugins
-
     expose_plugins()  # hydra/launcher=ray from an editable install too
-    # Hydra prints a composition error over many lines (an unknown option lists every option) unless
-    # HYDRA_FULL_ERROR is set, when it raises it: ragexp then prints it as one line (docs/errors.md)
-    full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's own wish for Hydra's full traceback
-    os.environ["HYDRA_FULL_ERROR"] = "1"
-    try:
-        _app()
-    except KeyboardInterrupt as exc:  # raised outside a job (a launcher waiting for its workers)
-        _interrupted(exc)
-    except BrokenPipeError:  # the reader went away (python -m ragexp --help | head): stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.__stdout__.fileno())  # so the interpreter's last flush does not complain
-        sys.exit(141)  # 128 + SIGPIPE, as a shell reports a command ended by a closed pipe
-    except Exception as exc:  # noqa: BLE001 - Hydra's and OmegaConf's errors, or a bug (its traceback)
-        from hydra.errors import HydraException
-        from omegaconf.errors import OmegaConfBaseException
-
-        from ragexp.errors import config_error_line
-
-        if full_error is not None:
-            raise
-        if isinstance(exc, (HydraException, OmegaConfBaseException)):
-            print(f"ragexp: error: {config_error_line(exc)}", file=sys.stderr)
-        else:
-            import traceback
-
-            traceback.print_exc()
-        sys.exit(2)
-    except SystemExit as exc:
-        if exc.code == 1 and not isinstance(exc, GateFailed):  # Hydra's own errors (a bad override): exit 1 is the gate's
-            raise SystemExit(2) from None
-        raise
+    run_app(_app, on_interrupt=_interrupted)
 
 
 if __name__ == "__main__":
