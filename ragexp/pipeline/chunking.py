@@ -1,4 +1,4 @@
-"""Cutting a corpus into retrievable chunks (``conf/chunker/``), and the sentence splitter.
+"""Cutting a corpus into retrievable chunks (``conf/chunker/``).
 
 A :class:`Chunker` splits every passage of the corpus into windows of ``size`` units (words or
 tokens) that overlap by ``overlap`` units; ``size: null`` keeps passages whole. Each chunk
@@ -23,16 +23,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ragexp.errors import ConfigError
-
-CHUNK_SEP = "#"
-
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
@@ -41,16 +37,6 @@ class Chunk:
     id: str
     doc_id: str
     text: str
-
-
-def source_id(chunk_id: str) -> str:
-    """The passage id a chunk id was cut from (``"p7#2"`` → ``"p7"``; an unchunked id is itself).
-
-    >>> source_id("56be4db0acb8001400a502ec#3"), source_id("doc-1")
-    ('56be4db0acb8001400a502ec', 'doc-1')
-    """
-    head, sep, tail = chunk_id.rpartition(CHUNK_SEP)
-    return head if sep and tail.isdigit() else chunk_id
 
 
 class Chunker:
@@ -90,7 +76,7 @@ class Chunker:
         out: list[Chunk] = []
         for doc_id, text in corpus.items():
             for n, piece in enumerate(self._pieces(text)):
-                out.append(Chunk(f"{doc_id}{CHUNK_SEP}{n}", doc_id, piece))
+                out.append(Chunk(f"{doc_id}#{n}", doc_id, piece))
         return out
 
     def _pieces(self, text: str) -> list[str]:
@@ -179,37 +165,6 @@ def count_units(text: str, unit: str = "words", tokenizer: str = "cl100k_base") 
     if unit == "words":
         return len(text.split())
     return len(load_tokenizer(tokenizer).encode(text))
-
-
-# A sentence ends at . ! ? (or their CJK forms), possibly followed by closing quotes/brackets,
-# then white space and an opening capital, digit or quote; CJK full stops need no space after them.
-_ABBREV = {"mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "no", "fig", "u.s", "inc",
-           "ltd", "co", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"}
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?<=[。！？])")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split text into sentences with a small rule-based splitter (offline, no model).
-
-    >>> split_sentences("Dr. Smith went to Washington. He arrived at 5 p.m. on Monday! Was it late?")
-    ['Dr. Smith went to Washington.', 'He arrived at 5 p.m. on Monday!', 'Was it late?']
-    >>> split_sentences("北京是首都。上海很大。")
-    ['北京是首都。', '上海很大。']
-    """
-    out: list[str] = []
-    start = 0
-    for m in _BOUNDARY.finditer(text):
-        candidate = text[start:m.start()].strip()
-        last = candidate.rstrip(".!?\"'”’)]").rsplit(None, 1)[-1].lower() if candidate else ""
-        if candidate.endswith(".") and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
-            continue  # "Dr. Smith", "J. Doe": not a sentence end
-        if candidate:
-            out.append(candidate)
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        out.append(tail)
-    return out
 
 
 def corpus_digest(corpus: dict[str, str]) -> str:

@@ -7,7 +7,8 @@ the order of what remains is the retrieved order.
 - ``sentence`` keeps the ``keep`` sentences most similar to the query (over all contexts),
   each in its own context and original order. Similarity is ``lexical`` (cosine of the sets
   of SQuAD-normalised content words) or ``dense`` (cosine of sentence-transformers
-  embeddings). Sentences come from :func:`ragexp.pipeline.chunking.split_sentences`.
+  embeddings). Sentences come from the sentence matchers' splitter,
+  :func:`ragexp.matchers.sentences.split_sentences`.
 - ``truncate`` keeps contexts in rank order until ``max_tokens`` words or tokens are spent,
   cutting the last one to fit.
 - ``llm`` asks a litellm model, context by context, to copy out the sentences that help
@@ -27,7 +28,8 @@ import math
 
 from ragexp.errors import ConfigError
 from ragexp.common.text import squad_tokens
-from ragexp.pipeline.chunking import count_units, load_tokenizer, split_sentences
+from ragexp.matchers.sentences import split_sentences
+from ragexp.pipeline.chunking import count_units, load_tokenizer
 from ragexp.pipeline.llm import LLMClient, check_template, render
 
 _STOP = frozenset("""about above after again against all am and any are as at be because been before being below

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ragexp.errors import ConfigError
 from ragexp.common.text import squad_normalize
-from ragexp.pipeline.chunking import split_sentences
+from ragexp.matchers.sentences import split_sentences
 from ragexp.pipeline.compressors import content_words, lexical_similarity
 from ragexp.pipeline.llm import LLMClient, check_template, render
 
