@@ -77,7 +77,7 @@ def _builtin(pipe: dict[str, Any], cfg: Any, dataset: Any):
     from ragexp.pipeline.chunking import Chunker
     from ragexp.pipeline.compressors import NoCompressor
     from ragexp.pipeline.core import RAGPipeline
-    from ragexp.pipeline.generators import PrecomputedGenerator
+    from ragexp.pipeline.generators import ExtractiveGenerator, PrecomputedGenerator
     from ragexp.pipeline.retrievers import NoRetriever
 
     retriever = _instantiate(cfg.get("retriever"), "retriever", NoRetriever())
@@ -92,7 +92,7 @@ def _builtin(pipe: dict[str, Any], cfg: Any, dataset: Any):
         if not dataset.corpus:
             raise ConfigError(f"retriever={retriever.name} searches the dataset's corpus, but dataset "
                               f"'{dataset.name}' brings none; choose a dataset with a corpus or retriever=none")
-    elif compressor.active or isinstance(generator, _extractive()):
+    elif compressor.active or isinstance(generator, ExtractiveGenerator):
         if not any(r.has("contexts") for r in records):
             stage = f"compressor={compressor.name}" if compressor.active else f"generator={generator.name}"
             raise ConfigError(f"{stage} works on contexts, but retriever=none and dataset '{dataset.name}' brings "
@@ -107,12 +107,6 @@ def _builtin(pipe: dict[str, Any], cfg: Any, dataset: Any):
                            corpus=dataset.corpus, **kwargs)
     except TypeError as exc:
         raise ConfigError(f"pipeline: {exc}") from None
-
-
-def _extractive() -> type:
-    from ragexp.pipeline.generators import ExtractiveGenerator
-
-    return ExtractiveGenerator
 
 
 def _custom(pipe: dict[str, Any], cfg: Any):

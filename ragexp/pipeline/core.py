@@ -119,15 +119,11 @@ class RAGPipeline:
                  "(see the pipeline_error column of per_sample.json)")
         return records
 
-    def run_one(self, r: Record, hits: list[tuple[int, float]] | None = None,
-                timings: dict[str, float] | None = None) -> None:
+    def run_one(self, r: Record, hits: list[tuple[int, float]] | None, timings: dict[str, float]) -> None:
         """The stages after retrieval for one record (``hits``: its search results; ``timings``: the
         seconds spent on it so far, ``total`` included)."""
-        timings = {} if timings is None else timings
         t0 = time.perf_counter() - timings.pop("total", 0.0)
         if self.retriever.uses_corpus:
-            if hits is None:
-                hits = self.retriever.search(r.query, self.retriever.top_k, timings)
             chunks = [self.chunks[i] for i, _ in hits]
             r.contexts = [c.text for c in chunks]
             r.context_ids = [c.doc_id if self.context_ids == "source" else c.id for c in chunks]
