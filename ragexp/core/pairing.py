@@ -65,11 +65,6 @@ def _index(table: RunTable, role: str) -> dict[str, int]:
     return index
 
 
-def _column(table: RunTable, name: str, rows: list[int]) -> list[Any]:
-    col = table.columns.index(name)
-    return [table.rows[i][col] for i in rows]
-
-
 def _columns(table: RunTable, rows: list[int]) -> dict[str, tuple]:
     """The table's columns (name → values), for these rows, in this order."""
     picked = [table.rows[i] for i in rows]
@@ -98,18 +93,19 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
     (dataset-level metrics) and ``method``; with people's labels in both tables (``human/<key>``),
     ``agreement``: :func:`ragexp.core.labels.compare_agreement` (corrected means with ``correct_with_labels``).
     """
-    shared, b_rows, c_rows, queries = _pair(baseline, candidate, min_match_fraction)
+    shared, cols_b, cols_c = _pair(baseline, candidate, min_match_fraction)
     rows, both = _metric_rows(baseline, candidate)
-    values_b, values_c, ok = _usable_values(baseline, candidate, b_rows, c_rows, both, rows)
+    values_b, values_c, ok = _usable_values(cols_b, cols_c, both, rows)
     _test(values_b, values_c, ok, both, rows, resamples=resamples, confidence=confidence, seed=seed)
-    _two_stage(baseline, candidate, b_rows, c_rows, values_b, values_c, ok, both, rows, resamples=resamples,
-               confidence=confidence, seed=seed)
+    _two_stage(cols_b, cols_c, values_b, values_c, ok, both, rows, resamples=resamples, confidence=confidence,
+               seed=seed)
     compared = _verdicts(rows, 1 - confidence)
     n = len(shared)
     from ragexp.core.labels import compare_agreement
 
-    agreement = compare_agreement(_columns(baseline, b_rows), _columns(candidate, c_rows), both, resamples=resamples,
-                                  confidence=confidence, seed=seed, correct=correct_with_labels)
+    agreement = compare_agreement(cols_b, cols_c, both, resamples=resamples, confidence=confidence, seed=seed,
+                                  correct=correct_with_labels)
+    queries = cols_b.get("query") or [None] * n
     return {
         **({"agreement": agreement} if agreement else {}),
         "not_compared": _dataset_level(baseline, candidate),
@@ -129,8 +125,8 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
 
 
 def _pair(baseline: RunTable, candidate: RunTable, min_match_fraction: float
-          ) -> tuple[list[str], list[int], list[int], list[Any]]:
-    """The shared sample ids (baseline order), their rows in each table and their queries; refuses
+          ) -> tuple[list[str], dict[str, tuple], dict[str, tuple]]:
+    """The shared sample ids (baseline order) and each table's columns over them, in that order; refuses
     runs of other questions or with too few shared ids."""
     if baseline.questions_digest and candidate.questions_digest \
             and baseline.questions_digest != candidate.questions_digest:
@@ -146,15 +142,13 @@ def _pair(baseline: RunTable, candidate: RunTable, min_match_fraction: float
             f"only {len(shared)} sample ids are in both runs (baseline '{baseline.name}' has {len(b_index)}, "
             f"candidate '{candidate.name}' has {len(c_index)}); at least {needed} are needed "
             f"(min_match_fraction={min_match_fraction:g}): are they runs of the same dataset?")
-    b_rows = [b_index[s] for s in shared]
-    c_rows = [c_index[s] for s in shared]
-    queries = _column(baseline, "query", b_rows) if "query" in baseline.columns else [None] * len(shared)
-    if "query" in baseline.columns and "query" in candidate.columns:
-        for sid, qb, qc in zip(shared, queries, _column(candidate, "query", c_rows)):
-            if qb != qc and trim(qb) != trim(qc):  # a logged table holds the query trimmed, a result's whole
-                raise DataError(f"sample id '{sid}' has another query in each run ({qb!r} vs {qc!r}): "
-                                f"the runs were evaluated on different questions")
-    return shared, b_rows, c_rows, queries
+    cols_b = _columns(baseline, [b_index[s] for s in shared])
+    cols_c = _columns(candidate, [c_index[s] for s in shared])
+    for sid, qb, qc in zip(shared, cols_b.get("query", ()), cols_c.get("query", ())):
+        if qb != qc and trim(qb) != trim(qc):  # a logged table holds the query trimmed, a result's whole
+            raise DataError(f"sample id '{sid}' has another query in each run ({qb!r} vs {qc!r}): "
+                            f"the runs were evaluated on different questions")
+    return shared, cols_b, cols_c
 
 
 def _metric_rows(baseline: RunTable, candidate: RunTable) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -171,16 +165,15 @@ def _metric_rows(baseline: RunTable, candidate: RunTable) -> tuple[dict[str, dic
     return rows, both
 
 
-def _usable_values(baseline: RunTable, candidate: RunTable, b_rows: list[int], c_rows: list[int],
-                   both: list[str], rows: dict[str, dict[str, Any]]) -> tuple[Any, Any, Any]:
+def _usable_values(cols_b: dict[str, tuple], cols_c: dict[str, tuple], both: list[str],
+                   rows: dict[str, dict[str, Any]]) -> tuple[Any, Any, Any]:
     """``(n, metrics)`` arrays of both runs' values and of "ok in both"; the others counted per row."""
     import numpy as np
 
-    n = len(b_rows)
+    n = len(cols_b["id"])
     values_b = np.full((n, len(both)), np.nan)
     values_c = np.full((n, len(both)), np.nan)
     ok = np.zeros((n, len(both)), dtype=bool)
-    cols_b, cols_c = _columns(baseline, b_rows), _columns(candidate, c_rows)
     for j, key in enumerate(both):
         values_b[:, j] = _numbers(cols_b[key])
         values_c[:, j] = _numbers(cols_c[key])
@@ -224,9 +217,9 @@ def _test(values_b: Any, values_c: Any, ok: Any, both: list[str], rows: dict[str
             row["better"], row["worse"] = (r.wins, r.losses) if row["higher_is_better"] else (r.losses, r.wins)
 
 
-def _two_stage(baseline: RunTable, candidate: RunTable, b_rows: list[int], c_rows: list[int], values_b: Any,
-               values_c: Any, ok: Any, both: list[str], rows: dict[str, dict[str, Any]], *, resamples: int,
-               confidence: float, seed: int) -> None:
+def _two_stage(cols_b: dict[str, tuple], cols_c: dict[str, tuple], values_b: Any, values_c: Any, ok: Any,
+               both: list[str], rows: dict[str, dict[str, Any]], *, resamples: int, confidence: float, seed: int
+               ) -> None:
     """Metrics with k > 1 verdicts per sample in either run: the two-stage paired interval and p-value
     replace the one-stage ones (module docstring, 3)."""
     import numpy as np
@@ -236,15 +229,13 @@ def _two_stage(baseline: RunTable, candidate: RunTable, b_rows: list[int], c_row
 
     for j, key in enumerate(both):
         col = samples_column(key)
-        if "p_value" not in rows[key] or key.split("/", 1)[0] in BINARY \
-                or (col not in baseline.columns and col not in candidate.columns):
+        if "p_value" not in rows[key] or key.split("/", 1)[0] in BINARY or (col not in cols_b and col not in cols_c):
             continue
-        mask = np.flatnonzero(ok[:, j])
         verdicts = []
-        for table, picked, values in ((baseline, b_rows, values_b), (candidate, c_rows, values_c)):
-            k = _column(table, col, [picked[i] for i in mask]) if col in table.columns else [None] * len(mask)
-            verdicts.append([list(v) if isinstance(v, (list, tuple)) and len(v) else [values[i, j]]
-                             for v, i in zip(k, mask)])
+        for cols, values in ((cols_b, values_b), (cols_c, values_c)):
+            k = cols.get(col)
+            verdicts.append([list(k[i]) if k is not None and isinstance(k[i], (list, tuple)) and len(k[i])
+                             else [values[i, j]] for i in np.flatnonzero(ok[:, j])])
         r = two_stage_paired(*verdicts, resamples=resamples, confidence=confidence, seed=seed)
         if r["p_value"] is None:
             continue
