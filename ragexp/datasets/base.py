@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator
 
 from ragexp.errors import DataError
 from ragexp.common.records import Record, to_record
+from ragexp.datasets.split import split_records
 
 
 @dataclass
@@ -278,9 +279,11 @@ def collector_paused() -> Iterator[None]:
 
 @collector_paused()
 def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None = None,
-          label: bool | None = None, corpus: dict[str, str] | None = None, **info: Any) -> Dataset:
-    """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels (with the
-    garbage collector paused: :func:`collector_paused`)."""
+          label: bool | None = None, corpus: dict[str, str] | None = None, split: tuple = ("all", 0.5, 0),
+          **info: Any) -> Dataset:
+    """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels; ``split`` is
+    ``(dataset.split, split_fraction, split_seed)`` (:mod:`ragexp.datasets.split`). The garbage collector
+    is paused meanwhile (:func:`collector_paused`)."""
     records: list[Record] = []
     seen: dict[str, int] = {}
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -300,4 +303,4 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
         records.append(record)
     if not records:
         raise DataError("the dataset is empty: expected at least one record", path=str(source))
-    return Dataset(name=name, records=records, source=str(source), corpus=corpus, info=info)
+    return Dataset(name=name, records=split_records(records, *split), source=str(source), corpus=corpus, info=info)

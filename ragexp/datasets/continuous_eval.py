@@ -26,7 +26,6 @@ from typing import Any
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
-from ragexp.datasets.split import split_records
 
 COLUMNS = {"question": "query", "retrieved_contexts": "contexts", "ground_truth_contexts": "gt_contexts",
            "answer": "answer", "ground_truths": "reference_answers"}
@@ -57,6 +56,4 @@ def load_continuous_eval(path: str, *, name: str = "continuous_eval", limit: int
                 raw["human"] = {"answer_similarity": 5 * int(bool(labels[annotation]))}
             yield row, raw
 
-    ds = build(name, p, rows(), limit=limit, label=label)
-    ds.records = split_records(ds.records, split, split_fraction, split_seed)
-    return ds
+    return build(name, p, rows(), limit=limit, label=label, split=(split, split_fraction, split_seed))

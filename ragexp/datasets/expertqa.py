@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
-from ragexp.datasets.split import split_records
 
 SUPPORT = {"Complete": (1, 1.0), "Partial": (0, 0.5), "Incomplete": (0, 0.5), "Missing": (0, 0.0)}
 CORRECTNESS = {"Definitely correct": 4, "Probably correct": 3, "Likely incorrect": 1, "Definitely incorrect": 0}
@@ -67,6 +66,4 @@ def load_expertqa(path: str, *, name: str = "expertqa", require_evidence: bool =
                                 "question_id": str(row), "system": system, "field": field,
                                 "support": support, "correctness": correctness}
 
-    ds = build(name, p, rows(), limit=limit)
-    ds.records = split_records(ds.records, split, split_fraction, split_seed)
-    return ds
+    return build(name, p, rows(), limit=limit, split=(split, split_fraction, split_seed))

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
-from ragexp.datasets.split import split_records
 
 ROLES = ("answer", "reference")
 
@@ -62,6 +61,4 @@ def load_halueval(path: str, *, role: str = "answer", name: str = "halueval", li
                                                  "answer_similarity": 5 * int(label)},
                 }
 
-    ds = build(name, p, rows(), limit=limit, role=role)
-    ds.records = split_records(ds.records, split, split_fraction, split_seed)
-    return ds
+    return build(name, p, rows(), limit=limit, role=role, split=(split, split_fraction, split_seed))

@@ -33,7 +33,6 @@ from typing import Any, Iterable
 from ragexp.errors import DataError
 from ragexp.common.records import FIELDS
 from ragexp.datasets.base import Dataset, build, collector_paused, existing, plain, read_table
-from ragexp.datasets.split import split_records
 
 JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings", "human")
 
@@ -46,9 +45,8 @@ def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields
     mapping, decode, strict = _mapping(columns, json_fields, source)
     with collector_paused():  # the file's rows are parsed before they are mapped
         names, items = read_table(p, format)
-        ds = map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label)
-    ds.records = split_records(ds.records, split, split_fraction, split_seed)
-    return ds
+        return map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label,
+                        split=(split, split_fraction, split_seed))
 
 
 def load_in_memory(data: Any, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",
@@ -69,9 +67,8 @@ def load_in_memory(data: Any, *, columns: dict[str, str] | None = None, json_fie
     else:
         raise DataError(f"expected a pandas DataFrame or a list of dicts, got {type(data).__name__}")
     mapping, decode, strict = _mapping(columns, json_fields, source)
-    ds = map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label)
-    ds.records = split_records(ds.records, split, split_fraction, split_seed)
-    return ds
+    return map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label,
+                    split=(split, split_fraction, split_seed))
 
 
 def _cell(value: Any) -> Any:
@@ -111,7 +108,8 @@ def _mapping(columns: dict[str, str] | None, json_fields: str | list[str], sourc
 
 
 def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], mapping: dict[str, str],
-             decode: set[str], strict: bool, *, name: str, limit: int | None, label: bool | None) -> Dataset:
+             decode: set[str], strict: bool, *, name: str, limit: int | None, label: bool | None,
+             split: tuple) -> Dataset:
     """Rename the mapped columns to their fields, decode JSON text, and validate every row into records."""
     if names:  # JSONL/JSON rows may differ; tabular files must have every mapped column
         absent = [(f, c) for f, c in mapping.items() if c not in names]
@@ -154,7 +152,7 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
             yield row, raw
 
     try:
-        return build(name, source, rows(), limit=limit, label=label)
+        return build(name, source, rows(), limit=limit, label=label, split=split)
     except DataError as exc:
         if exc.field not in mapping or exc.field is None or mapping[exc.field] == exc.field:
             raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, read_json
-from ragexp.datasets.split import split_records
 
 
 def load_memory_eval(path: str, *, name: str = "memory_eval", limit: int | None = None,
@@ -38,6 +37,4 @@ def load_memory_eval(path: str, *, name: str = "memory_eval", limit: int | None 
                                   else {"answer_similarity": 5 * int(bool(lab))}),
             }
 
-    ds = build(name, p, rows(), limit=limit, label=label)
-    ds.records = split_records(ds.records, split, split_fraction, split_seed)
-    return ds
+    return build(name, p, rows(), limit=limit, label=label, split=(split, split_fraction, split_seed))
