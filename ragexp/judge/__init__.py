@@ -40,13 +40,10 @@ def _settings(cfg: Any):
         import yaml
 
         cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
-    try:
-        from omegaconf import DictConfig, OmegaConf
+    from omegaconf import DictConfig, OmegaConf
 
-        if isinstance(cfg, DictConfig):
-            cfg = OmegaConf.to_container(cfg, resolve=True)
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(cfg, DictConfig):
+        cfg = OmegaConf.to_container(cfg, resolve=True)
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"judge: expected a judge config (mapping) or a name, got {cfg!r}")
     return JudgeSettings.from_config(cfg)
@@ -113,29 +110,4 @@ def judge_failed(scores: Mapping[str, Sequence[Any]]) -> str | None:
     return f"every judge metric failed on every sample ({told}); the first: {first}"
 
 
-def score_one(name: str, judge: Any, fields: Mapping[str, Any], options: Mapping[str, Any]):
-    """One record's value of one judge metric; ``judge``: a :class:`Judge`, a ``conf/judge`` name or config."""
-    if judge is None:
-        raise ConfigError(f"{name} asks an LLM judge: pass judge=build_judge('<name>') ({JUDGE_NAMES_HINT})")
-    if not hasattr(judge, "score_one"):
-        from ragexp.metrics.base import REGISTRY
-        from ragexp.judge.engine import _Spec
-
-        info = REGISTRY[name]
-        judge = build_judge(judge, [_Spec(key=name, info=info, options={**info.options, **options, "judge": None})])
-    return judge.score_one(name, dict(fields), dict(options))
-
-
-def __getattr__(name: str) -> Any:  # lazy: ``from ragexp.judge import Judge`` without import cost up front
-    if name == "Judge":
-        from ragexp.judge.engine import Judge
-
-        return Judge
-    if name == "JudgeSettings":
-        from ragexp.judge.settings import JudgeSettings
-
-        return JudgeSettings
-    raise AttributeError(name)
-
-
-__all__ = ["build_judge", "judge_failed", "score_one", "Judge", "JudgeSettings"]
+__all__ = ["build_judge", "judge_failed"]

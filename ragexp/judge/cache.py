@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator
 
 
 def _create_table(table: str, real: str) -> str:
@@ -71,21 +71,7 @@ class CacheError(Exception):
 CACHE_ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error, CacheError)
 
 
-class Cache(Protocol):
-    """What the judge needs of a cache (both backends)."""
-
-    path: Any  # where it is, as said to the user (a file, or the server's URL without credentials)
-
-    def check_writable(self) -> None: ...
-    def get(self, key: str) -> dict[str, Any] | None: ...
-    def put(self, key: str, *, model: str, text: str, finish_reason: str | None, tokens_in: int, tokens_out: int,
-            cost_usd: float) -> None: ...
-    def try_claim(self, key: str) -> bool: ...
-    def release(self, key: str) -> None: ...
-    def close(self) -> None: ...
-
-
-def open_cache(backend: str, path: str | Path) -> Cache:
+def open_cache(backend: str, path: str | Path) -> "JudgeCache | PostgresJudgeCache":
     """The judge cache ``judge.cache_backend`` names: ``sqlite`` (the file ``path``) or a ``postgresql://`` URL."""
     if backend == "sqlite":
         return JudgeCache(path)

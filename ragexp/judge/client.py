@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, NoReturn
 
 from ragexp.errors import ConfigError, CredentialsError
-from ragexp.judge.cache import JudgeCache, cache_key
+from ragexp.judge.cache import CACHE_ERRORS, CacheError, JudgeCache, cache_key
 from ragexp.common.http import classify, connection_failed, retry_after, root_cause, short_error
 from ragexp.judge.loop import litellm_provider
 from ragexp.judge.ratelimit import RateLimiter
@@ -294,29 +294,25 @@ class JudgeClient:
             delay = max(retry_after * (1 + self.rng.uniform(0, 0.1)), min(delay, retry_after + cap / 2))
         return delay
 
+    def _cache_do(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``self.cache.<method>(...)``. A cache that stops answering mid-run (it was writable at the start:
+        build_judge checks) — a full disk, a lost file, its PostgreSQL server gone — stops the run in one line."""
+        try:
+            return getattr(self.cache, method)(*args, **kwargs)
+        except CACHE_ERRORS as exc:
+            if isinstance(exc, CacheError):  # the PostgreSQL backend: its message names the server, no credentials
+                fix = "every reply stored so far stays there: run again once it is back, or set judge.cache=false"
+            else:
+                fix = "set judge.cache_path=<a writable file> or judge.cache=false"
+            self.fatal = self.fatal or ConfigError(
+                f"judge cache {self.cache.path} stopped taking replies ({type(exc).__name__}: {exc}); {fix}")
+            raise self.fatal from None
+
     def remember(self, key: str, reply: Completion) -> None:
         """Cache ``reply`` under ``key`` (a reply that parsed: never an unreadable one)."""
-        if self.cache is None:
-            return
-        from ragexp.judge.cache import CACHE_ERRORS
-
-        try:
-            self.cache.put(key, model=self.s.model, text=reply.text, finish_reason=reply.finish_reason,
+        if self.cache is not None:
+            self._cache_do("put", key, model=self.s.model, text=reply.text, finish_reason=reply.finish_reason,
                            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, cost_usd=reply.cost_usd)
-        except CACHE_ERRORS as exc:  # it was writable at the start (build_judge checks): a full disk, a lost file…
-            self._cache_failed(exc)
-
-    def _cache_failed(self, exc: BaseException) -> NoReturn:
-        """The cache stopped answering mid-run (a full disk, a lost file, its PostgreSQL server gone): stop."""
-        from ragexp.judge.cache import CacheError
-
-        if isinstance(exc, CacheError):  # the PostgreSQL backend: its message names the server, no credentials
-            fix = "every reply stored so far stays there: run again once it is back, or set judge.cache=false"
-        else:
-            fix = "set judge.cache_path=<a writable file> or judge.cache=false"
-        self.fatal = self.fatal or ConfigError(
-            f"judge cache {self.cache.path} stopped taking replies ({type(exc).__name__}: {exc}); {fix}")
-        raise self.fatal from None
 
     def _unreachable(self, exc: BaseException) -> None:
         """Count a failed connection; after a short run of them (no reply between) stop every request."""
@@ -325,9 +321,8 @@ class JudgeClient:
             self.refused_since = now
         self.refused += 1
         if self.refused >= UNREACHABLE_AFTER and now - self.refused_since >= UNREACHABLE_SPAN * self.s.backoff_s:
-            where = self.s.api_base or f"the {litellm_provider(self.s.model) or 'provider'} API"
             self.fatal = self.fatal or JudgeUnreachable(
-                f"judge '{self.s.name}' cannot be reached at {where}: {self.refused} connections in a row failed "
+                f"judge '{self.s.name}' cannot be reached at {self._where()}: {self.refused} connections in a row failed "
                 f"over {now - self.refused_since:.1f} s ({short_error(root_cause(exc), 160)}); start the server or fix "
                 "judge.api_base")
 
@@ -376,41 +371,33 @@ class JudgeClient:
     async def complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None,
                        check: Callable[[str], Any] | None = None, schema: str | None = None, sample: int = 0
                        ) -> Completion:
-        """The reply to ``messages``, asked at most once across the processes sharing a PostgreSQL cache.
+        """The reply to ``messages`` (``key``: their :meth:`key`, when the caller has it already), asked at most
+        once across the processes sharing a PostgreSQL cache: while another job holds the question's claim (it
+        is asking it now), this one waits for that reply instead of paying for it again (:meth:`_wait_for_claim`).
 
-        While another job holds the question's claim (it is asking it now), this one waits for that reply
-        instead of paying for it again (:meth:`_wait_for_claim`); see :meth:`_complete` for the rest.
+        ``schema``: the verdict kind whose JSON schema is asked for in the form in use (:func:`structured_forms`);
+        ``sample``: the ``judge.samples`` index, added to the seed (the same question asked again).
+
+        ``check(text)`` raises on a reply that cannot be used (it does not parse): such a reply is
+        returned but never cached, and a cached one is ignored (asked again). Without ``check``
+        nothing is cached: the caller does it with :meth:`remember` once the reply has parsed.
         """
         key = key or self.key(messages, prompt)
         if self.cache is None:
-            return await self._complete(messages, prompt, key, check, schema, sample)
+            return await self._ask(messages, key, check, schema, sample)
         hit = self._cached(key, check)
+        if hit is None:  # looked for again once the claim is ours: the reply may have landed just before
+            claimed = self._cache_do("try_claim", key)
+            hit = self._cached(key, check) if claimed else await self._wait_for_claim(key, check)
         if hit is not None:
             return hit
-        if not self._try_claim(key):
-            hit = await self._wait_for_claim(key, check)
-            if hit is not None:
-                return hit
         try:
-            return await self._complete(messages, prompt, key, check, schema, sample)
+            return await self._ask(messages, key, check, schema, sample)
         finally:
             self.cache.release(key)  # after the reply is stored: a waiting job finds it
 
-    def _try_claim(self, key: str) -> bool:
-        from ragexp.judge.cache import CACHE_ERRORS
-
-        try:
-            return self.cache.try_claim(key)
-        except CACHE_ERRORS as exc:
-            self._cache_failed(exc)
-
     def _cached(self, key: str, check: Callable[[str], Any] | None) -> Completion | None:
-        from ragexp.judge.cache import CACHE_ERRORS
-
-        try:
-            hit = self.cache.get(key) if self.cache is not None else None
-        except CACHE_ERRORS as exc:
-            self._cache_failed(exc)
+        hit = self._cache_do("get", key)
         if hit is not None and _usable(check, hit["text"]):
             self.usage.cache_hits += 1
             return Completion(hit["text"], hit["finish_reason"], hit["tokens_in"], hit["tokens_out"], 0.0, True)
@@ -425,26 +412,13 @@ class JudgeClient:
             hit = self._cached(key, check)
             if hit is not None:
                 return hit
-            if self._try_claim(key):
-                return None  # ours now; _complete looks once more (the reply may have landed just before)
-        return None
+            if self._cache_do("try_claim", key):
+                break  # ours now
+        return self._cached(key, check)  # the reply may have landed just before
 
-    async def _complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None,
-                        check: Callable[[str], Any] | None = None, schema: str | None = None, sample: int = 0
-                        ) -> Completion:
-        """The reply to ``messages`` (``key``: their :meth:`key`, when the caller has it already).
-
-        ``schema``: the verdict kind whose JSON schema is asked for in the form in use (:func:`structured_forms`);
-        ``sample``: the ``judge.samples`` index, added to the seed (the same question asked again).
-
-        ``check(text)`` raises on a reply that cannot be used (it does not parse): such a reply is
-        returned but never cached, and a cached one is ignored (asked again). Without ``check``
-        nothing is cached: the caller does it with :meth:`remember` once the reply has parsed.
-        """
-        key = key or self.key(messages, prompt)
-        hit = self._cached(key, check)
-        if hit is not None:
-            return hit
+    async def _ask(self, messages: list[dict[str, str]], key: str, check: Callable[[str], Any] | None,
+                   schema: str | None, sample: int) -> Completion:
+        """Send ``messages`` (with retries) and return the reply; see :meth:`complete`."""
         kwargs: dict[str, Any] = dict(
             model=self.s.model, messages=messages, temperature=self.s.temperature, max_tokens=self.s.max_tokens,
             timeout=self.s.timeout_s, num_retries=0, max_retries=0, drop_params=True,

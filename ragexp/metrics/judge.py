@@ -2,7 +2,7 @@
 
 The judge (``conf/judge/``, any litellm model) gives typed verdicts; the arithmetic on them is
 the pure functions below, each with its worked example. The runner scores a whole dataset
-through :class:`ragexp.judge.Judge` (concurrent, cached, budgeted); the registered metric
+through :class:`ragexp.judge.engine.Judge` (concurrent, cached, budgeted); the registered metric
 functions score one record when given a judge, for use from Python::
 
     from ragexp.judge import build_judge
@@ -143,7 +143,7 @@ def overall_value(values: Mapping[str, float]) -> float | None:
 # -- registered metrics: one record through a judge ----------------------------------------------
 
 def through_judge(name: str, judge: Any, fields: dict[str, Any], options: dict[str, Any]) -> Score:
-    """One record's value of judge metric ``name``, asked of ``judge`` (a :class:`ragexp.judge.Judge`).
+    """One record's value of judge metric ``name``, asked of ``judge`` (a :class:`ragexp.judge.engine.Judge`).
 
     The judge object is passed in, never imported: metrics sit below the judge.
     """
