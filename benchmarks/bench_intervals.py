@@ -36,7 +36,9 @@ def real_runs(data_dir: Path, broken: bool = False) -> None:
 
     from ragexp.core.scoring import aggregate, build_metrics, check_fields, score
     from ragexp.pipeline import build_pipeline
-    from ragexp.workflow.runner import load_dataset, stats_settings, uncertainty_step
+    from ragexp.workflow.runner import load_dataset, uncertainty_step
+    from ragexp.stats.settings import stats_settings
+    from ragexp.common.paths import plain
 
     for overrides in (["dataset.system=strong"],
                       ["dataset=squad2", "retriever=bm25", "retriever.top_k=5", "generator=extractive"]):
@@ -58,7 +60,7 @@ def real_runs(data_dir: Path, broken: bool = False) -> None:
         scores = score(records, specs)
         aggregate(specs, scores, records)
         t_score = time.perf_counter() - t
-        settings = stats_settings(cfg)
+        settings = stats_settings(plain(cfg.get("stats")))
         times = []
         for _ in range(3):
             t = time.perf_counter()

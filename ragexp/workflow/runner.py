@@ -25,6 +25,8 @@ from ragexp.core.scoring import MetricSpec, aggregate, build_metrics, check_fiel
 from ragexp.metrics.base import Score
 from ragexp.common.records import Record, cluster_labels, present_fields
 from ragexp.core.results import dataset_columns, outputs_digest, per_sample_columns, questions_digest
+from ragexp.common.paths import plain
+from ragexp.stats.settings import stats_settings
 
 
 def load_dataset(dataset_cfg: DictConfig) -> Dataset:
@@ -144,7 +146,7 @@ def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | Non
         for f in produced:
             setattr(r, f, None)
     specs, skipped = check_fields(specs, records, dataset.name, all_that_apply, provided=produced)
-    stats_cfg = stats_settings(cfg)
+    stats_cfg = stats_settings(plain(cfg.get("stats")))  # one check for the run and the compare
     cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
 
     judge_specs = [s for s in specs if s.info.judge]
@@ -250,14 +252,11 @@ def print_step(plan: Plan, records: list[Record], scored: Scored, intervals: dic
     footer = [f"[dim]{m}[/dim]" for m in plan.skipped] + [f"[yellow]warning: {m}[/yellow]" for m in scored.notes]
     if folder is not None:
         footer.append(f"Results (summary.json, per_sample.parquet: every sample) in {folder}")
-    if scored.trust:
-        from ragexp.core.labels import trust_lines
+    shown = dict(scored.values)
+    if scored.trust:  # agreement first under the table; the headline agreement and the corrected means as rows
+        from ragexp.core.labels import trust_lines, trust_rows
 
         footer = ["[bold]Agreement with people[/bold] (agreement.json)", *trust_lines(scored.trust), *footer]
-    shown = dict(scored.values)
-    if scored.trust:  # the headline agreement and the corrected means as rows of the table
-        from ragexp.core.labels import trust_rows
-
         rows, extra_intervals = trust_rows(scored.trust)
         shown.update(rows)
         intervals = {**intervals, **extra_intervals}
@@ -279,13 +278,6 @@ def judge_failed_step(plan: Plan, scored: Scored, folder: Path | None, outcome: 
         exc = JudgeFailed(f"{failed}. Each sample's reason is in {where}; nothing was logged")
         exc.outcome = outcome
         raise exc
-
-
-def stats_settings(cfg: DictConfig) -> dict[str, Any]:
-    """The ``stats`` node with its defaults (resamples, confidence, seed, method, cluster_by, primary)."""
-    from ragexp.stats.settings import stats_settings as checked  # one check for the run and the compare
-
-    return checked(OmegaConf.to_container(cfg.stats, resolve=True) if cfg.get("stats") else None)
 
 
 def uncertainty_step(specs, scores, records, stats_cfg: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
@@ -353,13 +345,8 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any], re
 def results_folder() -> Path:
     """Where a run writes its results before logging: the job's Hydra output folder, or (without
     Hydra, e.g. ``run(cfg)`` from a script) ``ragexp_results/<date>_<time>_<random>/`` in the launch dir."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            return Path(HydraConfig.get().runtime.output_dir)
-    except Exception:  # noqa: BLE001 - Hydra not running
-        pass
+    if (hc := _hydra()) is not None:
+        return Path(hc.runtime.output_dir)
     from ragexp.common.paths import launch_dir
 
     import uuid
@@ -367,20 +354,25 @@ def results_folder() -> Path:
     return launch_dir() / "ragexp_results" / f"{time.strftime('%Y-%m-%d_%H-%M-%S')}_{uuid.uuid4().hex[:8]}"
 
 
-def _job_label() -> str:
-    """In a multirun, which job a printed table belongs to: `` · job 3: retriever=dense retriever.top_k=5``."""
+def _hydra() -> Any:
+    """Hydra's config of the running job; None outside a Hydra app (``run(cfg)`` from a script, ``evaluate``)."""
     try:
         from hydra.core.hydra_config import HydraConfig
 
-        if not HydraConfig.initialized() or str(HydraConfig.get().mode) != "RunMode.MULTIRUN":
-            return ""
-        hc = HydraConfig.get()
-        from ragexp.common.secrets import scrub
+        return HydraConfig.get() if HydraConfig.initialized() else None
+    except Exception:  # noqa: BLE001 - Hydra absent or not running
+        return None
 
-        overrides = scrub(" ".join(map(str, hc.overrides.task)))
-        return f" · job {hc.job.num}" + (f": {overrides}" if overrides else "")
-    except Exception:  # noqa: BLE001 - Hydra not running (plain function call)
+
+def _job_label() -> str:
+    """In a multirun, which job a printed table belongs to: `` · job 3: retriever=dense retriever.top_k=5``."""
+    hc = _hydra()
+    if hc is None or str(hc.mode) != "RunMode.MULTIRUN":
         return ""
+    from ragexp.common.secrets import scrub
+
+    overrides = scrub(" ".join(map(str, hc.overrides.task)))
+    return f" · job {hc.job.num}" + (f": {overrides}" if overrides else "")
 
 
 #: Overrides that say where and how a job runs, not which system it evaluates: left out of a child run's name.
@@ -398,18 +390,13 @@ def _is_plumbing(override: str) -> bool:
 
 
 def _hydra_paths() -> tuple[Path | None, str | None, str | None]:
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if not HydraConfig.initialized():
-            return None, None, None
-        hc = HydraConfig.get()
-        out = Path(hc.runtime.output_dir)
-        sweep = str(hc.sweep.dir) if str(hc.mode) == "RunMode.MULTIRUN" else None
-        name = None
-        if sweep is not None:
-            name = ",".join(o for o in map(str, hc.overrides.task) if not _is_plumbing(o)) or f"job {hc.job.num}"
-        return out / hc.output_subdir if hc.output_subdir else None, sweep, name
-    except Exception:  # noqa: BLE001 - Hydra not running (plain function call)
+    """The job's ``.hydra`` folder, the sweep's folder and the job's run name (in a multirun), or Nones."""
+    hc = _hydra()
+    if hc is None:
         return None, None, None
+    sweep = str(hc.sweep.dir) if str(hc.mode) == "RunMode.MULTIRUN" else None
+    name = None
+    if sweep is not None:
+        name = ",".join(o for o in map(str, hc.overrides.task) if not _is_plumbing(o)) or f"job {hc.job.num}"
+    return Path(hc.runtime.output_dir) / hc.output_subdir if hc.output_subdir else None, sweep, name
 
