@@ -158,14 +158,6 @@ def _boot_means(v, counts, rng, idx, weights, binary: bool):
     return out
 
 
-def _prepare(samples, clusters):
-    v, counts = _matrix(samples)
-    keep = counts > 0
-    if clusters is not None:
-        clusters = [c for c, ok in zip(clusters, keep) if ok]
-    return v[keep], counts[keep], clusters
-
-
 def two_stage_interval(samples: Sequence[Sequence[float | None]], *, binary: bool = False,
                        clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
                        seed: int = 0) -> Interval:
@@ -173,7 +165,11 @@ def two_stage_interval(samples: Sequence[Sequence[float | None]], *, binary: boo
     a percentile interval from the two-stage bootstrap. Items without a verdict are left out."""
     import numpy as np
 
-    v, counts, clusters = _prepare(samples, clusters)
+    v, counts = _matrix(samples)
+    keep = counts > 0
+    v, counts = v[keep], counts[keep]
+    if clusters is not None:
+        clusters = [c for c, ok in zip(clusters, keep) if ok]
     n = len(v)
     if n == 0:
         return Interval(None, None, None, None, 0, None, confidence, note="no sample")
@@ -190,11 +186,11 @@ def two_stage_interval(samples: Sequence[Sequence[float | None]], *, binary: boo
 
 
 def two_stage_paired(baseline: Sequence[Sequence[float | None]], candidate: Sequence[Sequence[float | None]], *,
-                     binary: bool = False, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
-                     ) -> dict[str, float | int | None]:
+                     resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> dict[str, float | int | None]:
     """Candidate minus baseline on the items both have a verdict for: the mean difference, its two-stage
     bootstrap interval (one item draw for both runs, each run's verdicts redrawn within the item) and the
-    two-sided bootstrap p-value of no difference."""
+    two-sided bootstrap p-value of no difference. Not for a 0/1 majority metric: its items' draw is the
+    one-stage one (module docstring)."""
     import numpy as np
 
     vb, cb = _matrix(baseline)
@@ -205,12 +201,12 @@ def two_stage_paired(baseline: Sequence[Sequence[float | None]], candidate: Sequ
     out: dict[str, float | int | None] = {"n": n, "diff": None, "ci_low": None, "ci_high": None, "p_value": None}
     if n == 0:
         return out
-    out["diff"] = float((_item_values(vc, cc, binary) - _item_values(vb, cb, binary)).mean())
+    out["diff"] = float((_item_values(vc, cc, False) - _item_values(vb, cb, False)).mean())
     if n == 1:
         return out
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(resamples, n))
-    d = _boot_means(vc, cc, rng, idx, None, binary) - _boot_means(vb, cb, rng, idx, None, binary)
+    d = _boot_means(vc, cc, rng, idx, None, False) - _boot_means(vb, cb, rng, idx, None, False)
     alpha = 1 - confidence
     out["ci_low"], out["ci_high"] = (float(x) for x in np.quantile(d, [alpha / 2, 1 - alpha / 2]))
     # a resampling p-value is never 0: (count + 1) / (resamples + 1), as stats.paired does
