@@ -102,6 +102,8 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
 
 
 def _disagreements(table: dict[str, list], key: str, kind: str, p: dict[str, Any], records, scores) -> None:
+    from ragexp.stats.agreement import level
+
     lo, hi = (p["scale"] or (None, min(p["human"] + p["judge"]), max(p["human"] + p["judge"])))[1:]
     far = 0.5 * (hi - lo) if kind == "continuous" else 0.0
     rows = [(abs(h - j), i, h, j) for i, h, j in zip(p["idx"], p["human"], p["judge"]) if abs(h - j) > far or
@@ -110,13 +112,9 @@ def _disagreements(table: dict[str, list], key: str, kind: str, p: dict[str, Any
     for _, i, h, j in rows[:MAX_DISAGREEMENTS]:
         r = records[i]
         detail = scores[i].detail if scores is not None else None
-        for column, value in zip(DISAGREEMENT_COLUMNS, (key, r.id, r.query, r.answer, _plain(j), _plain(h),
+        for column, value in zip(DISAGREEMENT_COLUMNS, (key, r.id, r.query, r.answer, level(j), level(h),
                                                        None if detail is None else str(detail)[:500])):
             table[column].append(value)
-
-
-def _plain(v: float) -> float | int:
-    return int(v) if float(v).is_integer() else v
 
 
 def trust_metrics(trust: Mapping[str, Any]) -> dict[str, float]:
@@ -181,14 +179,6 @@ def trust_lines(trust: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-HUMAN_PREFIX = "human/"
-
-
-def human_column(key: str) -> str:
-    """The per-sample table's column of people's labels for metric ``key``."""
-    return f"{HUMAN_PREFIX}{key}"
-
-
 def _floats(values: Sequence[Any]) -> list[float]:
     return [float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else math.nan
             for v in values]
@@ -235,7 +225,8 @@ def compare_agreement(cols_b: Mapping[str, Sequence[Any]], cols_c: Mapping[str, 
 
     out: dict[str, Any] = {}
     for key in keys:
-        col = human_column(key.split("/")[0]) if human_column(key) not in cols_b else human_column(key)
+        name = key if f"human/{key}" in cols_b else key.split("/")[0]  # people's labels: the key's, or its metric's
+        col = f"human/{name}"
         if col not in cols_b or col not in cols_c:
             continue
         hb, hc = _floats(cols_b[col]), _floats(cols_c[col])
@@ -246,7 +237,7 @@ def compare_agreement(cols_b: Mapping[str, Sequence[Any]], cols_c: Mapping[str, 
         rows = [i for i in range(len(hb)) if not any(math.isnan(x[i]) for x in (hb, hc, jb, jc)) and hb[i] == hc[i]]
         entry: dict[str, Any] = {"n_labelled": len(rows)}
         if len(rows) >= 2:
-            kind = HUMAN_SCALES.get(col[len(HUMAN_PREFIX):], (None,))[0]
+            kind = HUMAN_SCALES.get(name, (None,))[0]
             d = paired_agreement(key, [hb[i] for i in rows], [jb[i] for i in rows], [jc[i] for i in rows],
                                  kind=kind, resamples=resamples, confidence=confidence, seed=seed)
             entry["agreement"] = d.as_dict()

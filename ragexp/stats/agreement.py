@@ -203,16 +203,19 @@ def _interval(point: float, boot: np.ndarray, confidence: float, n: int, cluster
                     units if clustered else None, "; ".join(notes) or None)
 
 
-def _prepare(human, judge, kind):
+def _tables(human, judges, kind):
+    """People's levels, the judges' levels (shared by every judge), and per judge each item's cell of
+    the (human value, judge value) table and that table of counts."""
     h = np.asarray(human, dtype=float)
-    j = np.asarray(judge, dtype=float)
-    if h.shape != j.shape or h.ndim != 1:
-        raise ValueError(f"human and judge need one value per item each, got {h.shape} and {j.shape}")
-    if not (np.isfinite(h).all() and np.isfinite(j).all()):
-        raise ValueError("human and judge values must be finite numbers (leave unlabelled items out)")
-    hv, jv = _levels(h, j, kind)
-    cells = np.searchsorted(hv, h) * len(jv) + np.searchsorted(jv, j)
-    return h, j, hv, jv, cells
+    js = [np.asarray(j, dtype=float) for j in judges]
+    for j in js:
+        if h.shape != j.shape or h.ndim != 1:
+            raise ValueError(f"human and judge need one value per item each, got {h.shape} and {j.shape}")
+        if not (np.isfinite(h).all() and np.isfinite(j).all()):
+            raise ValueError("human and judge values must be finite numbers (leave unlabelled items out)")
+    hv, jv = _levels(h, np.concatenate(js), kind)
+    cells = [np.searchsorted(hv, h) * len(jv) + np.searchsorted(jv, j) for j in js]
+    return hv, jv, cells, [np.bincount(c, minlength=len(hv) * len(jv)).reshape(len(hv), len(jv)) for c in cells]
 
 
 def judge_agreement(metric: str, human: Sequence[float], judge: Sequence[float], *, kind: str | None = None,
@@ -225,10 +228,8 @@ def judge_agreement(metric: str, human: Sequence[float], judge: Sequence[float],
     """
     check_settings(confidence, "percentile", resamples)
     kind = kind_of(human, judge, kind)
-    h, j, hv, jv, cells = _prepare(human, judge, kind)
-    n = len(h)
-    shape = (len(hv), len(jv))
-    table = np.bincount(cells, minlength=shape[0] * shape[1]).reshape(shape) if n else np.zeros(shape, int)
+    hv, jv, (cells,), (table,) = _tables(human, [judge], kind)
+    n, shape = len(cells), table.shape
     points = {k: float(v[0]) for k, v in table_statistics(table[None], hv, jv, kind).items()} if n else {}
     unit_of, clustered = units_of(clusters, n), clusters is not None
     units = int(unit_of.max()) + 1 if n else 0
@@ -249,10 +250,11 @@ def judge_agreement(metric: str, human: Sequence[float], judge: Sequence[float],
                if clustered and units < 20 else None)
         for name in STATISTICS[kind]:
             stats[name] = _interval(points[name], boot[name], confidence, n, clustered, units, few)
-    return Agreement(metric, kind, n, stats, [_plain(v) for v in hv], [_plain(v) for v in jv], table.tolist())
+    return Agreement(metric, kind, n, stats, [level(v) for v in hv], [level(v) for v in jv], table.tolist())
 
 
-def _plain(v: float) -> float | int:
+def level(v: float) -> float | int:
+    """A label's value as written: ``1`` for ``1.0``, ``0.5`` as it is."""
     return int(v) if float(v).is_integer() else float(v)
 
 
@@ -276,33 +278,24 @@ class AgreementDiff:
 
 
 def paired_agreement(metric: str, human: Sequence[float], baseline: Sequence[float], candidate: Sequence[float], *,
-                     kind: str | None = None, statistic: str | None = None, clusters: Sequence[Any] | None = None,
-                     resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> AgreementDiff:
-    """Is the candidate judge's agreement with people higher than the baseline judge's? Both judged the
-    same items (``human`` holds people's values for them). Each resample draws the items (or clusters)
-    once for both judges, so the difference is paired. ``p_value`` is the two-sided bootstrap test of
+                     kind: str | None = None, resamples: int = 10_000, confidence: float = 0.95,
+                     seed: int = 0) -> AgreementDiff:
+    """Is the candidate judge's agreement with people (its headline statistic) higher than the baseline
+    judge's? Both judged the same items (``human`` holds people's values for them). Each resample draws
+    the items once for both judges, so the difference is paired. ``p_value`` is the two-sided bootstrap test of
     "no difference": ``min(1, 2 · min(share of resampled differences ≤ 0, share ≥ 0))`` — below
     ``1 - confidence`` exactly when the interval leaves 0 out."""
     check_settings(confidence, "percentile", resamples)
     kind = kind_of(human, list(baseline) + list(candidate), kind)
-    statistic = statistic or HEADLINE[kind]
-    if statistic not in STATISTICS[kind]:
-        raise ValueError(f"statistic {statistic!r} is not one of the {kind} statistics: {', '.join(STATISTICS[kind])}")
-    h = np.asarray(human, dtype=float)
-    both = np.concatenate([np.asarray(baseline, float), np.asarray(candidate, float)])
-    hv, jv = _levels(np.concatenate([h, h]), both, kind)
-    shape = (len(hv), len(jv))
-    cells = [np.searchsorted(hv, h) * len(jv) + np.searchsorted(jv, np.asarray(x, float))
-             for x in (baseline, candidate)]
-    n = len(h)
-    tables = [np.bincount(c, minlength=shape[0] * shape[1]).reshape(shape) for c in cells]
+    statistic = HEADLINE[kind]
+    hv, jv, cells, tables = _tables(human, [baseline, candidate], kind)
+    n, shape = len(cells[0]), tables[0].shape
     a, b = (float(table_statistics(t[None], hv, jv, kind)[statistic][0]) for t in tables)
     diff = b - a
-    unit_of, clustered = units_of(clusters, n), clusters is not None
-    if n < 2 or int(unit_of.max()) + 1 < 2 or shape[0] * shape[1] > MAX_CELLS or not math.isfinite(diff):
+    if n < 2 or shape[0] * shape[1] > MAX_CELLS or not math.isfinite(diff):
         return AgreementDiff(metric, statistic, n, a, b, diff, None, None, None, "no interval on these labels")
     boot = np.empty(int(resamples))
-    for start, size, (ta, tb) in _resampled(cells, [shape, shape], unit_of, clustered, seed, int(resamples)):
+    for start, size, (ta, tb) in _resampled(cells, [shape, shape], units_of(None, n), False, seed, int(resamples)):
         boot[start:start + size] = (table_statistics(tb, hv, jv, kind)[statistic]
                                     - table_statistics(ta, hv, jv, kind)[statistic])
     kept = boot[np.isfinite(boot)]
