@@ -81,21 +81,22 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _seconds(value: Any) -> float | None:
-    """A finite, non-negative number of seconds as a float (a number written as text too, as CSV
-    cells are), or None when ``value`` is not one: NaN, ±Infinity, 1e400 and negatives are refused."""
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+def _number(value: Any, bools: bool = False) -> float | None:
+    """``value`` as a finite float (a number written as text too, as CSV cells are; a bool only with
+    ``bools``), or None when it is not one: NaN, ±Infinity, 1e400 and text that is no number."""
+    if (isinstance(value, bool) and not bools) or not isinstance(value, (str, int, float)):
         return None
     try:
-        seconds = float(value)
-    except OverflowError:  # an int too large for a float
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (ValueError, OverflowError):  # not a number; an int too large for a float
         return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    return number if math.isfinite(number) else None
+
+
+def _seconds(value: Any) -> float | None:
+    """A finite, non-negative number of seconds, or None when ``value`` is not one."""
+    seconds = _number(value)
+    return seconds if seconds is not None and seconds >= 0 else None
 
 
 def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | None = None) -> Record:
@@ -211,23 +212,10 @@ def human_labels(value: Any, *, path: str, row: int) -> dict[str, float] | None:
     out: dict[str, float] = {}
     for key, v in value.items():
         kind, lo, hi = HUMAN_SCALES.get(key, ("any", -math.inf, math.inf))
-        number: float | None = None
-        if isinstance(v, str) and not v.strip():
+        if _is_missing(v) or (isinstance(v, str) and not v.strip()):
             continue
-        if isinstance(v, bool):
-            number = float(v)
-        elif isinstance(v, (int, float)):
-            number = float(v)
-            if math.isnan(number):
-                continue
-        elif isinstance(v, str):
-            try:
-                number = float(v.strip())
-            except ValueError:
-                number = None
-        elif v is None:
-            continue
-        ok = number is not None and math.isfinite(number) and lo <= number <= hi
+        number = _number(v, bools=True)
+        ok = number is not None and lo <= number <= hi
         if ok and kind in ("binary", "ordinal"):
             ok = number.is_integer()
         if not ok:
