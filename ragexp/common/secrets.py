@@ -57,10 +57,6 @@ _SECRET_PAIR = re.compile(
 MAX_PARAM_LEN = 6000
 
 
-def is_secret_key(key: str) -> bool:
-    return bool(_SECRET_KEY.search(str(key)))
-
-
 def _environ() -> dict[str, str]:
     """A snapshot of ``os.environ``; MLflow's telemetry thread may unset a variable while we read it."""
     for _ in range(20):
@@ -151,8 +147,9 @@ def hide_overrides(argv: list[str], environ: dict[str, str] | None = None) -> li
     return out
 
 
-def _cell_scrubber() -> Any:
-    """``clean(cell)``: a text cell scrubbed (each distinct text once), any other cell as it is."""
+def scrub_columns(columns: dict[str, list]) -> dict[str, list]:
+    """Plain columns (the per-sample table: details quote errors) with every text cell scrubbed (each
+    distinct text once)."""
     secrets = _env_secrets()
     # a cell that holds none of these cannot change: one regex search instead of a full scrub
     maybe = re.compile("|".join([re.escape(v) for v in secrets] + ["://", "=", "sk-", "AIza", "hf_"]))
@@ -165,12 +162,6 @@ def _cell_scrubber() -> Any:
             done[v] = scrub(v, secrets)
         return done[v]
 
-    return clean
-
-
-def scrub_columns(columns: dict[str, list]) -> dict[str, list]:
-    """Plain columns (the per-sample table: details quote errors) with every text cell scrubbed."""
-    clean = _cell_scrubber()
     return {name: [clean(v) for v in values] for name, values in columns.items()}
 
 
@@ -224,7 +215,7 @@ def redact(obj: Any, env_secrets: list[str] | None = None) -> Any:
     if env_secrets is None:
         env_secrets = _env_secrets()
     if isinstance(obj, Mapping):
-        return {k: (REDACTED if is_secret_key(k) and obj[k] not in (None, "") else redact(v, env_secrets))
+        return {k: (REDACTED if _SECRET_KEY.search(str(k)) and obj[k] not in (None, "") else redact(v, env_secrets))
                 for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [redact(v, env_secrets) for v in obj]
