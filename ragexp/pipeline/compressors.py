@@ -61,6 +61,12 @@ def lexical_similarity(query_words: frozenset[str], text: str) -> float:
     return len(query_words & words) / math.sqrt(len(query_words) * len(words))
 
 
+def _kept(pieces: dict[int, str], ids: list[str] | None) -> tuple[list[str], list[str] | None]:
+    """What a compressor keeps (context index → its text), in retrieved order, with the contexts' ids."""
+    order = sorted(pieces)
+    return [pieces[i] for i in order], (None if ids is None else [ids[i] for i in order])
+
+
 class Compressor:
     name = "compressor"
     active = True
@@ -112,15 +118,14 @@ class SentenceCompressor(Compressor):
     def compress(self, query, contexts, ids):
         units = [(ci, s) for ci, c in enumerate(contexts) for s in split_sentences(c)]
         if not units:
-            return [], [] if ids is not None else None
+            return _kept({}, ids)
         scores = self._scores(query, [s for _, s in units])
         ranked = sorted(range(len(units)), key=lambda i: (-scores[i], i))
         chosen = sorted(i for i in ranked[:self.keep] if scores[i] >= self.min_score)
         out: dict[int, list[str]] = {}
         for i in chosen:
             out.setdefault(units[i][0], []).append(units[i][1])
-        kept = sorted(out)
-        return [" ".join(out[ci]) for ci in kept], ([ids[ci] for ci in kept] if ids is not None else None)
+        return _kept({ci: " ".join(sentences) for ci, sentences in out.items()}, ids)
 
 
 class TruncateCompressor(Compressor):
@@ -143,9 +148,7 @@ class TruncateCompressor(Compressor):
         return tok.decode(tok.encode(text)[:n]).strip()
 
     def compress(self, query, contexts, ids):
-        left = self.max_tokens
-        out_c: list[str] = []
-        out_i: list[str] = []
+        left, kept = self.max_tokens, {}
         for i, c in enumerate(contexts):
             if left <= 0:
                 break
@@ -153,10 +156,8 @@ class TruncateCompressor(Compressor):
             piece = c if n <= left else self._cut(c, left)
             left -= min(n, left)
             if piece:
-                out_c.append(piece)
-                if ids is not None:
-                    out_i.append(ids[i])
-        return out_c, (out_i if ids is not None else None)
+                kept[i] = piece
+        return _kept(kept, ids)
 
 
 class LLMCompressor(Compressor):
@@ -172,13 +173,9 @@ class LLMCompressor(Compressor):
                                 max_retries=max_retries)
 
     def compress(self, query, contexts, ids):
-        out_c: list[str] = []
-        out_i: list[str] = []
+        kept = {}
         for i, c in enumerate(contexts):
             reply = self.client.complete(render(self.prompt, query=query, context=c))
-            if not reply or reply.strip().strip(".").upper() == "NONE":
-                continue
-            out_c.append(reply.strip())
-            if ids is not None:
-                out_i.append(ids[i])
-        return out_c, (out_i if ids is not None else None)
+            if reply and reply.strip().strip(".").upper() != "NONE":
+                kept[i] = reply.strip()
+        return _kept(kept, ids)
