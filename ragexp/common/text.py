@@ -28,6 +28,8 @@ import string
 from collections import Counter
 from functools import lru_cache
 
+from ragexp.common.segmentation import segment
+
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -74,23 +76,13 @@ def overlap(a: dict, b: dict) -> int:
     return sum(min(c, b[t]) for t, c in a.items() if t in b)
 
 
-def _segment_han(run: str) -> list[str]:
-    from ragexp.common.segmentation import segment  # imports jieba: only when Chinese text appears
-
-    return [w for w in segment(run) if w.strip()]
-
-
-def has_han(text: str) -> bool:
-    return _HAN_RUN.search(text) is not None
-
-
 @lru_cache(maxsize=200_000)
 def _word_tokens(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for m in _WORD_OR_HAN.finditer(text.lower()):
         piece = m.group(0)
         if _HAN_RUN.fullmatch(piece):
-            out.extend(_segment_han(piece))
+            out.extend(w for w in segment(piece) if w.strip())  # jieba is imported when Chinese text appears
         else:
             out.append(piece)
     return tuple(out)
@@ -131,6 +123,6 @@ def keywords(text: str, stopwords: frozenset[str] = frozenset(), min_len: int = 
 
 def answer_tokens(text: str) -> list[str]:
     """SQuAD tokens for Latin-script text, jieba words (punctuation dropped) when it holds Chinese."""
-    if has_han(text):
+    if _HAN_RUN.search(text):
         return word_tokens(text)
     return squad_tokens(text)

@@ -119,8 +119,6 @@ def context_f1(contexts: list[str], gt_contexts: list[str], *, matcher: Any = No
     if isinstance(m, Score):
         return m
     p, r = _precision(m, k), _recall(m, k)
-    if isinstance(p, Score):
+    if isinstance(p, Score):  # no ground-truth component: recall is undefined too
         return p
-    if isinstance(r, Score):
-        return r
     return 2 * p * r / (p + r) if p + r > 0 else 0.0

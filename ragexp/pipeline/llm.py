@@ -38,14 +38,10 @@ def load_prompt(prompt: str) -> str:
     raise ConfigError(f"prompt {prompt!r}: no such bundled prompt ({names}) or file")
 
 
-def number_contexts(contexts: list[str]) -> str:
-    return "\n\n".join(f"[{i}] {c}" for i, c in enumerate(contexts, start=1)) or "(no passages)"
-
-
 def render(prompt: str, *, query: str, contexts: list[str] | None = None, context: str | None = None) -> str:
     """Fill a prompt's placeholders (``{query}``, ``{contexts}`` numbered, ``{context}``)."""
-    template = load_prompt(prompt)
-    return template.format_map({"query": query, "contexts": number_contexts(contexts or []), "context": context or ""})
+    numbered = "\n\n".join(f"[{i}] {c}" for i, c in enumerate(contexts or [], start=1)) or "(no passages)"
+    return load_prompt(prompt).format_map({"query": query, "contexts": numbered, "context": context or ""})
 
 
 def check_template(prompt: str, needs: tuple[str, ...], who: str) -> None:
