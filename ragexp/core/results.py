@@ -210,14 +210,9 @@ def write_parquet(path: Path, columns: dict[str, list], row_group: int = ROW_GRO
 def _arrow_kind(values: list) -> str:
     seen = {type(v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v)
             for v in values if v is not None}
-    if seen and seen <= {bool}:
-        return "bool"
-    if seen and seen <= {int}:
-        return "int"
-    if seen and seen <= {int, float}:
-        return "float"
-    if seen and seen <= {list, tuple}:
-        return "list"
+    for kind, types in (("bool", {bool}), ("int", {int}), ("float", {int, float}), ("list", {list, tuple})):
+        if seen and seen <= types:
+            return kind
     return "str"
 
 
