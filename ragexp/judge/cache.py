@@ -202,17 +202,14 @@ class PostgresJudgeCache:
                 raise CacheError(f"{self.path} cannot be used (no answer within {connect_timeout_s} s: the server "
                                  "accepts connections but does not reply)") from None
             raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
-        with self._lock, self._bounded():
-            try:
-                with self._conn.transaction():
-                    self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                    self._conn.execute(_PG_SCHEMA)
-            except psycopg.Error as exc:
-                raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
+        with self._talk(), self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            self._conn.execute(_PG_SCHEMA)
 
     @contextlib.contextmanager
-    def _bounded(self) -> Iterator[None]:
-        """Bound the statements inside by :attr:`statement_timeout_s`: past it the connection is cut, they fail."""
+    def _talk(self) -> Iterator[None]:
+        """Statements under the lock, bounded by :attr:`statement_timeout_s` (past it the connection is cut and
+        they fail); a failure is one :class:`CacheError` line naming the cache, without credentials."""
         seconds = self.statement_timeout_s
         cut = threading.Event()
 
@@ -223,15 +220,16 @@ class PostgresJudgeCache:
 
         timer = threading.Timer(seconds, stop)
         timer.daemon = True
-        timer.start()
-        try:
-            yield
-        except CacheError:
-            if cut.is_set():
-                raise CacheError(f"{self.path} cannot be used (no answer within {seconds:g} s)") from None
-            raise
-        finally:
-            timer.cancel()
+        with self._lock:
+            timer.start()
+            try:
+                yield
+            except self._psycopg.Error as exc:
+                if cut.is_set():
+                    raise CacheError(f"{self.path} cannot be used (no answer within {seconds:g} s)") from None
+                raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
+            finally:
+                timer.cancel()
 
     def _reason(self, exc: BaseException) -> str:
         """psycopg's message in one line, without credentials."""
@@ -241,21 +239,14 @@ class PostgresJudgeCache:
         return scrub(redact_url(text))[:300]
 
     def _run(self, sql: str, args: tuple = ()) -> Any:
-        with self._lock, self._bounded():
-            try:
-                return self._conn.execute(sql, args)
-            except self._psycopg.Error as exc:
-                raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
+        with self._talk():
+            return self._conn.execute(sql, args)
 
     def check_writable(self) -> None:
         """Raise (:class:`CacheError`) unless a reply could be stored now: a write, rolled back."""
-        with self._lock, self._bounded():
-            try:
-                with self._conn.transaction(force_rollback=True):
-                    self._conn.execute(f"INSERT INTO {PG_TABLE} VALUES ('ragexp-write-probe', '', '', NULL, 0, 0, 0, 0) "
-                                       "ON CONFLICT (key) DO NOTHING")
-            except self._psycopg.Error as exc:
-                raise CacheError(f"{self.path} cannot be used ({self._reason(exc)})") from None
+        with self._talk(), self._conn.transaction(force_rollback=True):
+            self._conn.execute(f"INSERT INTO {PG_TABLE} VALUES ('ragexp-write-probe', '', '', NULL, 0, 0, 0, 0) "
+                               "ON CONFLICT (key) DO NOTHING")
 
     def get(self, key: str) -> dict[str, Any] | None:
         return _reply(self._run(_SELECT_REPLY.format(table=PG_TABLE, param="%s"), (key,)).fetchone())

@@ -28,7 +28,6 @@ from ragexp.errors import ConfigError, CredentialsError
 from ragexp.judge.cache import CACHE_ERRORS, CacheError, JudgeCache, cache_key
 from ragexp.common.http import classify, connection_failed, retry_after, root_cause, short_error
 from ragexp.judge.loop import litellm_provider
-from ragexp.judge.ratelimit import RateLimiter
 from ragexp.judge.settings import JudgeSettings
 
 log = logging.getLogger("ragexp.judge")
@@ -243,6 +242,34 @@ def refused_form(exc: BaseException) -> bool:
     status = getattr(exc, "status_code", None)
     text = str(exc).lower()
     return status in (400, 422, 500) and ("response_format" in text or "json_schema" in text)
+
+
+class RateLimiter:
+    """Request starts spaced at least ``60 / requests_per_minute`` seconds apart (no bursts), and held, every
+    one, until the moment a 429's ``Retry-After`` named (:meth:`pause`): the whole run backs off together.
+    ``await limiter.acquire()`` before each request."""
+
+    def __init__(self, requests_per_minute: float | None = None):
+        self.interval = 60.0 / requests_per_minute if requests_per_minute else 0.0
+        self._next = 0.0  # earliest start of the next request
+        self._paused_until = 0.0
+        self._lock: asyncio.Lock | None = None
+
+    def pause(self, seconds: float) -> None:
+        """Hold new requests for ``seconds`` from now (a server said Retry-After)."""
+        self._paused_until = max(self._paused_until, time.monotonic() + max(0.0, seconds))
+
+    async def acquire(self) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # one waiter at a time keeps the spacing exact
+            while True:
+                now = time.monotonic()
+                start = max(now, self._next, self._paused_until)
+                if start <= now:
+                    break
+                await asyncio.sleep(start - now)
+            self._next = time.monotonic() + self.interval
 
 
 class JudgeClient:

@@ -515,10 +515,11 @@ class Judge:
         self._log_usage(run.usage)
         if any(isinstance(e, BudgetStop) for e in results):
             done = sum(1 for s in per_record if s is not None)
+            where = self.cache.path if self.cache is not None else "nowhere (judge.cache is off)"
             raise BudgetExceeded(
                 f"judge '{self.settings.name}' stopped before passing judge.max_cost_usd={self.settings.max_cost_usd}: "
                 f"{done} of {len(records)} samples fully scored, ${run.usage.cost_usd:.4f} spent on {run.usage.calls} calls "
-                f"({run.usage.cache_hits} cache hits). Every paid answer is cached in {self._cache_where()}: "
+                f"({run.usage.cache_hits} cache hits). Every paid answer is cached in {where}: "
                 "rerun with a higher judge.max_cost_usd (or a lower judge.max_tokens, which bounds each "
                 "request's worst case) and only the rest is paid for")
         out: dict[str, list[Score]] = {s.key: [] for s in specs}
@@ -546,9 +547,6 @@ class Judge:
             # never an ok without a number (it would leave the mean without a word)
             return Score.undefined(f"the definition gives no value here: {score.detail}")
         return score
-
-    def _cache_where(self) -> str:
-        return str(self.cache.path) if self.cache is not None else "nowhere (judge.cache is off)"
 
     def _log_usage(self, u: Usage) -> None:
         fails = ", ".join(f"{k} {v}" for k, v in sorted(u.failures.items())) or "none"

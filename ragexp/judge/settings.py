@@ -123,15 +123,11 @@ class JudgeSettings:
 
     def check(self) -> None:
         """Refuse, before any work, a judge that cannot be reached: missing key or missing api_base."""
-        if self.api_base is None and self.requires_api_base:
+        if self.api_base is None and self.api_key_env is None and self.model.startswith(_COMPATIBLE):
             raise ConfigError(f"judge '{self.name}' needs the server's URL: set judge.api_base=http://HOST:PORT/v1")
         if self.api_key_env and not os.environ.get(self.api_key_env):
             raise CredentialsError(f"judge '{self.name}' ({self.model}) needs an API key: set the environment "
                                    f"variable {self.api_key_env} (or pick another judge=...)")
-
-    @property
-    def requires_api_base(self) -> bool:
-        return self.model.startswith(_COMPATIBLE) and self.api_key_env is None
 
     def api_key(self) -> str | None:
         """The key's value, read from the environment at call time (never stored in the config)."""
