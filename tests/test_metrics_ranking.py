@@ -10,7 +10,7 @@ import pytest
 
 from ragexp.core.scoring import build_metrics, check_fields
 from ragexp.errors import FieldsError
-from ragexp.metrics.ranking import hit_rate, judge_relevance, map, mrr, ndcg, precision_at_k, recall_at_k
+from ragexp.metrics.ranking import hit_rate, judgement, map, mrr, ndcg, precision_at_k, recall_at_k
 from ragexp.common.records import to_record
 
 RUN = ["d3", "d1", "d2", "d4", "d9"]
@@ -37,7 +37,7 @@ def test_precision_divides_by_k_even_when_fewer_were_retrieved():
 
 
 def test_repeated_ids_count_once():
-    assert judge_relevance(["a", "a", "b", "a"], ["a", "b"], relevance="ids")[0] == [True, False, True, False]
+    assert judgement(["a", "a", "b", "a"], ["a", "b"], relevance="ids")[0] == [True, False, True, False]
     assert recall_at_k(["a", "a", "a"], ["a", "b"], k=3) == 1 / 2
     assert ndcg(["a", "a"], ["a"], k=2) == 1.0
 
@@ -50,8 +50,7 @@ def test_no_relevant_item_is_undefined_not_zero():
 def test_matcher_relevance_counts_each_ground_truth_context_once():
     contexts = ["Paris is the capital of France.", "Paris is the capital of France!", "Rome is in Italy."]
     gt = ["Paris is the capital of France.", "Berlin is in Germany."]
-    flags, covered, n = judge_relevance(contexts, gt, relevance="matcher", matcher="rouge_chunk")
-    assert (flags, covered, n) == ([True, False, False], [1, 1, 1], 2)
+    assert judgement(contexts, gt, relevance="matcher", matcher="rouge_chunk") == ([True, False, False], [1, 1, 1], 2, 3)
     assert precision_at_k(contexts, gt, k=3, relevance="matcher", matcher="rouge_chunk") == 1 / 3
     assert recall_at_k(contexts, gt, k=3, relevance="matcher", matcher="rouge_chunk") == 1 / 2
 

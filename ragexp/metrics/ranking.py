@@ -79,13 +79,15 @@ def _check_k(k: Any) -> None:
         raise ValueError(f"k must be a positive integer or null, got {k!r}")
 
 
-def judge_relevance(retrieved: list[str], truths: list[str], *, relevance: str = "auto",
-                    matcher: Any = None) -> tuple[list[bool], list[int], int]:
-    """Per rank: is the item relevant, and how many relevant items are covered up to it; and
-    the number of relevant items.
+def judgement(retrieved: list[str], truths: list[str], *, relevance: str = "auto",
+              matcher: Any = None) -> tuple[list[bool], list[int], int, int] | Score:
+    """What every ranked metric reads of a record: per rank, is the item relevant and how many relevant
+    items are covered up to it; the number of relevant items; the number retrieved. An ``undefined``
+    Score when nothing is relevant. A suite judges each record once and shares it among its metrics
+    and cut-offs.
 
-    >>> judge_relevance(["a", "b", "a", "c"], ["a", "c", "z"], relevance="ids")
-    ([True, False, False, True], [1, 1, 1, 2], 3)
+    >>> judgement(["a", "b", "a", "c"], ["a", "c", "z"], relevance="ids")
+    ([True, False, False, True], [1, 1, 1, 2], 3, 4)
     """
     if relevance not in RELEVANCE:
         raise ValueError(f"relevance must be one of {RELEVANCE}, got {relevance!r}")
@@ -102,29 +104,18 @@ def judge_relevance(retrieved: list[str], truths: list[str], *, relevance: str =
                 seen.add(item)
             flags.append(new)
             covered.append(len(seen))
-        return flags, covered, len(wanted)
-    if matcher is None:
-        raise ValueError("relevance 'matcher' needs a matcher (a name such as 'rouge_chunk', or build_matcher(...))")
-    m = build_matcher(matcher).match(retrieved, truths)
-    found: set[int] = set()
-    for hits in m.context_hits:
-        new = not hits <= found
-        found |= hits
-        flags.append(new)
-        covered.append(len(found))
-    return flags, covered, m.n_truth_contexts
-
-
-def judgement(retrieved: list[str], truths: list[str], *, relevance: str = "auto",
-              matcher: Any = None) -> tuple[list[bool], list[int], int, int] | Score:
-    """What every ranked metric reads of a record: :func:`judge_relevance`'s flags, covered counts
-    and number of relevant items, and the number retrieved; an ``undefined`` Score when nothing is
-    relevant. A suite judges each record once and shares it among its metrics and cut-offs.
-
-    >>> judgement(["a", "x"], ["a"], relevance="ids")
-    ([True, False], [1, 1], 1, 2)
-    """
-    flags, covered, n_relevant = judge_relevance(retrieved, truths, relevance=relevance, matcher=matcher)
+        n_relevant = len(wanted)
+    else:
+        if matcher is None:
+            raise ValueError("relevance 'matcher' needs a matcher (a name such as 'rouge_chunk', or build_matcher(...))")
+        m = build_matcher(matcher).match(retrieved, truths)
+        found: set[int] = set()
+        for hits in m.context_hits:
+            new = not hits <= found
+            found |= hits
+            flags.append(new)
+            covered.append(len(found))
+        n_relevant = m.n_truth_contexts
     if n_relevant == 0:
         return Score.undefined("no relevant item (empty ground truth)")
     return flags, covered, n_relevant, len(retrieved)
