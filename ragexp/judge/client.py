@@ -27,6 +27,7 @@ from typing import Any, Callable, NoReturn
 from ragexp.errors import ConfigError, CredentialsError
 from ragexp.judge.cache import CACHE_ERRORS, CacheError, JudgeCache, cache_key
 from ragexp.common.http import classify, connection_failed, retry_after, root_cause, short_error
+from ragexp.common.secrets import redact_url
 from ragexp.judge.loop import litellm_provider
 from ragexp.judge.settings import JudgeSettings
 
@@ -101,7 +102,6 @@ class Completion:
     tokens_in: int
     tokens_out: int
     cost_usd: float
-    cached: bool
 
 
 @dataclass
@@ -364,8 +364,6 @@ class JudgeClient:
                         " ".join(str(exc).split(" - ", 1)[-1].split())[:300], self.forms[0], self.forms[0])
 
     def _where(self) -> str:
-        from ragexp.common.secrets import redact_url
-
         return redact_url(self.s.api_base) if self.s.api_base else f"the {litellm_provider(self.s.model) or 'provider'} API"
 
     def _timed_out(self) -> None:
@@ -427,7 +425,7 @@ class JudgeClient:
         hit = self._cache_do("get", key)
         if hit is not None and _usable(check, hit["text"]):
             self.usage.cache_hits += 1
-            return Completion(hit["text"], hit["finish_reason"], hit["tokens_in"], hit["tokens_out"], 0.0, True)
+            return Completion(hit["text"], hit["finish_reason"], hit["tokens_in"], hit["tokens_out"], 0.0)
         return None
 
     async def _wait_for_claim(self, key: str, check: Callable[[str], Any] | None) -> Completion | None:
@@ -547,7 +545,7 @@ class JudgeClient:
             self.usage.tokens_in += t_in
             self.usage.tokens_out += t_out
             self.usage.cost_usd += cost
-            reply = Completion(text, finish, t_in, t_out, cost, False)
+            reply = Completion(text, finish, t_in, t_out, cost)
             if check is not None and _usable(check, text):
                 self.remember(key, reply)
             return reply

@@ -83,7 +83,6 @@ class _Run:
     """The state of one ``score`` call: client, shared verdicts, usage."""
 
     def __init__(self, judge: "Judge"):
-        self.judge = judge
         self.usage = Usage()
         self.budget = Budget(judge.settings.max_cost_usd)
         self.client = JudgeClient(judge.settings, judge.cache, judge.prices, self.usage, self.budget)

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ragexp.judge.templates import TAGS
 from ragexp.metrics.questeval import is_unanswerable
 
 
@@ -130,10 +131,9 @@ def _objects(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 # -- quoted material ------------------------------------------------------------------------------
 
-#: The tags the prompts delimit graded material with (as ``templates.TAGS``), in any case, with spaces
-#: or attributes: a judge quoting the material in them quotes, it does not give a verdict.
-_TAGS = "question|context|answer|reference_answer|statement|text"
-_DELIMITED = re.compile(r"<\s*(%s)\b[^>]*>.*?<\s*/\s*\1\s*>" % _TAGS, re.S | re.I)
+#: The prompts' delimiters of graded material, in any case, with spaces or attributes: a judge quoting
+#: the material in them quotes, it does not give a verdict.
+_DELIMITED = re.compile(r"<\s*(%s)\b[^>]*>.*?<\s*/\s*\1\s*>" % "|".join(TAGS), re.S | re.I)
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.S)
 _SPACE = re.compile(r"\s+")
 

@@ -98,12 +98,10 @@ class JudgeSettings:
         if self.structured_output not in (None, True, False, "auto", "json_schema", "json_object_schema"):
             raise ConfigError(f"{where}: structured_output must be null, auto, json_schema, json_object_schema, "
                               f"true or false, got {self.structured_output!r}")
-        for field_name, low in (("max_concurrency", 1), ("max_tokens", 1), ("samples", 1)):
+        for field_name, low in (("max_concurrency", 1), ("max_tokens", 1), ("samples", 1), ("max_retries", 0)):
             v = getattr(self, field_name)
             if not isinstance(v, int) or v < low:
                 raise ConfigError(f"{where}: {field_name} must be an integer ≥ {low}, got {v!r}")
-        if not isinstance(self.max_retries, int) or self.max_retries < 0:
-            raise ConfigError(f"{where}: max_retries must be an integer ≥ 0, got {self.max_retries!r}")
         for field_name in ("timeout_s", "deadline_s", "backoff_s", "max_backoff_s"):
             v = getattr(self, field_name)
             if not isinstance(v, (int, float)) or v <= 0:

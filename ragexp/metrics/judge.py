@@ -153,9 +153,6 @@ def through_judge(name: str, judge: Any, fields: dict[str, Any], options: dict[s
     return judge.score_one(name, fields, options)
 
 
-_one = through_judge
-
-
 @register(judge=True, bounds=(0.0, 5.0))
 def answer_similarity(query: str, answer: str, reference_answers: list[str], *, prompt_version: str = "v1",
                       judge: Any = None) -> Score:
@@ -164,8 +161,9 @@ def answer_similarity(query: str, answer: str, reference_answers: list[str], *, 
     The judge grades on a described 0–5 scale (prompt ``similarity``); see :func:`answer_similarity_value`.
     An empty answer is 0 (a miss, not asked); no reference answer leaves it undefined.
     """
-    return _one("answer_similarity", judge, {"query": query, "answer": answer, "reference_answers": reference_answers},
-                {"prompt_version": prompt_version})
+    return through_judge("answer_similarity", judge,
+                         {"query": query, "answer": answer, "reference_answers": reference_answers},
+                         {"prompt_version": prompt_version})
 
 
 @register(judge=True)
@@ -175,7 +173,8 @@ def retrieval_precision(query: str, contexts: list[str], *, prompt_version: str 
     >>> retrieval_precision_value([True, False]) == 1 / 2
     True
     """
-    return _one("retrieval_precision", judge, {"query": query, "contexts": contexts}, {"prompt_version": prompt_version})
+    return through_judge("retrieval_precision", judge, {"query": query, "contexts": contexts},
+                         {"prompt_version": prompt_version})
 
 
 @register(judge=True)
@@ -185,8 +184,8 @@ def augmentation_accuracy(answer: str, contexts: list[str], *, prompt_version: s
     >>> augmentation_accuracy_value([True, True, False, False]) == 2 / 4
     True
     """
-    return _one("augmentation_accuracy", judge, {"answer": answer, "contexts": contexts},
-                {"prompt_version": prompt_version})
+    return through_judge("augmentation_accuracy", judge, {"answer": answer, "contexts": contexts},
+                         {"prompt_version": prompt_version})
 
 
 @register(judge=True)
@@ -199,8 +198,8 @@ def augmentation_precision(query: str, answer: str, contexts: list[str], *, prom
     >>> augmentation_precision_value([True, False], [True, True]) == 1 / 1
     True
     """
-    return _one("augmentation_precision", judge, {"query": query, "answer": answer, "contexts": contexts},
-                {"prompt_version": prompt_version})
+    return through_judge("augmentation_precision", judge, {"query": query, "answer": answer, "contexts": contexts},
+                         {"prompt_version": prompt_version})
 
 
 @register(judge=True)
@@ -214,8 +213,8 @@ def answer_consistency(answer: str, contexts: list[str], *, prompt_version: str 
     >>> answer_consistency_value([True, True, False]) == 2 / 3
     True
     """
-    return _one("answer_consistency", judge, {"answer": answer, "contexts": contexts},
-                {"prompt_version": prompt_version})
+    return through_judge("answer_consistency", judge, {"answer": answer, "contexts": contexts},
+                         {"prompt_version": prompt_version})
 
 
 @register(judge=True)
@@ -228,8 +227,8 @@ def answer_consistency_binary(answer: str, contexts: list[str], *, prompt_versio
     >>> answer_consistency_binary_value(True)
     1.0
     """
-    return _one("answer_consistency_binary", judge, {"answer": answer, "contexts": contexts},
-                {"prompt_version": prompt_version})
+    return through_judge("answer_consistency_binary", judge, {"answer": answer, "contexts": contexts},
+                         {"prompt_version": prompt_version})
 
 
 @register(judge=True, fields=())
