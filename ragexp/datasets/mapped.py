@@ -154,11 +154,7 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
     try:
         return build(name, source, rows(), limit=limit, label=label, split=split)
     except DataError as exc:
-        if exc.field not in mapping or exc.field is None or mapping[exc.field] == exc.field:
-            raise
-        # name the user's column too, since that is what they will look for in the file
-        prefix = str(DataError("", path=exc.path, row=exc.row, field=exc.field))
-        column = f"{prefix[:-2]} (column '{mapping[exc.field]}'): "
-        err = DataError(str(exc)[len(prefix):], path=exc.path, row=exc.row, field=exc.field)
-        err.args = (column + str(exc)[len(prefix):],)
-        raise err from None
+        column = mapping.get(exc.field or "")
+        if column is not None and column != exc.field:  # name the user's column too: they look for it in the file
+            exc.args = (str(exc).replace(f"field '{exc.field}': ", f"field '{exc.field}' (column '{column}'): ", 1),)
+        raise
