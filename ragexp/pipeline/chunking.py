@@ -82,12 +82,8 @@ class Chunker:
     def _pieces(self, text: str) -> list[str]:
         if self.size is None:
             return [text] if text.strip() else []
-        if self.unit == "words":
-            units = text.split()
-            return [" ".join(w) for w in _windows(units, self.size, self.overlap)]
-        tok = load_tokenizer(self.tokenizer)
-        ids = tok.encode(text)
-        return [tok.decode(w).strip() for w in _windows(ids, self.size, self.overlap)]
+        units = split_units(text, self.unit, self.tokenizer)
+        return [join_units(w, self.unit, self.tokenizer) for w in _windows(units, self.size, self.overlap)]
 
 
 def _windows(units: list[Any], size: int, overlap: int) -> list[list[Any]]:
@@ -156,15 +152,14 @@ def offline_tiktoken() -> None:
             return
 
 
-def count_units(text: str, unit: str = "words", tokenizer: str = "cl100k_base") -> int:
-    """How many words (white-space separated) or tokens ``text`` holds.
+def split_units(text: str, unit: str, tokenizer: str) -> list[Any]:
+    """The words (white-space separated) or token ids of ``text``."""
+    return text.split() if unit == "words" else load_tokenizer(tokenizer).encode(text)
 
-    >>> count_units("a b  c")
-    3
-    """
-    if unit == "words":
-        return len(text.split())
-    return len(load_tokenizer(tokenizer).encode(text))
+
+def join_units(units: list[Any], unit: str, tokenizer: str) -> str:
+    """The text of consecutive units: words joined by a space, or token ids decoded."""
+    return " ".join(units) if unit == "words" else load_tokenizer(tokenizer).decode(units).strip()
 
 
 def corpus_digest(corpus: dict[str, str]) -> str:

@@ -29,7 +29,7 @@ import math
 from ragexp.errors import ConfigError
 from ragexp.common.text import squad_tokens
 from ragexp.matchers.sentences import split_sentences
-from ragexp.pipeline.chunking import count_units, load_tokenizer
+from ragexp.pipeline.chunking import join_units, load_tokenizer, split_units
 from ragexp.pipeline.llm import LLMClient, check_template, render
 
 _STOP = frozenset("""about above after again against all am and any are as at be because been before being below
@@ -141,20 +141,14 @@ class TruncateCompressor(Compressor):
         if unit == "tokens":
             load_tokenizer(tokenizer)
 
-    def _cut(self, text: str, n: int) -> str:
-        if self.unit == "words":
-            return " ".join(text.split()[:n])
-        tok = load_tokenizer(self.tokenizer)
-        return tok.decode(tok.encode(text)[:n]).strip()
-
     def compress(self, query, contexts, ids):
         left, kept = self.max_tokens, {}
         for i, c in enumerate(contexts):
             if left <= 0:
                 break
-            n = count_units(c, self.unit, self.tokenizer)
-            piece = c if n <= left else self._cut(c, left)
-            left -= min(n, left)
+            units = split_units(c, self.unit, self.tokenizer)
+            piece = c if len(units) <= left else join_units(units[:left], self.unit, self.tokenizer)
+            left -= min(len(units), left)
             if piece:
                 kept[i] = piece
         return _kept(kept, ids)
