@@ -36,7 +36,7 @@ Secrets are redacted (:mod:`ragexp.common.secrets`).
 
 from __future__ import annotations
 
-import threading
+import functools
 from typing import Any, Iterable, Mapping
 
 from ragexp.common.secrets import MAX_PARAM_LEN, redact, scrub
@@ -46,20 +46,15 @@ NOT_PARAMS = frozenset({"tracking", "run_name", "progress", "data_dir", "hydra"}
 REMOVED = "(removed)"
 _MISSING = object()
 
-_LOCK = threading.Lock()
-_COMPOSED: dict[tuple[tuple[str, ...], bool], tuple[dict[str, Any], dict[str, Any]]] = {}  # → (choices, config)
-
 
 # --- What the group choices give alone: Hydra's compose ------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)
 def _compose(overrides: tuple[str, ...], app: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(group choices, config unresolved)`` of the root config with ``overrides``, through Hydra's compose
     API: the running app's Hydra (its search path included) when ``app``, else (or when the app has no
-    such config) ragexp's conf dir. Cached."""
-    with _LOCK:
-        if (overrides, app) in _COMPOSED:
-            return _COMPOSED[(overrides, app)]
+    such config) ragexp's conf dir. Cached (read only)."""
     from hydra import compose
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
@@ -76,10 +71,7 @@ def _compose(overrides: tuple[str, ...], app: bool = True) -> tuple[dict[str, An
         cfg = compose_ragexp(overrides, hydra_config=True)
     found = OmegaConf.to_container(cfg, resolve=False)
     hydra = found.pop("hydra")
-    choices = {k: v for k, v in hydra["runtime"]["choices"].items() if "/" not in k}
-    with _LOCK:
-        _COMPOSED[(overrides, app)] = (choices, found)
-    return choices, found
+    return {k: v for k, v in hydra["runtime"]["choices"].items() if "/" not in k}, found
 
 
 def composed_context(overrides: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
