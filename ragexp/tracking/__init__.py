@@ -1,6 +1,6 @@
 """Everything that talks to MLflow: run creation, params, metrics, artifacts, sweeps.
 
-- ``secrets``    flattening the config to params, and redacting secrets everywhere
+- ``params``     the few params and the name that tell a run apart
 - ``store``      the tracking URI (``./mlflow.db`` by default) and retry on a locked SQLite store
 - ``log``        logging one evaluation run (docs/tracking.md#what-a-run-leaves-in-mlflow)
 - ``callbacks``  the Hydra callback that opens one parent run per multirun
