@@ -131,15 +131,11 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
         if name in options:
             groups[name] = options.pop(name)
     chosen, settings = [], {}
-    if pipeline is not None:
-        if isinstance(pipeline, str) and "." in pipeline:  # a dotted path to your callable
-            chosen.append("pipeline=custom")
-            settings["pipeline._target_"] = pipeline
-        elif callable(pipeline) and not isinstance(pipeline, str):
-            chosen.append("pipeline=custom")
-            settings["pipeline._target_"] = _dotted(pipeline)
-        else:
-            groups["pipeline"] = pipeline
+    if callable(pipeline) or isinstance(pipeline, str) and "." in pipeline:  # your callable, or its dotted path
+        chosen.append("pipeline=custom")
+        settings["pipeline._target_"] = pipeline if isinstance(pipeline, str) else _dotted(pipeline)
+    elif pipeline is not None:
+        groups["pipeline"] = pipeline
     in_memory, dataset_option, path = _data_source(data, conf_dir())
     if dataset_option is not None:
         groups.setdefault("dataset", dataset_option)
@@ -209,8 +205,7 @@ def _result(outcome: Any, config: dict[str, Any]) -> EvaluationResult:
                      "ci_high": getattr(iv, "ci_high", None), "stderr": getattr(iv, "stderr", None),
                      "n": int(iv.n) if iv is not None else int(summary["status_counts"].get(key, {}).get("ok", 0))})
     metrics = pd.DataFrame(rows, columns=["metric", "value", "ci_low", "ci_high", "stderr", "n"]).set_index("metric")
-    for col in ("value", "ci_low", "ci_high", "stderr"):
-        metrics[col] = metrics[col].astype(float)
+    metrics = metrics.astype({col: float for col in ("value", "ci_low", "ci_high", "stderr")})
     from ragexp.core.results import frame_of
 
     return EvaluationResult(per_sample=frame_of(outcome.per_sample), metrics=metrics, summary=summary,
