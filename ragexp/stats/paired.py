@@ -61,7 +61,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ragexp.stats.intervals import _counts, _rng
+from ragexp.stats.intervals import _counts, _rng, check_settings
 
 #: target number of float32 cells in one resample chunk (about 16 MB)
 _CHUNK_CELLS = 4_000_000
@@ -118,10 +118,7 @@ def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, resam
         raise ValueError("no paired samples to compare")
     if not (np.isfinite(b).all() and np.isfinite(c).all()):
         raise ValueError("paired values must be finite numbers (leave out samples that are not ok)")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    if resamples < 1:
-        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    check_settings(confidence, "percentile", resamples)
     use_mcnemar = ((b == 0) | (b == 1)).all(axis=0) & ((c == 0) | (c == 1)).all(axis=0)
 
     d = c - b
