@@ -35,15 +35,7 @@ def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
             ax.plot([lo, lo], [y - 0.15, y + 0.15], color=colour, linewidth=1.2)
             ax.plot([hi, hi], [y - 0.15, y + 0.15], color=colour, linewidth=1.2)
         ax.plot([r["mean"]], [y], marker=marker, color=colour, markersize=7, zorder=3)
-    best = next((r for r in rows if r.get("best")), None)
-    if best is not None:
-        ax.axvline(best["mean"], color="tab:blue", linestyle="--", linewidth=0.9, alpha=0.6)
-    ax.set_yticks(ys)
-    ax.set_yticklabels([_short_label(r.get("label") or r["run_name"]) for r in rows], fontsize=9)
-    ax.set_ylim(-0.7, len(rows) - 0.3)
-    # annotations in a text column right of the axes
-    for y, r in zip(ys, rows):
-        text = _num(r["mean"])
+        text = _num(r["mean"])  # in a text column right of the axes
         if r.get("ci_low") is not None:
             text += f" [{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
         text += f"  n={r.get('n')}"
@@ -53,6 +45,12 @@ def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
             text += f"  p={r['p_holm']:.2g}" + (" differs" if r.get("differs") else " within noise")
         ax.annotate(text, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=8.5,
                     color="0.2")
+    best = next((r for r in rows if r.get("best")), None)
+    if best is not None:
+        ax.axvline(best["mean"], color="tab:blue", linestyle="--", linewidth=0.9, alpha=0.6)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([_short_label(r.get("label") or r["run_name"]) for r in rows], fontsize=9)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
     direction = "higher is better" if board.get("higher_is_better", True) else "lower is better"
     ax.set_xlabel(f"{board['metric']}: mean and {level:g}% CI ({direction})")
     ax.set_title(f"Sweep leaderboard on {board['metric']} — red: differs from the best "
