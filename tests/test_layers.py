@@ -255,7 +255,7 @@ def test_no_module_level_state_carries_messages_between_modules():
 
 @pytest.mark.parametrize("source", [
     "from ragexp.tracking import log\n\ndef stop():\n    log.STOPPED = True",
-    "from ragexp.judge import loop\n\ndef closing():\n    loop._AT_EXIT.append(0)",
+    "from ragexp.judge import parse\n\ndef forget():\n    parse.KINDS.clear()",
     "from ragexp.metrics.base import REGISTRY\n\ndef forget():\n    REGISTRY.clear()",
     "from ragexp.metrics.base import REGISTRY\nREGISTRY['x'] = 1",
 ])

@@ -511,7 +511,11 @@ class Judge:
         usage = run.usage.as_metrics()
         if self.settings.samples > 1:
             usage.update(noise_metrics(specs, per_record))
-        self._log_usage(run.usage)
+        u = run.usage
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(u.failures.items())) or "none"
+        log.info("judge %s (%s): %d calls (%d retries, %d re-asks), %d cache hits, %d shared verdicts, "
+                 "%d tokens in, %d out, $%.4f; failures: %s", self.settings.name, self.settings.model, u.calls,
+                 u.retries, u.reasks, u.cache_hits, u.shared, u.tokens_in, u.tokens_out, u.cost_usd, fails)
         if any(isinstance(e, BudgetStop) for e in results):
             done = sum(1 for s in per_record if s is not None)
             where = self.cache.path if self.cache is not None else "nowhere (judge.cache is off)"
@@ -521,12 +525,8 @@ class Judge:
                 f"({run.usage.cache_hits} cache hits). Every paid answer is cached in {where}: "
                 "rerun with a higher judge.max_cost_usd (or a lower judge.max_tokens, which bounds each "
                 "request's worst case) and only the rest is paid for")
-        out: dict[str, list[Score]] = {s.key: [] for s in specs}
-        for scores in per_record:
-            assert scores is not None  # every record finished (no sample is ever dropped)
-            for s in specs:
-                out[s.key].append(scores[s.key])
-        return out, usage
+        assert all(scores is not None for scores in per_record)  # every record finished (no sample is ever dropped)
+        return {s.key: [scores[s.key] for scores in per_record] for s in specs}, usage
 
     async def _metric(self, run: _Run, spec: Any, record: Record) -> Score:
         absent = [f for f in spec.fields if not record.present(f)]
@@ -546,12 +546,6 @@ class Judge:
             # never an ok without a number (it would leave the mean without a word)
             return Score.undefined(f"the definition gives no value here: {score.detail}")
         return score
-
-    def _log_usage(self, u: Usage) -> None:
-        fails = ", ".join(f"{k} {v}" for k, v in sorted(u.failures.items())) or "none"
-        log.info("judge %s (%s): %d calls (%d retries, %d re-asks), %d cache hits, %d shared verdicts, "
-                 "%d tokens in, %d out, $%.4f; failures: %s", self.settings.name, self.settings.model, u.calls,
-                 u.retries, u.reasks, u.cache_hits, u.shared, u.tokens_in, u.tokens_out, u.cost_usd, fails)
 
 
 def noise_metrics(specs: Sequence[Any], per_record: list[dict[str, Score] | None]) -> dict[str, float]:
@@ -575,9 +569,7 @@ def noise_metrics(specs: Sequence[Any], per_record: list[dict[str, Score] | None
 
 def check_specs(specs: Sequence[Any]) -> None:
     """Refuse, before any work, options the judge cannot honour (unknown prompt versions, …)."""
-    for spec in specs:
-        if not spec.info.judge:
-            continue
+    for spec in specs:  # the judge metrics of a run (build_judge), or the one of Judge.score_one
         if spec.info.name not in PLANS:
             raise ConfigError(f"metric '{spec.key}' is marked judge=True but the judge has no plan for it")
         if spec.options.get("judge") is not None:

@@ -9,6 +9,7 @@ the interpreter's exit) and stops it.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import functools
@@ -33,7 +34,6 @@ _LOOP: asyncio.AbstractEventLoop | None = None
 _LOOP_PID: int | None = None
 _THREAD: threading.Thread | None = None
 _LOOP_LOCK = threading.Lock()
-_AT_EXIT: list[int] = []  # pids that registered :func:`shutdown` with atexit
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
@@ -41,15 +41,12 @@ def background_loop() -> asyncio.AbstractEventLoop:
     global _LOOP, _LOOP_PID, _THREAD
     with _LOOP_LOCK:
         if _LOOP is None or _LOOP_PID != os.getpid() or _LOOP.is_closed():
+            if _LOOP_PID != os.getpid():  # this process's first loop: closed before the interpreter tears down
+                atexit.register(shutdown)
             loop = asyncio.new_event_loop()
             _THREAD = threading.Thread(target=loop.run_forever, name="ragexp-judge-loop", daemon=True)
             _THREAD.start()
             _LOOP, _LOOP_PID = loop, os.getpid()
-            if os.getpid() not in _AT_EXIT:  # closed before the interpreter tears down, on any exit
-                import atexit
-
-                atexit.register(shutdown)
-                _AT_EXIT.append(os.getpid())
         return _LOOP
 
 
