@@ -160,18 +160,12 @@ def headline_metrics(keys: list[str], *, primary: str | None = None, objective: 
     bounded = [k for k in keys if ranges[k] is not None]
     chosen = [k for k in (primary, objective) if k and k in keys]
     seen = {k.split("/", 1)[0] for k in chosen}
+    first: dict[str, str] = {}  # each metric's first key
     for k in bounded:
-        if len(chosen) >= limit:
-            break
-        if k not in chosen and k.split("/", 1)[0] not in seen:
-            chosen.append(k)
-            seen.add(k.split("/", 1)[0])
-    for k in bounded:  # fewer families than the limit: the other cut-offs fill in
-        if len(chosen) >= limit:
-            break
-        if k not in chosen:
-            chosen.append(k)
-    return chosen[:limit]
+        first.setdefault(k.split("/", 1)[0], k)
+    # then, with fewer metrics than the limit, the other cut-offs fill in
+    ordered = chosen + [k for family, k in first.items() if family not in seen] + bounded
+    return list(dict.fromkeys(ordered))[:limit]
 
 
 def run_plots(folder: str | Path, per_sample: Any, summary: dict[str, Any], *,
