@@ -491,10 +491,7 @@ class JudgeClient:
                                                           timeout=kwargs["timeout"] * 1.5 + 1)
                     finally:
                         self.in_flight -= 1
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                self.budget.settle(worst, 0.0)
-                raise
-            except CallFailed:
+            except (asyncio.CancelledError, KeyboardInterrupt, CallFailed):
                 self.budget.settle(worst, 0.0)
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure is classified below

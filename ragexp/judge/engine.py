@@ -90,10 +90,7 @@ class _Run:
 
     async def drain(self) -> None:
         """Wait until no request of this run is in flight."""
-        while True:
-            pending = [t for t in self.memo.values() if not t.done()]
-            if not pending:
-                break
+        while pending := [t for t in self.memo.values() if not t.done()]:
             await asyncio.wait(pending)
         for t in self.memo.values():  # mark every failure as seen (BudgetStop may have had no reader)
             if not t.cancelled():
