@@ -7,19 +7,27 @@ Workload: SQuAD v2's 2,910 answerable questions, ``chunker=words``, the default 
 
 1. The 12-job BM25 sweep ``retriever.top_k=3,5,10 × retriever.k1=0.9,1.2,1.5,1.8`` through
    ``python -m ragexp -m`` (one process, Hydra's basic launcher, logging to a fresh SQLite store),
-   baseline and this tree in turn: wall seconds, and the sweep's own overhead (launch → first job's
-   start, last job's logging → exit; read from the job folders' file times).
-2. The same 12 jobs in one Python process through ``ragexp.workflow.runner.execute``, each step timed
-   (the runner's own step functions wrapped by name): per-job phases retrieve, embed (summed over
-   the queries' ``timings``), score, intervals, save, log.
+   ``--rounds`` times (3) in each tree, the trees taking turns (the first to go changes every round)
+   so the machine's load touches both alike: wall seconds (medians, and this/base per round), and
+   the time before the first job's start and after the last job's logging (read from the job
+   folders' file times), split by the parent run's start and end times (MLflow's) into the sweep's
+   own part (parent run → first job; last job logged → parent closed: Hydra's launcher, the
+   children's table, leaderboard, heat map) and what any run pays (Python's start, imports, Hydra's
+   compose and the store's opening and creation before the parent run; the interpreter's exit).
+2. The same 12 jobs in one Python process per tree through ``ragexp.workflow.runner.execute``, the
+   trees taking turns job by job, each step timed (the runner's own step functions wrapped by
+   name): per-job phases retrieve, embed (summed over the queries' ``timings``), score, intervals,
+   save, log.
 3. ``--dense``: three dense jobs (``retriever.top_k=3,5,10``) the same way, after one untimed job
-   that builds the index (and, in this tree, the query vectors): warm jobs.
+   per tree that builds the index (and, in this tree, the query vectors): warm jobs. Each tree's
+   jobs run in one process (what they load, they load once), the two trees' jobs alternating.
 4. ``--retriever-sweep``: ``+experiment=retriever_sweep`` (27 jobs, 300 questions) in this tree,
-   once to fill the caches, then warm (timed).
+   once to fill the caches, then warm (timed). ``--work DIR`` keeps the caches for a later run.
+   ``--no-bm25`` skips parts 1 and 2.
 
 It exits 1 unless every sweep ran the jobs it planned (12 / 3 / 27 finished child runs under one
 parent, 2,910 samples a job) and every metric value except latencies and index timings is
-identical between the two trees; ``--broken`` feeds it a sweep value Hydra refuses, so it must fail.
+identical between the two trees; ``--broken`` feeds every part a value the config refuses, so it must fail.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ DRIVER = r"""
 import json, sys, time
 from hydra import compose, initialize_config_dir
 from ragexp.workflow import runner as R
-args = json.loads(sys.argv[1])
+args = json.loads(sys.argv[1])  # the jobs come on stdin, one JSON list of overrides a line
 phase = {}
 def timed(name, fn):
     def wrapped(*a, **k):
@@ -58,7 +66,7 @@ def timed(name, fn):
 for step, name in (("pipeline_step", "pipeline"), ("score_step", "score"), ("uncertainty_step", "intervals"),
                    ("save_step", "save"), ("log_step", "log")):
     setattr(R, step, timed(name, getattr(R, step)))
-for job in args["jobs"]:
+for job in map(json.loads, sys.stdin):
     with initialize_config_dir(config_dir=args["conf"], version_base="1.3"):
         cfg = compose(config_name="config", overrides=args["common"] + job)
     phase.clear()
@@ -87,9 +95,10 @@ def expand(grid: list[str]) -> list[list[str]]:
 
 def cli_sweep(tree: Path, work: Path, grid: list[str], extra: list[str] | None = None) -> dict:
     """``python -m ragexp -m`` in ``work``: wall seconds, overhead, finished children and their metrics."""
-    uri = f"sqlite:///{work / 'mlflow.db'}"
+    uri = f"sqlite:///{work / f'mlflow_{time.time_ns()}.db'}"  # a fresh store for each sweep
     args = [sys.executable, "-m", "ragexp", "-m", *(extra or COMMON), f"data_dir={DATA}", f"tracking.uri={uri}",
             f"hydra.sweep.dir={work / 'multirun' / str(time.time_ns())}", *grid]
+    before = load()
     t0 = time.time()
     proc = subprocess.run(args, cwd=work, env=env_for(tree), capture_output=True, text=True)
     t1 = time.time()
@@ -108,20 +117,50 @@ def cli_sweep(tree: Path, work: Path, grid: list[str], extra: list[str] | None =
     timing = ("latency", "avg_latency", "index/", "pipeline/")  # seconds: they differ on every run
     metrics = {name: {k: v for k, v in r.data.metrics.items() if not k.startswith(timing)}
                for name, r in children.items()}
+    parent = [r.info for r in found if "mlflow.parentRunId" not in r.data.tags][:1]
+    p0, p1 = (parent[0].start_time / 1000, (parent[0].end_time or 0) / 1000) if parent else (t0, t1)
     return {"wall": t1 - t0, "before_first": min(starts) - t0 if starts else None,
             "after_last": t1 - max(ends) if ends else None, "finished": len(finished), "metrics": metrics,
-            "parents": len(found) - len(children)}
+            "parents": len(found) - len(children), "own": min(starts, default=p0) - p0 + p1 - max(ends, default=p1),
+            "start": p0 - t0, "exit": t1 - p1, "load": f"{before} → {load()}"}
 
 
 def in_process(tree: Path, work: Path, grid: list[str]) -> list[dict]:
     uri = f"sqlite:///{work / 'inproc.db'}"
-    payload = {"conf": str(tree / "conf"), "jobs": expand(grid),
-               "common": [*COMMON, f"data_dir={DATA}", f"tracking.uri={uri}"]}
+    payload = {"conf": str(tree / "conf"), "common": [*COMMON, f"data_dir={DATA}", f"tracking.uri={uri}"]}
     proc = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(payload)], cwd=work, env=env_for(tree),
-                          capture_output=True, text=True)
+                          input="".join(json.dumps(j) + "\n" for j in expand(grid)), capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"bench_sweep: {tree}: the in-process jobs failed:\n{proc.stderr[-3000:]}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def alternating(trees: dict[str, Path], root: Path, grid: list[str]) -> dict[str, list[dict]]:
+    """The grid's jobs in one driver process per tree, the trees taking turns job by job (the
+    first to go changes every job), so the machine's load touches both alike."""
+    procs = {}
+    for name, tree in trees.items():
+        payload = {"conf": str(tree / "conf"), "common": [*COMMON, f"data_dir={DATA}",
+                                                          f"tracking.uri=sqlite:///{root / name / 'inproc.db'}"]}
+        procs[name] = subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(payload)], cwd=root / name,
+                                       env=env_for(tree), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=open(root / name / "driver.err", "w"), text=True)
+    out: dict[str, list[dict]] = {name: [] for name in trees}
+    for i, job in enumerate(expand(grid)):
+        for name in (list(trees) if i % 2 == 0 else list(trees)[::-1]):
+            procs[name].stdin.write(json.dumps(job) + "\n")
+            procs[name].stdin.flush()
+            line = procs[name].stdout.readline()
+            while line and not line.startswith("{"):
+                line = procs[name].stdout.readline()
+            if not line:
+                raise SystemExit(f"bench_sweep: {name}: the job {job} failed: see {root / name / 'driver.err'}")
+            out[name].append(json.loads(line))
+            print(f"  {name} {' '.join(job)}: {out[name][-1]['wall']:.1f} s; load {load()}", flush=True)
+    for p in procs.values():
+        p.stdin.close()
+        p.wait()
+    return out
 
 
 def phases_table(label: str, jobs: list[dict]) -> None:
@@ -141,47 +180,61 @@ def main() -> int:
     ap.add_argument("--retriever-sweep", action="store_true")
     ap.add_argument("--broken", action="store_true", help="a sweep value Hydra refuses: the script must exit 1")
     ap.add_argument("--skip-cli", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3, help="CLI sweeps per tree, the trees taking turns")
+    ap.add_argument("--no-bm25", action="store_true", help="skip the BM25 sweep (parts 1 and 2)")
+    ap.add_argument("--work", type=Path, help="the work folder (default: a new temporary one); kept")
     a = ap.parse_args()
     trees = {"base": a.base.resolve(), "this": HERE}
     grid = BM25 + (["retriever.k1=oops"] if a.broken else [])
     problems: list[str] = []
-    root = Path(tempfile.mkdtemp(prefix="bench_sweep_"))
-    print(f"bench_sweep: work in {root}; load average at start {load()}")
-    cli, inproc = {}, {}
-    for name, tree in trees.items():  # one after the other, then compared: ratios in the same run
-        work = root / name
-        work.mkdir()
-        if not a.skip_cli:
-            cli[name] = cli_sweep(tree, work, grid)
-            print(f"  {name}: 12-job BM25 sweep (CLI) {cli[name]['wall']:.1f} s wall; before the first job "
-                  f"{cli[name]['before_first']:.1f} s, after the last {cli[name]['after_last']:.1f} s; "
-                  f"load {load()}", flush=True)
-        inproc[name] = in_process(tree, work, grid)
-        phases_table(f"{name} BM25", inproc[name])
+    root = (a.work or Path(tempfile.mkdtemp(prefix="bench_sweep_"))).resolve()
     for name in trees:
-        if not a.skip_cli and (cli[name]["finished"] != 12 or cli[name]["parents"] != 1):
-            problems.append(f"{name}: the CLI sweep finished {cli[name]['finished']} of 12 jobs "
-                            f"under {cli[name]['parents']} parent run(s)")
-        if len(inproc[name]) != 12 or any(j["n"] != 2910 for j in inproc[name]):
-            problems.append(f"{name}: {len(inproc[name])} in-process jobs ran, not 12 of 2,910 samples")
-    if not a.skip_cli and cli["base"]["metrics"] != cli["this"]["metrics"]:
-        differ = [n for n in cli["base"]["metrics"] if cli["base"]["metrics"][n] != cli["this"]["metrics"].get(n)]
-        problems.append(f"metric values differ from the baseline's in {len(differ)} jobs, e.g. {differ[:2]}")
-    if [j["metrics"] for j in inproc["base"]] != [j["metrics"] for j in inproc["this"]]:
-        problems.append("the in-process jobs' metric values differ from the baseline's")
-    if not a.skip_cli and not problems:
-        b, t = cli["base"], cli["this"]
-        print(f"BM25 sweep: {t['wall']:.1f} s vs {b['wall']:.1f} s = {t['wall'] / b['wall']:.2f}x the baseline's "
-              f"wall; sweep overhead {t['before_first'] + t['after_last']:.1f} s vs "
-              f"{b['before_first'] + b['after_last']:.1f} s; every metric of the 12 jobs identical")
+        (root / name).mkdir(parents=True, exist_ok=True)
+    print(f"bench_sweep: work in {root}; load average at start {load()}")
+    if not a.no_bm25:
+        cli: dict[str, list[dict]] = {name: [] for name in trees}
+        for r in range(0 if a.skip_cli else a.rounds):  # the trees take turns, the first to go changing each round
+            for name in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+                got = cli_sweep(trees[name], root / name, grid)
+                cli[name].append(got)
+                print(f"  round {r + 1}, {name}: 12-job BM25 sweep (CLI) {got['wall']:.1f} s wall; before the first "
+                      f"job {got['before_first']:.1f} s, after the last {got['after_last']:.1f} s (the sweep's own "
+                      f"{got['own']:.1f} s); load {got['load']}", flush=True)
+                if got["finished"] != 12 or got["parents"] != 1:
+                    problems.append(f"{name}: a CLI sweep finished {got['finished']} of 12 jobs under "
+                                    f"{got['parents']} parent run(s)")
+                if got["metrics"] != cli["base"][0]["metrics"] if cli["base"] else False:
+                    differ = [n for n, m in cli["base"][0]["metrics"].items() if got["metrics"].get(n) != m]
+                    problems.append(f"{name}: metric values differ from the baseline's in {len(differ)} jobs, "
+                                    f"e.g. {differ[:2]}")
+        inproc = alternating(trees, root, grid)
+        for name in trees:
+            phases_table(f"{name} BM25", inproc[name])
+            if len(inproc[name]) != 12 or any(j["n"] != 2910 for j in inproc[name]):
+                problems.append(f"{name}: {len(inproc[name])} in-process jobs ran, not 12 of 2,910 samples")
+        if [j["metrics"] for j in inproc["base"]] != [j["metrics"] for j in inproc["this"]]:
+            problems.append("the in-process jobs' metric values differ from the baseline's")
+        if cli["this"] and not problems:
+            def med(name: str, *keys: str) -> float:
+                return statistics.median(sum(s[k] for k in keys) for s in cli[name])
+
+            ratios = [t["wall"] / b["wall"] for b, t in zip(cli["base"], cli["this"])]
+            print(f"BM25 sweep, medians of {a.rounds}: {med('this', 'wall'):.1f} s vs {med('base', 'wall'):.1f} s; "
+                  f"this/base per round {', '.join(f'{x:.2f}' for x in ratios)}: median "
+                  f"{statistics.median(ratios):.2f}x the baseline's wall; every metric of the 12 jobs identical")
+            for label, keys in (("before the first job + after the last", ("before_first", "after_last")),
+                                ("  the sweep's own (parent run → first job, last job → parent closed)", ("own",)),
+                                ("  Python, imports, Hydra's compose, the store's opening (before the parent)",
+                                 ("start",)), ("  the parent closed → exit", ("exit",))):
+                print(f"{label}: {med('this', *keys):.1f} s vs {med('base', *keys):.1f} s (medians)")
     if a.dense:
-        dense = {}
         for name, tree in trees.items():
             in_process(tree, root / name, ["retriever=dense", "retriever.top_k=5"])  # builds the caches
-            dense[name] = in_process(tree, root / name, DENSE)
+        dense = alternating(trees, root, DENSE + (["retriever.top_k=oops"] if a.broken else []))
+        for name in trees:
             phases_table(f"{name} dense (warm)", dense[name])
-            if len(dense[name]) != 3:
-                problems.append(f"{name}: {len(dense[name])} dense jobs ran, not 3")
+            if len(dense[name]) != 3 or any(j["n"] != 2910 for j in dense[name]):
+                problems.append(f"{name}: {len(dense[name])} dense jobs ran, not 3 of 2,910 samples")
         if [j["metrics"] for j in dense["base"]] != [j["metrics"] for j in dense["this"]]:
             problems.append("the dense jobs' metric values differ from the baseline's")
         elif len(dense["base"]) == 3:
@@ -190,13 +243,16 @@ def main() -> int:
             print(f"warm dense job: {t:.1f} s vs {b:.1f} s = {t / b:.2f}x the baseline's (median of 3); metrics "
                   f"identical; load {load()}")
     if a.retriever_sweep:
-        work = root / "this"
-        cli_sweep(HERE, work, [], ["+experiment=retriever_sweep", "progress=false"])  # fills the caches
-        warm = cli_sweep(HERE, work, [], ["+experiment=retriever_sweep", "progress=false"])
-        print(f"+experiment=retriever_sweep warm: {warm['wall']:.1f} s wall, {warm['finished']} jobs finished; "
-              f"load {load()}")
-        if warm["finished"] != 27:
-            problems.append(f"retriever_sweep finished {warm['finished']} of 27 jobs")
+        exp = ["+experiment=retriever_sweep", "progress=false", f"pipeline.cache_dir={root / 'rs_cache'}",
+               *(["retriever.top_k=oops"] if a.broken else [])]
+        for run in ("fill", "warm"):  # the first fills the caches (unless --work kept them), in its own store
+            work = root / f"rs_{run}_{time.time_ns()}"
+            work.mkdir()
+            got = cli_sweep(HERE, work, [], exp)
+            print(f"+experiment=retriever_sweep, {run}: {got['wall']:.1f} s wall, {got['finished']} jobs finished; "
+                  f"load {load()}", flush=True)
+            if got["finished"] != 27 or got["parents"] != 1:
+                problems.append(f"retriever_sweep ({run}) finished {got['finished']} of 27 jobs")
     print(f"load average at the end {load()}")
     for p in problems:
         print(f"bench_sweep: FAILED: {p}", file=sys.stderr)

@@ -68,6 +68,7 @@ def test_dense_batch_equals_each_query_alone_and_reuses_cached_vectors(squad_sma
     again = DenseRetriever(top_k=5)  # a later job of the sweep: every query vector from the cache
     again.prepare(chunks, {"corpus": "squad-small"}, cache)
     assert again.search_many(queries, 5, [{} for _ in queries]) == batched
+    assert again._emb is dense._emb  # the index is loaded once per process
     prefixed = DenseRetriever(top_k=5, query_prefix="query: ")  # another prefix is another key
     prefixed.prepare(chunks, {"corpus": "squad-small"}, cache)
     prefixed.search_many(queries[:3], 5, [{} for _ in range(3)])

@@ -7,7 +7,7 @@ sample, or ``search_many(queries, k, timings)`` for a batch of them (``pipeline.
 which return ``(chunk position, score)`` pairs, best first, and add the seconds spent to
 ``timings`` (``embed`` for encoding the query, ``retrieve`` for the search, ``rerank`` for the
 hybrid's fusion). In a batch, a stage done for the whole batch at once (BM25's search, the dense
-encoder's pass) gives each query an equal share of its seconds (docs/performance.md, "Sweeps").
+encoder's pass and product) gives each query an equal share of its seconds (docs/performance.md, "Sweeps").
 Both give the same top-k lists, ties in the same order.
 
 ``bm25`` is bm25s (Lucene's BM25 variant by default). ``dense`` encodes chunks and queries
@@ -50,20 +50,6 @@ def _check_top_k(top_k: Any, who: str, allow_none: bool = False) -> None:
         return
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ConfigError(f"{who}.top_k: expected a positive integer{' or null' if allow_none else ''}, got {top_k!r}")
-
-
-class _Timer:
-    """Adds the seconds of a ``with`` block to ``timings[stage]``."""
-
-    def __init__(self, timings: dict[str, float], stage: str):
-        self.timings, self.stage = timings, stage
-
-    def __enter__(self) -> "_Timer":
-        self.t0 = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.timings[self.stage] = self.timings.get(self.stage, 0.0) + time.perf_counter() - self.t0
 
 
 class Retriever:
@@ -305,23 +291,21 @@ class DenseRetriever(Retriever):
         return np.stack([found[q] for q in queries])
 
     def search_many(self, queries: list[str], k: int, timings: list[dict[str, float]]) -> list[list[tuple[int, float]]]:
+        """One product for a block of queries (at most 16M scores), each row's top ``k`` ranked as a query alone."""
         import numpy as np
 
         t0 = time.perf_counter()
-        vectors = self.embed_queries(queries)
-        _share(timings, "embed", time.perf_counter() - t0)
-        out = []
+        vectors = self.embed_queries(queries).astype(np.float32)
+        t1 = time.perf_counter()
+        _share(timings, "embed", t1 - t0)
         n = self._emb.shape[0]
-        k = min(k, n)
-        for q, t in zip(vectors, timings):  # one product per query: the same scores as a query alone
-            with _Timer(t, "retrieve"):
-                if k < 1:
-                    out.append([])
-                    continue
-                scores = self._emb @ q.astype(np.float32)
-                top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-                top = top[np.argsort(-scores[top], kind="stable")]
-                out.append([(int(i), float(scores[i])) for i in top])
+        k, step, out = min(k, n), max(1, 2**24 // n), []
+        for i in range(0, len(vectors), step):
+            scores = vectors[i:i + step] @ self._emb.T
+            top = np.argpartition(-scores, k - 1, axis=1)[:, :k] if k < n else np.argsort(-scores, 1, kind="stable")
+            top = np.take_along_axis(top, np.argsort(-np.take_along_axis(scores, top, 1), 1, kind="stable"), 1)
+            out += [list(zip(ids, s)) for ids, s in zip(top.tolist(), np.take_along_axis(scores, top, 1).tolist())]
+        _share(timings, "retrieve", time.perf_counter() - t1)
         return out
 
 
@@ -379,6 +363,7 @@ class HybridRetriever(Retriever):
         semantic = self.dense.search_many(queries, depth, timings)
         out = []
         for lex, sem, t in zip(lexical, semantic, timings):
-            with _Timer(t, "rerank"):
-                out.append(rrf([[i for i, _ in lex], [i for i, _ in sem]], self.rrf_k, self.weights)[:k])
+            t0 = time.perf_counter()
+            out.append(rrf([[i for i, _ in lex], [i for i, _ in sem]], self.rrf_k, self.weights)[:k])
+            t["rerank"] = time.perf_counter() - t0
         return out
