@@ -91,13 +91,10 @@ def _draw_items(rng, n: int, resamples: int, clusters: Sequence[Any] | None):
 
     if clusters is None:
         return rng.integers(0, n, size=(resamples, n)), None
-    labels = {}
-    members: list[list[int]] = []
+    by_label: dict[Any, list[int]] = {}
     for i, c in enumerate(clusters):
-        if c not in labels:
-            labels[c] = len(members)
-            members.append([])
-        members[labels[c]].append(i)
+        by_label.setdefault(c, []).append(i)
+    members = list(by_label.values())  # in order of first appearance
     g = len(members)
     draws = rng.integers(0, g, size=(resamples, g))
     rows = [np.concatenate([members[c] for c in row]) for row in draws]
