@@ -58,9 +58,6 @@ class Tokens:
         self._masks: dict[str, int] = {}
         self._all = False
 
-    def __len__(self) -> int:
-        return self.n
-
     def masks_for(self, other: "Tokens") -> dict[str, int]:
         """The masks of the tokens ``other`` shares with this text. A text of up to ``_EAGER`` tokens
         (a sentence, a passage) builds all of its masks at once, one OR per position (cheap while
@@ -150,10 +147,10 @@ def fmeasure(precision: float, recall: float) -> float:
 def rouge_l(target: str, prediction: str, use_stemmer: bool = False) -> tuple[float, float, float]:
     """(precision, recall, F) of ROUGE-L, as ``RougeScorer(['rougeL']).score(target, prediction)``."""
     t, p = tokens(target, use_stemmer), tokens(prediction, use_stemmer)
-    if not len(t) or not len(p):
+    if not t.n or not p.n:
         return 0.0, 0.0, 0.0
     lcs = lcs_length(t, p)
-    precision, recall = lcs / len(p), lcs / len(t)
+    precision, recall = lcs / p.n, lcs / t.n
     return precision, recall, fmeasure(precision, recall)
 
 
@@ -268,7 +265,7 @@ class RougeMatcher(Matcher):
         always, candidates = [], []
         for j, t in enumerate(truths):
             tok = tokens(t, self.use_stemmer)
-            need = min_passing_lcs(len(tok), self.threshold, self.inclusive)
+            need = min_passing_lcs(tok.n, self.threshold, self.inclusive)
             if need == 0:
                 always.append(j)
                 continue
