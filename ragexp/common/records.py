@@ -55,11 +55,7 @@ class Record:
     def has(self, name: str) -> bool:
         """True when the field holds something (not ``None``, and not an empty list, string or mapping)."""
         value = getattr(self, name, None)
-        if value is None:
-            return False
-        if isinstance(value, (str, list, dict)) and len(value) == 0:
-            return False
-        return True
+        return value is not None and not (isinstance(value, (str, list, dict)) and len(value) == 0)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
