@@ -42,10 +42,7 @@ def load_continuous_eval(path: str, *, name: str = "continuous_eval", limit: int
             if not isinstance(item, dict):
                 raise DataError(f"expected an object per line, got {type(item).__name__}", path=str(p), row=row)
             raw: dict[str, Any] = {"id": item.get("id", f"{p.stem}-{row}")}
-            for column, value in item.items():
-                if column == "id":
-                    continue
-                raw[COLUMNS.get(column, column)] = value
+            raw.update((COLUMNS.get(column, column), value) for column, value in item.items() if column != "id")
             annotation = item.get("annotation")
             if annotation is not None:
                 if annotation not in labels:

@@ -24,10 +24,6 @@ from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, read_json
 
 
-def paragraph_id(article: int, paragraph: int) -> str:
-    return f"{article}-{paragraph}"
-
-
 def load_squad2(path: str, *, name: str = "squad2", limit: int | None = None, answerable_only: bool = True,
                 label: bool | None = None) -> Dataset:
     p = existing(path)
@@ -44,7 +40,7 @@ def load_squad2(path: str, *, name: str = "squad2", limit: int | None = None, an
             raise DataError(f"article {a} (0-based): expected a 'paragraphs' list, got {type(paragraphs).__name__}",
                             path=str(p), field="paragraphs")
         for i, para in enumerate(paragraphs):
-            pid = paragraph_id(a, i)
+            pid = f"{a}-{i}"  # <article index>-<paragraph index>
             context = para.get("context") if isinstance(para, dict) else None
             if not isinstance(context, str):
                 raise DataError(f"paragraph {pid}: expected a string, got {type(context).__name__}",
