@@ -356,12 +356,9 @@ def results_folder() -> Path:
 
 def _hydra() -> Any:
     """Hydra's config of the running job; None outside a Hydra app (``run(cfg)`` from a script, ``evaluate``)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
+    from hydra.core.hydra_config import HydraConfig
 
-        return HydraConfig.get() if HydraConfig.initialized() else None
-    except Exception:  # noqa: BLE001 - Hydra absent or not running
-        return None
+    return HydraConfig.get() if HydraConfig.initialized() else None
 
 
 def _job_label() -> str:
