@@ -46,9 +46,7 @@ def job_dir(config: Any) -> Path:
     from omegaconf import OmegaConf
 
     out = OmegaConf.select(config, "hydra.runtime.output_dir", default=None)
-    if out:
-        return Path(str(out))
-    return Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
+    return Path(str(out)) if out else Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
 
 
 def record_failed_job(config: Any, reason: str, folder: Path | None = None) -> str | None:
@@ -59,29 +57,33 @@ def record_failed_job(config: Any, reason: str, folder: Path | None = None) -> s
     """
     from omegaconf import OmegaConf
 
-    from ragexp.tracking.log import LAUNCH_TAG, PARENT_URI_ENV, find_parent_run, launch_id
+    tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
+    return _record_failed(str(config.hydra.sweep.dir), [str(o) for o in config.hydra.overrides.task],
+                          OmegaConf.select(config, "hydra.job.num", default=None), tracking, reason,
+                          folder or job_dir(config))
+
+
+def _record_failed(sweep_dir: str, overrides: list[str], num: Any, tracking: dict[str, Any], reason: str,
+                   folder: Path) -> str | None:
     from ragexp.common.secrets import restore_url, scrub
     from ragexp.errors import ConfigError
+    from ragexp.tracking.log import LAUNCH_TAG, MANIFEST_FILE, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, launch_id
     from ragexp.tracking.store import FAILURE_TAG, bounded_http, open_client, resolve_uri, retrying
 
-    from ragexp.tracking.log import MANIFEST_FILE
-
-    folder = folder or job_dir(config)
     if (folder / MANIFEST_FILE).exists():  # results saved: the job failed while logging, and that run is closed FAILED
         return None
-    sweep_dir = str(config.hydra.sweep.dir)
-    parent = find_parent_run(sweep_dir) or _saved_parent(sweep_dir).get("run_id")
+    try:  # the parent this launch opened, else the one its folder names
+        saved = json.loads((Path(sweep_dir) / PARENT_FILE).read_text())
+    except (OSError, ValueError):
+        saved = {}
+    parent = os.environ.get(PARENT_ENV) or saved.get("run_id")
     if not parent:
         return None
-    tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
-    saved = _saved_parent(sweep_dir).get("tracking_uri")  # without credentials: restored from the environment
-    try:
-        saved = restore_url(saved) if saved else None
+    try:  # saved without credentials: restored from the environment
+        saved = restore_url(saved["tracking_uri"]) if saved.get("tracking_uri") else None
     except ConfigError:
         saved = None
     uri = os.environ.get(PARENT_URI_ENV) or saved or resolve_uri(tracking.get("uri"))
-    overrides = [str(o) for o in config.hydra.overrides.task]
-    num = OmegaConf.select(config, "hydra.job.num", default=None)
     tags = {"mlflow.parentRunId": parent, FAILURE_TAG: scrub(reason), LAUNCH_TAG: launch_id(),
             "ragexp.overrides": scrub(" ".join(overrides))}
     if num is not None:
@@ -97,15 +99,6 @@ def record_failed_job(config: Any, reason: str, folder: Path | None = None) -> s
     except OSError:
         pass
     return run.info.run_id
-
-
-def _saved_parent(sweep_dir: str) -> dict[str, Any]:
-    from ragexp.tracking.log import PARENT_FILE
-
-    try:
-        return json.loads((Path(sweep_dir) / PARENT_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def unreported_jobs(sweep_dir: str | Path) -> list[Path]:
@@ -165,30 +158,20 @@ def log_unlogged(config: Any) -> int:
 def record_unreported(config: Any) -> int:
     """Record every killed job of the sweep (:func:`unreported_jobs`) as a FAILED run; how many. The
     results a killed job had saved but not logged are logged first (:func:`log_unlogged`)."""
-    from omegaconf import OmegaConf, open_dict
+    import yaml
+    from omegaconf import OmegaConf
 
     log_unlogged(config)
+    tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
     done = 0
     for folder in unreported_jobs(str(config.hydra.sweep.dir)):
-        job = OmegaConf.create({"hydra": {"sweep": {"dir": str(config.hydra.sweep.dir)}}})
-        saved = _job_overrides(folder)
-        with open_dict(job):
-            job.hydra.overrides = {"task": saved}
-            job.hydra.job = {"num": folder.name}
-            if "tracking" in config:
-                job.tracking = config.tracking
-        if record_failed_job(job, KILLED, folder) is not None:
+        try:
+            saved = [str(o) for o in (yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text()) or [])]
+        except (OSError, ValueError, yaml.YAMLError):
+            saved = []
+        if _record_failed(str(config.hydra.sweep.dir), saved, folder.name, tracking, KILLED, folder) is not None:
             done += 1
     return done
-
-
-def _job_overrides(folder: Path) -> list[str]:
-    import yaml
-
-    try:
-        return [str(o) for o in (yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text()) or [])]
-    except (OSError, ValueError, yaml.YAMLError):
-        return []
 
 
 def sweep_size(config: Any) -> int | None:
