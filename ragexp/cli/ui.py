@@ -30,9 +30,6 @@ from ragexp.common.paths import conf_dir, plain
 from ragexp.errors import ConfigError, RagexpError
 
 HOST = "127.0.0.1"
-#: The server's environment: litellm's bundled price map (no download at import; always) and no
-#: MLflow telemetry (no call home; unless the user set it).
-OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "MLFLOW_DISABLE_TELEMETRY": "true"}
 
 
 def store_of_folder(folder: str | Path) -> str:
@@ -64,14 +61,9 @@ def choose_store(tracking_uri: str | None, folder: str | None) -> str:
     return uri
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def _check_port(port: int) -> None:
-    """Nothing listens on the port (connections of an earlier UI left in TIME_WAIT do not count)."""
+def _port(port: int) -> int:
+    """``port`` (0: any free one) once nothing listens on it (an earlier UI's connections left in TIME_WAIT
+    do not count)."""
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -79,6 +71,7 @@ def _check_port(port: int) -> None:
         except OSError:
             raise ConfigError(f"port {port} on {HOST} is in use (another UI?); pick another with port={port + 1}, "
                               "or port=0 for any free one") from None
+        return s.getsockname()[1]
 
 
 def server_command(uri: str, port: int, workers: int = 1) -> list[str]:
@@ -91,11 +84,6 @@ def server_command(uri: str, port: int, workers: int = 1) -> list[str]:
     if root:
         cmd += ["--artifacts-destination", root]
     return cmd
-
-
-def server_env() -> dict[str, str]:
-    """This process's environment with litellm's local price map forced and telemetry off unless set."""
-    return {**OFFLINE_ENV, **os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def _answers(url: str) -> bool:
@@ -150,11 +138,12 @@ def runs_page(url: str, experiment: str) -> str | None:
 
 def serve(uri: str, *, port: int = 5000, workers: int = 1, wait_s: float = 120, experiment: str = "ragexp") -> int:
     """Run the UI until Ctrl-C (or SIGTERM); returns the exit status."""
-    port = free_port() if int(port) == 0 else int(port)
-    _check_port(port)
+    port = _port(int(port))
     url = f"http://{HOST}:{port}"
     print(f"Starting the MLflow UI on {uri} (takes 10-20 s) ...", flush=True)
-    proc = subprocess.Popen(server_command(uri, port, workers), env=server_env(), start_new_session=True)
+    # litellm's bundled price map (no download at import; always), no MLflow telemetry (unless the user set it)
+    env = {"MLFLOW_DISABLE_TELEMETRY": "true", **os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.Popen(server_command(uri, port, workers), env=env, start_new_session=True)
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         deadline = time.monotonic() + wait_s
