@@ -134,10 +134,9 @@ def log_comparison(client: Any, result: Mapping[str, Any], candidate: RunTable) 
                    tags=tags)
     run_id = run.info.run_id
     try:
+        retrying(client.log_text, run_id, json.dumps(result, indent=2, ensure_ascii=False, default=str),
+                 "comparison.json")
         with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "comparison.json"
-            path.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str))
-            retrying(client.log_artifact, run_id, str(path))
             png = plot_paired_differences(result, Path(tmp) / "comparison.png")
             if png is not None:
                 retrying(client.log_artifact, run_id, str(png))
