@@ -11,24 +11,20 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from ragexp.cli import run_app
+from ragexp.cli.plugins import expose_plugins
 from ragexp.common.paths import conf_dir
+from ragexp.common.secrets import hide_overrides, scrub
 from ragexp.errors import RagexpError, Terminated
-
-
-def _launch_id() -> str:
-    from ragexp.tracking.log import launch_id
-
-    return launch_id()
-
+from ragexp.tracking.log import LAUNCH_ENV, RunRecord, interrupt_report, launch_id, new_launch_id
 
 # ${ragexp_launch_id:} in conf/config.yaml's output folders: unique per launch, the same in joblib's workers
-OmegaConf.register_new_resolver("ragexp_launch_id", _launch_id, replace=True)
+OmegaConf.register_new_resolver("ragexp_launch_id", launch_id, replace=True)
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def _app(cfg: DictConfig) -> float | None:
     from ragexp.core.gate import GateFailed, floor_failures, read_gate, record_failures
-    from ragexp.tracking.log import RunRecord
     from ragexp.workflow.runner import run
 
     _handle_sigterm()  # again here: joblib's worker processes run jobs without main()
@@ -38,8 +34,6 @@ def _app(cfg: DictConfig) -> float | None:
         max_drop, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
         summary = run(cfg, record=record)
     except RagexpError as exc:
-        from ragexp.common.secrets import scrub
-
         print(f"ragexp: error: {scrub(str(exc))}", file=sys.stderr)
         _close_sweep(exc)
         sys.exit(2)
@@ -124,13 +118,9 @@ def _die_with_the_launcher(every: float = 1.0, grace: float = 20.0) -> None:
 
 def _interrupted(exc: BaseException, record: Any = None) -> None:
     """One line saying what stopped the run and what was logged; exit 130 (Ctrl-C) or 143 (SIGTERM)."""
-    from ragexp.tracking.log import interrupt_report
-
     term = bool(_SIGTERM) or isinstance(exc, Terminated)
     said = f": {exc}" if str(exc) and not isinstance(exc, Terminated) else ""
     what = "terminated (SIGTERM)" if term else "interrupted"
-    from ragexp.common.secrets import scrub
-
     print(scrub(f"ragexp: {what}{said}. {interrupt_report(record)}"), file=sys.stderr)
     _close_sweep(Terminated("SIGTERM") if _SIGTERM else exc)
     sys.exit(143 if term else 130)
@@ -138,8 +128,6 @@ def _interrupted(exc: BaseException, record: Any = None) -> None:
 
 def _warn_typed_secrets(argv: list[str]) -> None:
     """Once, on stderr: overrides typed on the command line that hold a secret (shown redacted)."""
-    from ragexp.common.secrets import scrub
-
     held = [scrub(a) for a in argv if "=" in a and not a.startswith("-") and scrub(a) != a]
     if held:
         print(f"ragexp: warning: {' '.join(held)}: this command line holds a secret. ragexp redacts it in "
@@ -150,15 +138,9 @@ def _warn_typed_secrets(argv: list[str]) -> None:
 
 
 def main() -> None:
-    from ragexp.tracking.log import LAUNCH_ENV, new_launch_id
-
     os.environ[LAUNCH_ENV] = new_launch_id()  # this launch's own, never one inherited from a parent ragexp
     os.environ[LAUNCHER_ENV] = str(os.getpid())
     _warn_typed_secrets(sys.argv[1:])
-    from ragexp.cli import run_app
-    from ragexp.cli.plugins import expose_plugins
-    from ragexp.common.secrets import hide_overrides
-
     sys.argv[1:] = hide_overrides(sys.argv[1:])  # a typed secret reaches Hydra, its files and job pickles by name only
     _handle_sigterm()
     expose_plugins()  # hydra/launcher=ray from an editable install too
