@@ -271,10 +271,10 @@ def _text(value: Any) -> str:
 # --- Names ------------------------------------------------------------------------------------------------
 
 
-def run_name(dataset: str, params: Mapping[str, str], defaults: Mapping[str, Any] | None = None) -> str:
+def run_name(dataset: str, params: Mapping[str, str]) -> str:
     """A single run's name: the dataset, then the group choices that differ from the root config's
     and the values set (``demo · retriever=bm25 · top_k=5``); the plain demo run is ``demo``."""
-    defaults = root_defaults() if defaults is None else defaults
+    defaults = root_defaults()
     choices = [f"{k}={v}" for k, v in params.items()
                if "." not in k and k != "dataset" and k in defaults and v != _choice_text(defaults[k])]
     choices += [f"{k}={v}" for k, v in params.items() if "." not in k and k not in defaults and k != "dataset"]
