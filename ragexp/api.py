@@ -186,8 +186,7 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     try:
         outcome = execute(cfg, dataset=dataset, save=log is not False, show=False, overrides=composed_with)
     except JudgeFailed as exc:  # every judge metric failed: the reasons, sample by sample, go with the error
-        if getattr(exc, "outcome", None) is not None:
-            exc.result = _result(exc.outcome, container)
+        exc.result = _result(exc.outcome, container)  # the runner's judge_failed_step gives it the outcome
         raise
     return _result(outcome, container)
 

@@ -30,11 +30,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ragexp.core.results import metric_keys, samples_column, status_column, trim
+from ragexp.core.results import TABLE_FILE, metric_keys, samples_column, status_column, trim
 from ragexp.errors import DataError
 from ragexp.metrics.base import direction
-
-TABLE_FILE = "per_sample.json"
 
 
 @dataclass
