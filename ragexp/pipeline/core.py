@@ -26,8 +26,8 @@ import sys
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from ragexp.errors import ConfigError, DataError
-from ragexp.common.records import Record
+from ragexp.errors import ConfigError
+from ragexp.common.records import Record, to_record
 from ragexp.pipeline.cache import IndexCache
 from ragexp.pipeline.chunking import Chunker, corpus_digest
 from ragexp.pipeline.compressors import Compressor
@@ -206,33 +206,19 @@ class CustomPipeline:
         return getattr(out, name, None)
 
     def _fill(self, r: Record, out: Any, row: int, total: float) -> None:
-        where = f"pipeline {self.target} (sample '{r.id}')"
+        """Take the system's output into ``r``, each field checked as a dataset's are (:func:`to_record`)."""
         if isinstance(out, str):
             out = {"answer": out}
-        for name in ("contexts", "context_ids"):
-            value = self._get(out, name)
-            if value is None:
-                continue
-            if isinstance(value, tuple):
-                value = list(value)
-            if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-                raise DataError(f"expected a list of strings, got {type(value).__name__} {str(value)[:60]!r}",
-                                path=where, row=row, field=name)
-            setattr(r, name, value)
-        answer = self._get(out, "answer")
-        if answer is not None:
-            if not isinstance(answer, str):
-                raise DataError(f"expected a string, got {type(answer).__name__}", path=where, row=row, field="answer")
-            r.answer = answer
-        timings = self._get(out, "timings") or {}
-        if not isinstance(timings, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in timings.items()):
-            raise DataError(f"expected a mapping of stage name to seconds, got {str(timings)[:60]!r}",
-                            path=where, row=row, field="timings")
-        timings = {k: float(v) for k, v in timings.items()}
-        timings.setdefault("total", total)
-        r.timings = timings
-        r.latency_s = timings["total"]
-
+        got = {name: value for name in self.FIELDS if (value := self._get(out, name)) is not None}
+        if isinstance(got.get("timings"), Mapping):
+            got["timings"] = dict(got["timings"])
+        checked = to_record({**got, "id": r.id, "query": r.query}, path=f"pipeline {self.target} (sample '{r.id}')",
+                            row=row)
+        for name in ("contexts", "context_ids", "answer"):
+            if name in got:
+                setattr(r, name, getattr(checked, name))
+        r.timings = {**(checked.timings or {})}
+        r.timings.setdefault("total", total)
+        r.latency_s = r.timings["total"]
 
 __all__ = ["RAGPipeline", "CustomPipeline", "NoRetriever"]
