@@ -22,12 +22,6 @@ _tokenizer = None
 _lock = threading.Lock()
 
 
-def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/ragexp`` (default ``~/.cache/ragexp``): where jieba's dictionary cache is kept."""
-    base = os.environ.get("XDG_CACHE_HOME") or ""
-    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "ragexp"
-
-
 def _start():
     global _tokenizer
     with _lock:
@@ -39,7 +33,8 @@ def _start():
             jieba.setLogLevel(logging.WARNING)
             tokenizer = jieba.Tokenizer()
             try:
-                folder = cache_dir()
+                base = os.environ.get("XDG_CACHE_HOME") or ""  # $XDG_CACHE_HOME/ragexp, else ~/.cache/ragexp
+                folder = (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "ragexp"
                 folder.mkdir(parents=True, exist_ok=True)
                 if os.access(folder, os.W_OK | os.X_OK):
                     tokenizer.tmp_dir = str(folder)
