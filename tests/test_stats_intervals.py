@@ -187,17 +187,6 @@ def test_ratio_intervals_of_the_four_confusion_metrics_equal_each_alone(data_dir
         ratio_intervals({"a": ([1, 0], [1, 1]), "b": ([1], [1])})
 
 
-def test_a_kept_draw_gives_the_same_intervals_as_a_fresh_one():
-    from ragexp.stats import intervals
-
-    values = {"a": SKEWED, "b": [x * x for x in SKEWED]}
-    ratios = {"r": ([1, 0, 1, 1, 0] * 8, [1, 1, 1, 0, 1] * 8)}
-    intervals._DRAWN.clear()
-    fresh = mean_intervals(values, seed=7), ratio_intervals(ratios, seed=7)
-    assert (7, len(SKEWED), 10_000) in intervals._DRAWN  # kept, one byte per cell
-    assert (mean_intervals(values, seed=7), ratio_intervals(ratios, seed=7)) == fresh
-
-
 def test_the_counts_are_those_of_numpys_default_integer_draw():
     # _counts draws int32 indices: the same stream as rng.integers' default int64 for a range below 2**32
     from ragexp.stats.intervals import _counts, _rng

@@ -31,10 +31,8 @@ mean is over its own ``ok`` samples in the resample); nothing loops over resampl
 
 from __future__ import annotations
 
-import contextlib
 import math
 import numbers
-from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -42,12 +40,6 @@ from typing import Any, Iterator, Mapping, Sequence
 _CHUNK_CELLS = 4_000_000
 #: counts made this many cells at a time (~0.5 MB of indices: they stay in the processor's cache)
 _CACHE_CELLS = 65_536
-#: the most recent draws, kept as one byte per cell (at most this many cells in all, ~16 MB): a
-#: process that computes intervals over the same number of units again (the systems of a
-#: comparison scored on the same questions, a notebook's second call) converts the counts back
-#: instead of drawing 10,000 × n random indices anew — the same numbers either way
-_KEPT_CELLS = 16_000_000
-_DRAWN: OrderedDict[tuple[int, int, int], list[tuple[int, int, Any]]] = OrderedDict()
 
 METHODS = ("percentile", "bca")
 
@@ -247,41 +239,11 @@ def joint_intervals(means: Mapping[str, Sequence[float | None]],
 
 def _draws(seed: int, groups: int, resamples: int) -> Iterator[tuple[int, int, Any]]:
     """``(start, size, counts)`` chunks of the seeded draw of ``resamples`` resamples of ``groups`` units."""
-    import numpy as np
-
-    key = (int(seed), int(groups), int(resamples))
-    drawn = _DRAWN.get(key)
-    if drawn is None:
-        yield from _draw(key)
-        return
-    with contextlib.suppress(KeyError):  # another thread may have let it go meanwhile
-        _DRAWN.move_to_end(key)
-    for start, size, small in drawn:
-        yield start, size, small.astype(np.float32)
-
-
-def _draw(key: tuple[int, int, int]) -> Iterator[tuple[int, int, Any]]:
-    """Draw the chunks afresh; keep them (as bytes) for the next interval over the same number of units."""
-    import numpy as np
-
-    seed, groups, resamples = key
-    rng = _rng(seed)
+    rng = _rng(int(seed))
     chunk = max(1, _CHUNK_CELLS // groups)
-    small: list[tuple[int, int, Any]] | None = [] if groups * resamples <= _KEPT_CELLS else None
     for start in range(0, resamples, chunk):
         size = min(chunk, resamples - start)
-        counts = _counts(rng, groups, size)
-        if small is not None:
-            if counts.max() > 255:
-                small = None  # a count that does not fit a byte (a draw over very few units): not kept
-            else:
-                small.append((start, size, counts.astype(np.uint8)))
-        yield start, size, counts
-    if small is not None:
-        _DRAWN[key] = small
-        while len(_DRAWN) > 1 and sum(g * r for _, g, r in list(_DRAWN)) > _KEPT_CELLS:
-            with contextlib.suppress(KeyError):
-                _DRAWN.popitem(last=False)
+        yield start, size, _counts(rng, groups, size)
 
 
 def _counts(rng, groups: int, size: int):
