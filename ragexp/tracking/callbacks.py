@@ -37,7 +37,7 @@ class ParentRunCallback(Callback):
     def __init__(self) -> None:
         self.run_id: str | None = None
         self.uri: str | None = None
-        self.config: DictConfig | None = None  # the sweep's, for the accounting at exit when a job failed
+        self.config: DictConfig | None = None  # the sweep's (set with run_id), for the accounting at exit
 
     def __getstate__(self) -> dict[str, Any]:
         # Hydra's launchers pickle the callbacks with each job (submitit's job files on disk): the store's
@@ -95,12 +95,9 @@ class ParentRunCallback(Callback):
             with bounded_http():
                 if open_client(self.uri).get_run(self.run_id).info.status != "RUNNING":
                     return
-            if self.config is not None:
-                self._finish(self.config, stopped=reason)
-                return
-        except BaseException:  # noqa: BLE001 - at least close the parent, below
-            pass
-        _fail_parent(self.uri, self.run_id, reason)
+            self._finish(self.config, stopped=reason)
+        except BaseException:  # noqa: BLE001 - at least close the parent
+            _fail_parent(self.uri, self.run_id, reason)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from ragexp.core.gate import GateFailed, collect_failures
@@ -132,6 +129,7 @@ class ParentRunCallback(Callback):
         (tag ``ragexp.jobs_failed``, metric ``sweep/jobs_failed``), the leaderboard; FAILED with the
         reason when a job failed or the sweep stopped early. Returns how many jobs failed or never ran."""
         from ragexp.tracking.jobs import JOBS_FAILED_METRIC, JOBS_FAILED_TAG, record_unreported, sweep_size
+        from ragexp.tracking.leaderboard import log_leaderboard
 
         with bounded_http():  # a server gone at the sweep's end fails in seconds, not minutes
             client = open_client(self.uri)
@@ -153,7 +151,12 @@ class ParentRunCallback(Callback):
             retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
             retrying(client.log_metric, self.run_id, JOBS_FAILED_METRIC, float(len(failed)))
             retrying(client.set_tag, self.run_id, JOBS_FAILED_TAG, str(len(failed)))
-            _leaderboard(client, self.run_id, children, config)
+            stats = OmegaConf.to_container(config.stats, resolve=True) if config.get("stats") else {}
+            try:  # the sweep's leaderboard on the parent run (ragexp.tracking.leaderboard)
+                log_leaderboard(client, self.run_id, children, primary=stats.get("primary"),
+                                objective=config.get("objective"), stats=stats, sweep_dir=str(config.hydra.sweep.dir))
+            except Exception as exc:  # noqa: BLE001 - the children are logged; say why the board is missing
+                print(f"[ragexp] warning: no sweep leaderboard: {type(exc).__name__}: {exc}")
             if planned is not None:
                 retrying(client.log_metric, self.run_id, "sweep/jobs_planned", float(planned))
             if failed or stopped or unstarted:
@@ -228,18 +231,6 @@ def _redact_sweep_files(config: DictConfig) -> None:
         redact_yaml_file(f)
 
 
-def _leaderboard(client: Any, run_id: str, children: list[Any], config: DictConfig) -> None:
-    """The sweep's leaderboard on the parent run (ragexp.tracking.leaderboard); a failure is one line, not a lost sweep."""
-    from ragexp.tracking.leaderboard import log_leaderboard
-
-    stats = OmegaConf.to_container(config.stats, resolve=True) if config.get("stats") else {}
-    try:
-        log_leaderboard(client, run_id, children, primary=stats.get("primary"), objective=config.get("objective"),
-                        stats=stats, sweep_dir=str(config.hydra.sweep.dir))
-    except Exception as exc:  # noqa: BLE001 - the children are logged; say why the board is missing
-        print(f"[ragexp] warning: no sweep leaderboard: {type(exc).__name__}: {exc}")
-
-
 def _overridden(config: DictConfig) -> set[str]:
     """The dotted keys a sweep varies (``retriever.top_k=3,5`` → ``retriever.top_k``)."""
     keys = set()
@@ -273,20 +264,15 @@ def _sweep_note(overrides: list[str]) -> str:
             "child's params and metrics).")
 
 
-def _stop_reason(exc: BaseException) -> str:
-    if isinstance(exc, KeyboardInterrupt):
-        return interrupt_reason(exc)
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-
-
 def close_parent(exc: BaseException) -> None:
     """The sweep's parent run ends FAILED now with what stopped the sweep (``exc``: a user error, Ctrl-C,
     SIGTERM), when this process opened it (not a joblib worker) and it is still RUNNING."""
     parent = os.environ.get(PARENT_ENV)
     if not parent or os.environ.get(PARENT_OWNER_ENV) != str(os.getpid()):
         return
-    _fail_parent(os.environ.get(PARENT_URI_ENV) or resolve_uri(None), parent,
-                 f"the sweep stopped before its end: {_stop_reason(exc)}")
+    said = str(exc).splitlines()[0][:200] if str(exc) else ""
+    why = interrupt_reason(exc) if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {said}"
+    _fail_parent(os.environ.get(PARENT_URI_ENV) or resolve_uri(None), parent, f"the sweep stopped before its end: {why}")
 
 
 def _fail_parent(uri: str, run_id: str, reason: str) -> None:

@@ -11,10 +11,11 @@ its adjusted p-value is below ``1 − stats.confidence``. With ``stats.correct_w
 people's labels on the metric, each child's judge-corrected mean (PPI++) is ranked instead, and the
 paired test is the corrected difference over the same items (docs/judge-trust.md).
 
-:func:`rank` is the arithmetic (no I/O); :func:`log_leaderboard` reads the children from MLflow,
-logs ``leaderboard.json``, ``leaderboard.png`` (a forest plot) and ``heatmap.png`` (every child's
-mean of the headline metrics) on the parent run, and prints the table; the pictures and the table
-are drawn by :mod:`ragexp.report`.
+:func:`rank` is the arithmetic (no I/O); :func:`log_leaderboard` reads each child's ``summary.json``
+and ``per_sample.parquet`` from its job folder (from MLflow when the folder is elsewhere), logs
+``leaderboard.json``, ``leaderboard.png`` (a forest plot) and ``heatmap.png`` (every child's mean
+of the headline metrics) on the parent run, and prints the table; the pictures and the table are
+drawn by :mod:`ragexp.report`.
 """
 
 from __future__ import annotations
@@ -66,13 +67,16 @@ def higher_is_better(key: str) -> bool:
 def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: int = 10_000,
          confidence: float = 0.95, seed: int = 0, corrected: bool = False) -> dict[str, Any]:
     """The leaderboard as a dict (the content of ``leaderboard.json``), rows best first."""
-    from ragexp.stats.paired import holm, paired_compare
+    import numpy as np
+
+    from ragexp.stats.paired import holm, paired_compare_columns
 
     scored = [e for e in entries if e.interval and e.interval.get("mean") is not None]
     scored.sort(key=lambda e: e.interval["mean"], reverse=higher)
     best = scored[0] if scored else None
     rows: list[dict[str, Any]] = []
     tests: list[tuple[int, float]] = []
+    paired: dict[tuple[str, ...], list[tuple[int, Entry]]] = {}  # the rows to test, by the ids they pair on
     for e in scored:
         iv = e.interval
         row = {"run_id": e.run_id, "run_name": e.name, "status": e.status, "mean": iv.get("mean"),
@@ -94,14 +98,19 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
                            p_value=d["p_value"], test="ppi++ (corrected difference)")
                 tests.append((len(rows), d["p_value"]))
             elif len(ids) >= 2:
-                r = paired_compare([best.values[i] for i in ids], [e.values[i] for i in ids],
-                                   resamples=resamples, confidence=confidence, seed=seed)
-                row.update(diff_vs_best=r.diff, diff_ci_low=r.ci_low, diff_ci_high=r.ci_high, p_value=r.p_value,
-                           test=r.test, wins=r.wins, ties=r.ties, losses=r.losses)
-                tests.append((len(rows), r.p_value))
+                paired.setdefault(tuple(ids), []).append((len(rows), e))
             else:
                 row["note"] = f"only {len(ids)} sample ids with an ok value in both runs: not compared"
         rows.append(row)
+    for ids, group in paired.items():  # the children paired on the same ids share one resampling
+        b = np.array([[best.values[i]] * len(group) for i in ids])
+        c = np.array([[e.values[i] for _, e in group] for i in ids])
+        for (k, _), r in zip(group, paired_compare_columns(b, c, resamples=resamples, confidence=confidence,
+                                                           seed=seed)):
+            rows[k].update(diff_vs_best=r.diff, diff_ci_low=r.ci_low, diff_ci_high=r.ci_high, p_value=r.p_value,
+                           test=r.test, wins=r.wins, ties=r.ties, losses=r.losses)
+            tests.append((k, r.p_value))
+    tests.sort()
     for (i, _), adjusted in zip(tests, holm([p for _, p in tests]) if tests else []):
         rows[i]["p_holm"] = adjusted
         rows[i]["differs"] = bool(adjusted < 1 - confidence)
@@ -115,9 +124,9 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
             "rows": rows}
 
 
-def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mapping[str, Any] | None,
+def _child_entry(child: Any, metric: str, summary: Mapping[str, Any] | None, read: Any,
                  corrected: bool = False) -> Entry:
-    from ragexp.tracking.store import retrying
+    from ragexp.core.results import FULL_TABLE_FILE, read_parquet_columns, status_column
 
     entry = Entry(child.info.run_id, child.info.run_name or child.info.run_id[:8], child.info.status)
     if summary is None:
@@ -132,37 +141,41 @@ def _child_entry(client: Any, child: Any, metric: str, tmp: Path, summary: Mappi
     if fixed.get("mean") is not None:  # stats.correct_with_labels: the judge-corrected mean is the child's
         entry.interval = {**fixed, "n": fixed.get("n_total"), "method": "ppi++"}
     try:
-        path = retrying(client.download_artifacts, child.info.run_id, "per_sample.json", str(tmp / child.info.run_id))
-        table = json.loads(Path(path).read_text())
+        table = read_parquet_columns(read(child.info.run_id, FULL_TABLE_FILE),
+                                     ["id", metric, status_column(metric), f"human/{metric}"])
     except Exception as exc:  # noqa: BLE001 - said in the row, the rest of the board still stands
-        entry.problem = f"per_sample.json unreadable ({type(exc).__name__}): not compared"
+        entry.problem = f"{FULL_TABLE_FILE} unreadable ({type(exc).__name__}): not compared"
         return entry
-    from ragexp.core.results import current_columns, status_column
-
-    cols = current_columns(table["columns"])  # a child logged before the slash scheme reads the same
-    if metric in cols and "id" in cols:
-        iid, iv_col = cols.index("id"), cols.index(metric)
-        ist = cols.index(status_column(metric)) if status_column(metric) in cols else None
-        for row in table["data"]:
-            value = row[iv_col]
-            ok = ist is None or row[ist] == "ok"
+    ids, status = table.get("id"), table.get(status_column(metric))
+    if metric in table and ids is not None:
+        for k, value in enumerate(table[metric]):
+            ok = status is None or status[k] == "ok"
             if ok and value is not None and not (isinstance(value, float) and math.isnan(value)):
-                entry.values[str(row[iid])] = float(value)
-        labels = f"human/{metric}"
-        if fixed and labels in cols:
-            ih = cols.index(labels)
-            entry.human = {str(row[iid]): float(row[ih]) for row in table["data"] if row[ih] is not None}
+                entry.values[str(ids[k])] = float(value)
+        labels = table.get(f"human/{metric}")
+        if fixed and labels is not None:
+            entry.human = {str(i): float(h) for i, h in zip(ids, labels) if h is not None}
     return entry
 
 
-def _summary(client: Any, run_id: str, tmp: Path) -> dict[str, Any] | None:
-    from ragexp.tracking.store import retrying
-
+def _summary(read: Any, run_id: str) -> dict[str, Any] | None:
     try:
-        path = retrying(client.download_artifacts, run_id, "summary.json", str(tmp / f"{run_id}-summary"))
-        return json.loads(Path(path).read_text())
+        return json.loads(read(run_id, "summary.json").read_text())
     except Exception:  # noqa: BLE001 - a child that failed before logging has none
         return None
+
+
+def job_folders(sweep_dir: str | Path | None) -> dict[str, Path]:
+    """The sweep's job folders by the MLflow run each was logged as (its ``mlflow_run.json``)."""
+    from ragexp.tracking.log import MANIFEST_FILE
+
+    found = {}
+    for f in Path(sweep_dir).glob(f"**/{MANIFEST_FILE}") if sweep_dir else ():
+        try:
+            found[json.loads(f.read_text())["logged"]["run_id"]] = f.parent
+        except (OSError, ValueError, KeyError, TypeError):  # not logged (yet): MLflow has no run of it
+            continue
+    return found
 
 
 def unlogged_jobs(sweep_dir: str | Path | None, children: list[Any]) -> list[str]:
@@ -186,17 +199,22 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
     import os
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no bar per child download
+    folders = job_folders(sweep_dir)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        (tmp / "dl").mkdir()
-        summaries = {c.info.run_id: _summary(client, c.info.run_id, tmp / "dl") for c in children}
+
+        def read(run_id: str, name: str) -> Path:  # a child's file in its job folder, else from MLflow
+            here = folders.get(run_id, tmp) / name
+            return here if here.is_file() else Path(retrying(client.download_artifacts, run_id, name, str(tmp / run_id)))
+
+        summaries = {c.info.run_id: _summary(read, c.info.run_id) for c in children}
         ordered = sorted(children, key=lambda c: c.info.start_time or 0)
         metric = choose_metric(primary, objective, [s for s in (summaries[c.info.run_id] for c in ordered) if s])
         if metric is None:
             print("[ragexp] no leaderboard: no child run logged a summary with metrics")
             return None
         correct = bool(stats.get("correct_with_labels", False))
-        entries = [_child_entry(client, c, metric, tmp / "dl", summaries[c.info.run_id], correct) for c in ordered]
+        entries = [_child_entry(c, metric, summaries[c.info.run_id], read, correct) for c in ordered]
         board = rank(entries, metric=metric, higher=higher_is_better(metric),
                      resamples=int(stats.get("resamples", 10_000)), confidence=float(stats.get("confidence", 0.95)),
                      seed=int(stats.get("seed", 0)), corrected=correct and any(e.human for e in entries))
@@ -210,12 +228,11 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
                                    f"MLflow run; they are not on this board (results folders under {sweep_dir})")
         board = redact(board)  # run names are overrides, which may carry a key
         retrying(client.log_dict, parent_run_id, board, LEADERBOARD_FILE)
+        (pictures := tmp / "pictures").mkdir()
         if any(r.get("mean") is not None for r in board["rows"]):
-            png = forest_plot(board, tmp / PLOT_FILE)
-            retrying(client.log_artifact, parent_run_id, str(png))
-        png = sweep_heatmap(board, summaries, metric, tmp / HEATMAP_FILE)
-        if png is not None:
-            retrying(client.log_artifact, parent_run_id, str(png))
+            forest_plot(board, pictures / PLOT_FILE)
+        sweep_heatmap(board, summaries, metric, pictures / HEATMAP_FILE)
+        retrying(client.log_artifacts, parent_run_id, str(pictures))
     print_leaderboard(board)
     return board
 
