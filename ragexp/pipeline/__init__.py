@@ -26,7 +26,7 @@ import inspect
 from typing import Any
 
 from ragexp.common.paths import plain
-from ragexp.errors import ConfigError, RagexpError
+from ragexp.errors import ConfigError
 
 BUILTIN = "ragexp.pipeline.core.RAGPipeline"
 
@@ -132,8 +132,6 @@ def _custom(pipe: dict[str, Any], cfg: Any):
     except TypeError as exc:
         raise ConfigError(f"pipeline._target_ {target}: {exc} (it is called as system(query) with the other "
                           "keys of the pipeline config as keyword arguments)") from None
-    except RagexpError:
-        raise
     if not callable(system):
         raise ConfigError(f"pipeline._target_ {target}: expected a function or a class with __call__(query)")
     return CustomPipeline(system, target, produces)
