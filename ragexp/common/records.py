@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from ragexp.errors import ConfigError, DataError
 
@@ -223,14 +223,9 @@ def human_labels(value: Any, *, path: str, row: int) -> dict[str, float] | None:
     return out or None
 
 
-def present_fields(records: Iterable[Record]) -> list[str]:
+def present_fields(records: list[Record]) -> list[str]:
     """Canonical fields that at least one record has (an empty list or answer counts: it is there)."""
-    have = set()
-    for r in records:
-        for f in FIELDS:
-            if f not in have and r.present(f):
-                have.add(f)
-    return [f for f in FIELDS if f in have]
+    return [f for f in FIELDS if any(r.present(f) for r in records)]
 
 
 def cluster_labels(records: list[Record], cluster_by: str | None, *, dataset: str, source: str) -> list[Any] | None:
