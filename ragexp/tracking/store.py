@@ -66,24 +66,21 @@ def _retry_budget(exc: BaseException) -> float:
     return 0.0
 
 
-def retrying(fn: Callable[..., T], *args: Any, attempts: int = 40, **kwargs: Any) -> T:
+def retrying(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call ``fn``, retrying with jittered backoff while SQLite is locked by a parallel job.
 
     A server that does not answer is retried for a few seconds only (each MLflow call already
     retries inside :func:`bounded_http`), so a dead tracking server fails in seconds, not hours.
     """
-    delay = 0.05
-    started = time.monotonic()
-    for attempt in range(attempts):
+    delay, started = 0.05, time.monotonic()
+    while True:
         try:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - filtered just below
-            budget = _retry_budget(exc)
-            if attempt == attempts - 1 or time.monotonic() - started + delay > budget:
+            if time.monotonic() - started + delay > _retry_budget(exc):
                 raise
             time.sleep(delay + random.random() * delay)
             delay = min(delay * 2, 2.0)
-    raise AssertionError("unreachable")
 
 
 def artifact_root(uri: str) -> str | None:
@@ -233,8 +230,6 @@ def _check_shape(uri: str) -> None:
 
 
 def _check_sqlite_writable(uri: str, db: Path) -> None:
-    import sqlite3
-
     from ragexp.errors import TrackingError
 
     folder = db.parent
@@ -298,23 +293,6 @@ def creation_lock(uri: str) -> Iterator[None]:
         yield
 
 
-@contextmanager
-def _quiet_schema_logs() -> Iterator[None]:
-    """MLflow announces creating and migrating a SQLite store on stderr (INFO); the user's one line
-    (or the table) is what ragexp prints, so those announcements are kept to warnings and above."""
-    import logging
-
-    loggers = [logging.getLogger(name) for name in ("mlflow.store.db.utils", "alembic.runtime.migration")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for lg, level in zip(loggers, levels):
-            lg.setLevel(level)
-
-
 #: The longest run name MLflow's SQL stores keep: a PostgreSQL or MySQL behind a server refuses a longer one
 #: (the whole run fails to log, "BAD_REQUEST … autoflush"); SQLite does not enforce it.
 MAX_RUN_NAME = 250
@@ -339,7 +317,6 @@ CONNECT_TIMEOUT_S = 10
 #: The whole store check of a database store (connect, MLflow's schema check or migration, the experiment):
 #: past it, one line, whatever MLflow was waiting on.
 STORE_DEADLINE_S = 90
-_REACHED: set[str] = set()  # database stores this process has connected to once
 
 
 def _database_scheme(uri: str) -> str | None:
@@ -354,7 +331,7 @@ def check_database(uri: str) -> None:
     SQLAlchemy (what MLflow connects with): one line naming the store and the reason if not (a wrong
     password, an unknown user or database, nothing listening, a host that does not answer)."""
     scheme = _database_scheme(uri)
-    if scheme is None or uri in _REACHED:
+    if scheme is None:
         return
     import sqlalchemy
     from sqlalchemy.pool import NullPool
@@ -378,7 +355,6 @@ def check_database(uri: str) -> None:
         raise
     except Exception as exc:  # noqa: BLE001 - the driver's many kinds; the user needs one line
         raise TrackingError(f"tracking store {redact_url(uri)} cannot be reached: {_db_reason(exc)}") from None
-    _REACHED.add(uri)
 
 
 def _db_reason(exc: BaseException) -> str:
@@ -435,10 +411,14 @@ def open_client(uri: str) -> Any:
     creates have names every store takes (:func:`fit_run_name`)."""
     from ragexp.errors import TrackingError
 
+    import logging
+
     check_database(uri)
     client_class = _client_class()
+    for name in ("mlflow.store.db.utils", "alembic.runtime.migration"):  # their INFO lines on creating and
+        logging.getLogger(name).setLevel(logging.WARNING)  # migrating a store: ragexp prints its own line
     try:
-        with creation_lock(uri), _quiet_schema_logs():
+        with creation_lock(uri):
             try:
                 return retrying(client_class, tracking_uri=uri)
             except Exception as exc:  # noqa: BLE001 - a schema a failed creation left half-migrated: repaired once
@@ -481,6 +461,7 @@ def check_store(uri: str, experiment: str) -> tuple[Any, str]:
     """Before any work: the store is usable (scheme, reachable, writable, MLflow opens it and reads or
     creates the experiment); returns ``(client, experiment_id)``. Also closes the runs of this host
     whose process is gone (:func:`fail_orphaned_runs`) and says so."""
+    from ragexp.common.secrets import redact_url
     from ragexp.errors import TrackingError
 
     _check_shape(uri)
@@ -497,19 +478,9 @@ def check_store(uri: str, experiment: str) -> tuple[Any, str]:
 
     with bounded_http():
         _check_reachable(uri)
-        if _database_scheme(uri):  # a database that hangs mid-check: one line when the deadline passes
-            check_database(uri)
-            from ragexp.common.secrets import redact_url
-
-            client, exp_id, closed = within_deadline(opened, STORE_DEADLINE_S, f"tracking store {redact_url(uri)}")
-        else:
-            client, exp_id, closed = opened()
-    say_closed(closed)
-    return client, exp_id
-
-
-def say_closed(closed: list[tuple[str, int]]) -> None:
-    """One line on stderr naming the orphaned runs :func:`fail_orphaned_runs` closed, if any."""
+        # a database that hangs mid-check: one line when the deadline passes
+        client, exp_id, closed = (within_deadline(opened, STORE_DEADLINE_S, f"tracking store {redact_url(uri)}")
+                                  if _database_scheme(uri) else opened())
     if closed:
         import sys
 
@@ -517,16 +488,17 @@ def say_closed(closed: list[tuple[str, int]]) -> None:
         print(f"ragexp: marked {len(closed)} run(s) FAILED that were left RUNNING by processes now gone "
               f"(pid {', '.join(map(str, pids))} on {socket.gethostname()}): {', '.join(r for r, _ in closed)}",
               file=sys.stderr)
+    return client, exp_id
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux), which tells a reused pid apart."""
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command (Linux; empty elsewhere): [0] the state, [19]
+    the start time in clock ticks since boot, which tells a reused pid apart."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()
-    return fields[19] if len(fields) > 19 else None
+        return []
+    return stat[stat.rindex(")") + 2:].split()
 
 
 def _alive(pid: int, start: str | None) -> bool:
@@ -536,22 +508,18 @@ def _alive(pid: int, start: str | None) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat[stat.rindex(")") + 2:].split()[0] in ("Z", "X"):  # killed, not yet reaped
-            return False
-    except OSError:
-        pass
-    now = _start_time(pid)
-    return start is None or now is None or now == start
+    fields = _stat(pid)
+    if fields[:1] in (["Z"], ["X"]):  # killed, not yet reaped
+        return False
+    return start is None or len(fields) < 20 or fields[19] == start
 
 
 def owner_tags() -> dict[str, str]:
     """Tags naming this process as the owner of a run (host, pid and the pid's start time)."""
     tags = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
-    start = _start_time(os.getpid())
-    if start:
-        tags[PID_START_TAG] = start
+    fields = _stat(os.getpid())
+    if len(fields) >= 20:
+        tags[PID_START_TAG] = fields[19]
     return tags
 
 
