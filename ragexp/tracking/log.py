@@ -90,10 +90,6 @@ def find_parent_run(sweep_dir: str | None) -> str | None:
     return None
 
 
-def _finite(value: float | None) -> bool:
-    return value is not None and not (isinstance(value, float) and (math.isnan(value) or math.isinf(value)))
-
-
 def _redacted_hydra_dir(src: Path, dst: Path) -> None:
     """Copy Hydra's ``.hydra`` folder with secrets redacted (overrides may carry keys, URLs credentials)."""
     import yaml
@@ -112,7 +108,7 @@ UPLOAD_COMMAND = "python -m ragexp.tracking.upload"
 #: a run with human labels also has these (docs/judge-trust.md); the picture is ragexp.report.plots.CONFUSION_PLOT
 AGREEMENT_FILE, DISAGREEMENTS_FILE = "agreement.json", "agreement_disagreements.json"
 
-#: What this process saved and logged, for the line an interrupt prints.
+
 @dataclass
 class RunRecord:
     """What a run has saved and logged so far, for the line an interrupt prints (:func:`interrupt_report`):
@@ -254,7 +250,7 @@ def _manifest(folder: Path, config: Mapping[str, Any], tracking: Mapping[str, An
         tags["mlflow.parentRunId"] = parent
     for k, v in (tracking.get("tags") or {}).items():
         tags[str(k)] = scrub(str(v))
-    values = {k: float(v) for k, v in {**metrics, **extra_metrics}.items() if _finite(v)}
+    values = {k: float(v) for k, v in {**metrics, **extra_metrics}.items() if v is not None and math.isfinite(v)}
     dataset = ({"frame_file": DATASET_FRAME_FILE, "name": dataset_name, "digest": dataset_digest, "source": source}
                if has_frame else None)
     return {
@@ -330,11 +326,6 @@ def later_command(folder: Path) -> str:
     return f"{UPLOAD_COMMAND} {shlex.quote(str(folder))}"
 
 
-def where_saved(folder: Path) -> str:
-    """The end of every logging failure's line: where the results are and the command that logs them."""
-    return f"the results are in {folder}; log them later with: {later_command(folder)}"
-
-
 #: What ``mlflow_run.json`` holds, key → (accepted types, what the line says was expected).
 _MANIFEST_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "tracking_uri": ((str,), "a tracking URI"), "experiment": ((str,), "an experiment name"),
@@ -390,7 +381,6 @@ def log_run(folder: Path, *, uri: str | None = None, record: RunRecord | None = 
     folder = Path(folder).resolve()
     manifest = read_manifest(folder)
     uri = uri or restore_url(manifest["tracking_uri"])
-    later = where_saved(folder)
     run_id = None
     try:
         with bounded_http():
@@ -415,7 +405,8 @@ def log_run(folder: Path, *, uri: str | None = None, record: RunRecord | None = 
         if interrupted:
             raise
         what = f"could not log to {redact_url(uri)} ({first_line(exc)})" if not isinstance(exc, TrackingError) else str(exc)
-        raise TrackingError(f"{what}; {later}") from None
+        raise TrackingError(f"{what}; the results are in {folder}; log them later with: "
+                            f"{later_command(folder)}") from None
     manifest["logged"] = {"run_id": run_id, "tracking_uri": redact_url(uri)}
     _write(folder / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False))
     if record is not None:
@@ -426,10 +417,10 @@ def log_run(folder: Path, *, uri: str | None = None, record: RunRecord | None = 
 def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str, Any]) -> None:
     """Params, metrics, artifacts and the dataset input of a saved folder, onto an open run.
 
-    In as few store calls as MLflow allows: params, metrics and the table's tag share ``log_batch``
-    calls (at most 100 params, 100 tags and 1,000 entries in all per call), and every artifact goes in
-    one ``log_artifacts`` of a folder laid out as the run's artifacts (links to the saved files, the
-    redacted ``.hydra/``); each call is a transaction (SQLite) or a request (a server)."""
+    In as few store calls as MLflow allows: params, metrics and tags in one ``log_batch`` (MLflow splits
+    it at its limits: 100 params, 100 tags, 1,000 entries a call; a retried part is logged once), and
+    every artifact in one ``log_artifacts`` of a folder laid out as the run's artifacts (links to the saved
+    files, the redacted ``.hydra/``); each call is a transaction (SQLite) or a request (a server)."""
     import time
 
     from mlflow.entities import Metric, Param, RunTag
@@ -446,12 +437,7 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
     missing = [n for n in (SUMMARY_FILE, CONFIG_FILE, TABLE_FILE, FULL_TABLE_FILE) if not (folder / n).is_file()]
     if missing:  # the saving stopped early (a full disk, a kill): what is there is logged, and this says what is not
         tags.append(RunTag("ragexp.missing_files", ", ".join(missing)))
-    while params or metrics or tags:
-        batch_params, params = params[:100], params[100:]
-        batch_tags, tags = tags[:100], tags[100:]
-        room = 1000 - len(batch_params) - len(batch_tags)
-        batch_metrics, metrics = metrics[:room], metrics[room:]
-        retrying(client.log_batch, run_id, metrics=batch_metrics, params=batch_params, tags=batch_tags)
+    retrying(client.log_batch, run_id, metrics=metrics, params=params, tags=tags)
     names = (TABLE_FILE, CONFIG_FILE, SUMMARY_FILE, FULL_TABLE_FILE, *RUN_PLOT_FILES,  # the pictures when drawn
              AGREEMENT_FILE, DISAGREEMENTS_FILE, CONFUSION_PLOT)
     hydra_dir = folder / manifest["hydra_dir"] if manifest.get("hydra_dir") else None  # absolute stays absolute
