@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--again", action="store_true", help="log a folder even if it was logged before")
     args = ap.parse_args(argv)
 
+    from ragexp.common.secrets import redact_url, restore_url
     from ragexp.tracking.log import MANIFEST_FILE, log_run, read_manifest
     from ragexp.tracking.store import check_store, ui_command
 
@@ -39,8 +40,6 @@ def main(argv: list[str] | None = None) -> int:
             if done and not args.again:
                 print(f"{folder}: already logged as run {done['run_id']} to {done['tracking_uri']} (--again to log it once more)")
                 continue
-            from ragexp.common.secrets import restore_url
-
             uri = args.tracking_uri or restore_url(manifest["tracking_uri"])  # saved without credentials
             check_store(uri, manifest["experiment"])
             run_id, uri = log_run(folder, uri=uri)
@@ -48,8 +47,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"ragexp: error: {exc}", file=sys.stderr)
             status = 2
             continue
-        from ragexp.common.secrets import redact_url
-
         print(f"{folder}: logged as MLflow run {run_id} to {redact_url(uri)}")
         print(f"Open it with:  {ui_command(uri)}")
     return status
