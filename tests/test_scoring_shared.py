@@ -64,3 +64,22 @@ def test_as_score_shares_ok_scores_but_keeps_every_value():
     assert _as_score(1).value == 1.0 and type(_as_score(1).value) is float
     missing = Score.missing("no answer")
     assert _as_score(missing) is missing
+
+
+def test_scoring_on_two_processes_gives_the_scores_of_one(records):
+    # the default suite over real records, scored in parts on two forked processes and in this one
+    import warnings
+
+    from ragexp.common.paths import compose
+
+    cfg = compose(overrides=["dataset=demo"])
+    specs, all_that_apply = build_metrics(cfg.metric, cfg.matcher)
+    specs, _ = check_fields(specs, records, "squad", all_that_apply)
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork beside pytest's threads
+        two = score(records, specs, progress=lambda items: (seen.append(r) or r for r in items), processes=2)
+    one = score(records, specs, processes=1)
+    assert list(two) == list(one) and len(one) > 20
+    assert two == one  # every Score: value, status and reason, in record order
+    assert seen == records  # the progress wrapper saw every record once
