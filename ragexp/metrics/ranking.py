@@ -74,11 +74,6 @@ def _resolve(options: dict[str, Any], have: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
-def _check_k(k: Any) -> None:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ValueError(f"k must be a positive integer or null, got {k!r}")
-
-
 def judgement(retrieved: list[str], truths: list[str], *, relevance: str = "auto",
               matcher: Any = None) -> tuple[list[bool], list[int], int, int] | Score:
     """What every ranked metric reads of a record: per rank, is the item relevant and how many relevant
@@ -122,7 +117,8 @@ def judgement(retrieved: list[str], truths: list[str], *, relevance: str = "auto
 
 
 def _ranked(retrieved, truths, k, relevance, matcher, finish, **options):
-    _check_k(k)
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be a positive integer or null, got {k!r}")
     judged = judgement(retrieved, truths, relevance=relevance, matcher=matcher)
     if isinstance(judged, Score):
         return judged
