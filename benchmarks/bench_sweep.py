@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -99,9 +100,9 @@ def cli_sweep(tree: Path, work: Path, grid: list[str], extra: list[str] | None =
     args = [sys.executable, "-m", "ragexp", "-m", *(extra or COMMON), f"data_dir={DATA}", f"tracking.uri={uri}",
             f"hydra.sweep.dir={work / 'multirun' / str(time.time_ns())}", *grid]
     before = load()
-    t0 = time.time()
+    t0, r0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(args, cwd=work, env=env_for(tree), capture_output=True, text=True)
-    t1 = time.time()
+    t1, r1 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"bench_sweep: {tree}: the sweep exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     sweep = Path(args[-len(grid) - 1].split("=", 1)[1])
@@ -119,7 +120,7 @@ def cli_sweep(tree: Path, work: Path, grid: list[str], extra: list[str] | None =
                for name, r in children.items()}
     parent = [r.info for r in found if "mlflow.parentRunId" not in r.data.tags][:1]
     p0, p1 = (parent[0].start_time / 1000, (parent[0].end_time or 0) / 1000) if parent else (t0, t1)
-    return {"wall": t1 - t0, "before_first": min(starts) - t0 if starts else None,
+    return {"wall": t1 - t0, "cpu": r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, "before_first": min(starts) - t0 if starts else None,
             "after_last": t1 - max(ends) if ends else None, "finished": len(finished), "metrics": metrics,
             "parents": len(found) - len(children), "own": min(starts, default=p0) - p0 + p1 - max(ends, default=p1),
             "start": p0 - t0, "exit": t1 - p1, "load": f"{before} → {load()}"}
@@ -228,8 +229,9 @@ def main() -> int:
                                  ("start",)), ("  the parent closed → exit", ("exit",))):
                 print(f"{label}: {med('this', *keys):.1f} s vs {med('base', *keys):.1f} s (medians)")
     if a.dense:
-        for name, tree in trees.items():
-            in_process(tree, root / name, ["retriever=dense", "retriever.top_k=5"])  # builds the caches
+        for name, tree in trees.items():  # builds the caches (unless --work kept them)
+            if not (root / name / ".ragexp_cache" / "index" / "builds.log").exists():
+                in_process(tree, root / name, ["retriever=dense", "retriever.top_k=5"])
         dense = alternating(trees, root, DENSE + (["retriever.top_k=oops"] if a.broken else []))
         for name in trees:
             phases_table(f"{name} dense (warm)", dense[name])
@@ -249,8 +251,9 @@ def main() -> int:
             work = root / f"rs_{run}_{time.time_ns()}"
             work.mkdir()
             got = cli_sweep(HERE, work, [], exp)
-            print(f"+experiment=retriever_sweep, {run}: {got['wall']:.1f} s wall, {got['finished']} jobs finished; "
-                  f"load {load()}", flush=True)
+            print(f"+experiment=retriever_sweep, {run}: {got['wall']:.1f} s wall, {got['cpu']:.1f} s CPU, "
+                  f"{got['finished']} jobs finished; before the first job {got['before_first']:.1f} s, after the "
+                  f"last {got['after_last']:.1f} s; load {load()}", flush=True)
             if got["finished"] != 27 or got["parents"] != 1:
                 problems.append(f"retriever_sweep ({run}) finished {got['finished']} of 27 jobs")
     print(f"load average at the end {load()}")
