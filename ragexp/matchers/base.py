@@ -53,10 +53,7 @@ class Matches:
         """Distinct ground-truth components matched by the first k passages / all of them."""
         if not self.n_truth_components:
             return None
-        found: set[int] = set()
-        for hits in self.component_hits[:k]:
-            found |= hits
-        return len(found) / self.n_truth_components
+        return len(frozenset().union(*self.component_hits[:k])) / self.n_truth_components
 
 
 class Matcher:
