@@ -106,7 +106,7 @@ def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, resam
     patterns (seeded by ``seed``), so the result for a column equals :func:`paired_compare`
     on that column alone with the same seed.
     """
-    from scipy.stats import binom, norm
+    from scipy.special import bdtr, ndtri  # binom.cdf and norm.ppf without scipy.stats' import (~1.5 s)
 
     b = np.asarray(baseline, dtype=np.float64)
     c = np.asarray(candidate, dtype=np.float64)
@@ -136,13 +136,13 @@ def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, resam
     if use_mcnemar.any():
         # discordant pairs: the candidate won (0 -> 1) or lost (1 -> 0)
         won, lost = wins[use_mcnemar], losses[use_mcnemar]
-        tail = binom.cdf(np.minimum(won, lost), won + lost, 0.5)
+        tail = bdtr(np.minimum(won, lost), won + lost, 0.5)
         p[use_mcnemar] = np.where(won + lost == 0, 1.0, np.minimum(1.0, 2 * tail))
     if (~use_mcnemar).any():
         p[~use_mcnemar] = _sign_flip_p_values(d[:, ~use_mcnemar], resamples,
                                               np.random.default_rng(seq_perm))
 
-    z = norm.ppf(1 - alpha / 2) + norm.ppf(_POWER)
+    z = ndtri(1 - alpha / 2) + ndtri(_POWER)
     sd = d.std(axis=0, ddof=1) if n > 1 else np.zeros(m)
     sd = np.where(use_mcnemar, np.sqrt((wins + losses) / n), sd)
     with np.errstate(invalid="ignore"):
