@@ -1,27 +1,6 @@
 """AutoRAG's parquet files: a QA table, its corpus, and optionally a pipeline's result table.
-
-QA table (``qid``, ``query``, ``generation_gt``, ``retrieval_gt``): ``qid`` → ``id``,
-``generation_gt`` (a list of answers) → ``reference_answers``.
-
-``retrieval_gt`` is a list of lists of corpus ``doc_id``s: AutoRAG reads the outer list as
-"all of these groups" and each inner list as "any one of these ids". ragexp's fields are flat,
-so ``gt_context_ids`` is the **flattening** of it — every id of every group, in order, each id
-once — and ``gt_contexts`` the corpus text of each. With one id per group (every file shipped
-here) this loses nothing; with alternatives in a group, every alternative counts as a separate
-relevant passage, so recall-style metrics ask for all of them. The original nesting stays in
-``extra['retrieval_gt']``.
-
-Corpus table (``doc_id``, ``contents``): :attr:`Dataset.corpus` = ``doc_id`` → ``contents``. An
-id in ``retrieval_gt`` that the corpus lacks is an error; without a corpus (``corpus: null``)
-the QA table's own ``retrieval_gt_contents`` is used when it has one.
-
-Result table (``result: …/result_*.parquet``, one of AutoRAG's node outputs, joined on
-``qid``): ``retrieved_ids`` → ``context_ids``, ``retrieved_contents`` → ``contexts``,
-``generated_texts`` → ``answer``. A retrieval node's table names them per module
-(``retrieved_ids_lexical``); ``retrieval`` picks that suffix, and is needed only when the table
-has no plain ``retrieved_ids`` and more than one suffix. AutoRAG's own metric columns
-(``retrieval_f1``, ``bleu``, ``rouge``, …) are kept in ``extra`` under ``autorag/<column>``.
-An error's ``row`` is the table row, 1-based.
+Definitions (``retrieval_gt`` flattened into ``gt_context_ids``, the ``retrieval`` suffix, kept
+columns): docs/datasets.md, "How each adapter reads its source". Error rows are 1-based table rows.
 """
 
 from __future__ import annotations

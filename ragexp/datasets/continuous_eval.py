@@ -1,23 +1,6 @@
-"""continuous-eval's JSONL samples: one adapter for both of its files, keyed by column name.
-
-Columns → fields: ``question`` → ``query``, ``retrieved_contexts`` → ``contexts``,
-``ground_truth_contexts`` → ``gt_contexts``, ``answer`` → ``answer``, ``ground_truths`` →
-``reference_answers``, and ``annotation`` → ``label`` through the ``labels`` map. Other
-columns (``dataset``, ``model``, the raw ``annotation``) stay in ``extra``.
-
-Two config options read the two shipped files: ``dataset=continuous_eval`` (retrieval_sm.jsonl:
-retrieved and ground-truth contexts, answers, references) and
-``dataset=continuous_eval_correctness`` (correctness_sm.jsonl: answers a human marked
-``correct``, ``incorrect`` or ``refuse-to-answer``).
-
-What the label means here: the annotation says whether the *answer* is right with respect to
-the ground truths. The references are taken as correct, so the label plays the part seed
-``004_…``'s label plays in its confusion matrix — "should this answer be judged as agreeing
-with the reference?" — and a refusal counts as not agreeing (``refuse-to-answer: false``).
-An annotation missing from ``labels`` is an error naming the row. The same verdict is the human
-label of ``answer_similarity`` (docs/judge-trust.md): 5 when the label is true (the answer says what
-the ground truth says), 0 when false. ``split``, ``split_fraction``, ``split_seed``:
-:mod:`ragexp.datasets.split`.
+"""continuous-eval's JSONL samples: one adapter for ``dataset=continuous_eval`` and
+``dataset=continuous_eval_correctness``, keyed by column name; ``labels`` maps the annotation to ``label``.
+Definitions: docs/datasets.md, "How each adapter reads its source"; labels: docs/judge-trust.md.
 """
 
 from __future__ import annotations

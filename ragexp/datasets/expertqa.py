@@ -1,31 +1,7 @@
-"""``dataset=expertqa``: ExpertQA (Malaviya et al. 2023), answers of six systems to questions written by
-domain experts, split into claims that experts labelled. One record per claim: the question is the
-``query``, the claim (as the system wrote it, citation marks kept) is the ``answer``, and its
-evidence passages are the ``contexts``. The experts' labels become ``human`` labels
-(docs/judge-trust.md shows the mapping in a table):
-
-==================  ============================  ======================  ==============
-``support``         ``answer_consistency_binary``  ``answer_consistency``
-==================  ============================  ======================  ==============
-Complete            1                              1.0
-Partial             0                              0.5
-Incomplete          0                              0.5
-Missing             0                              0.0
-N/A, absent         (no label)                     (no label)
-==================  ============================  ======================  ==============
-
-``support`` says whether the evidence supports the claim, which is what the two consistency
-metrics ask of the contexts: Complete is full support; Partial and Incomplete both mean only part
-of the claim is supported (the file uses both words); Missing means none; N/A marks evidence the
-expert could not read (a dead link). ``correctness`` (is the claim true?) becomes
-``human.correctness`` on 0–4: Definitely correct 4, Probably correct 3, Likely incorrect 1,
-Definitely incorrect 0; Unsure is no label.
-
-``require_evidence: true`` (default) keeps the 974 claims that have evidence text; ``false`` keeps
-all 1,174 (a claim without evidence has ``contexts: []``, scored as a miss). Extra columns:
-``question_id`` (the line: claims of one question are not independent, so
-``stats.cluster_by=question_id``), ``system``, ``field``, ``support``, ``correctness``. Rows in
-errors are line numbers.
+"""``dataset=expertqa``: ExpertQA's expert-labelled claims, one record per claim (the claim is the
+``answer``, its evidence the ``contexts``), the experts' ``support`` and ``correctness`` as human labels.
+Definitions and the label mapping: docs/datasets.md ("Datasets with people's labels", "How each
+adapter reads its source"). Rows in errors are line numbers.
 """
 
 from __future__ import annotations

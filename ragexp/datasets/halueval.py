@@ -1,32 +1,6 @@
-"""``dataset=halueval``: HaluEval's QA file, JSON lines of ``{knowledge, question, right_answer,
-hallucinated_answer}``. Each item becomes two labelled records, ``<line>-right`` and
-``<line>-hallucinated``; ``knowledge`` (the gold passage) fills both ``gt_contexts`` and
-``contexts``, as if a retriever had returned exactly the gold passage.
-
-The record's ``label`` (docs/records.md#fields) asks "is the reference (ground truth) correct?". In seed ``004_…`` the
-generated answers are right and some references are deliberately wrong, so the label is, in
-effect, "should this answer be judged as agreeing with the reference?" — that is what the
-confusion metrics (``accuracy``, ``precision``, ``recall``, ``f1``) compare a metric's verdict with.
-HaluEval gives one right and one hallucinated answer per question, and ``role`` says where the
-candidate goes:
-
-- ``role: answer`` (default): the candidate is the ``answer`` and ``reference_answers`` is the
-  right answer; ``label`` is true for the right candidate, false for the hallucinated one. The
-  reference is always correct here, so the label stands for the same thing as in seed 004's
-  confusion matrix (answer and reference should agree), and answer-side metrics
-  (``answer_consistency``, overlap with ``contexts``) get a real hallucination to find.
-- ``role: reference``: seed 004's own set-up, word for word — the ``answer`` is always the right
-  answer and the candidate becomes the reference, so ``label`` literally says whether the
-  reference is correct.
-
-Human labels (docs/judge-trust.md): with ``role: answer``, the right candidate has
-``human: {answer_consistency_binary: 1, answer_similarity: 5}`` and the hallucinated one ``{0, 0}``
-(the hallucination is not supported by the knowledge, and does not say what the right answer says);
-with ``role: reference`` the answer is always the right one, so ``answer_consistency_binary`` is 1 for
-both and ``answer_similarity`` (answer against the candidate reference) is 5 or 0 as the label.
-``split``, ``split_fraction``, ``split_seed``: :mod:`ragexp.datasets.split`.
-
-Rows in errors are line numbers.
+"""``dataset=halueval``: HaluEval's QA file, two labelled records per item (right and hallucinated),
+``role`` placing the candidate as the answer or the reference; human labels as the label says.
+Definitions: docs/datasets.md, "How each adapter reads its source"; labels: docs/judge-trust.md.
 """
 
 from __future__ import annotations

@@ -1,28 +1,7 @@
-"""``dataset=mapped``: any JSONL, JSON list, CSV, TSV or Parquet file, through a column mapping.
-
-``columns`` maps a canonical field (docs/records.md#fields) to the file's column that holds it::
-
-    python -m ragexp dataset=mapped dataset.path=runs.csv \\
-        'dataset.columns={query: question, contexts: retrieved, reference_answers: gold}'
-
-People's labels go to ``human.<metric key>`` (``'dataset.columns={human.answer_similarity: rating}'``);
-a column named ``human`` may hold them all as a JSON object (docs/judge-trust.md). An empty cell is
-no label for that row.
-
-A column already named like a field (``query``, ``answer``, …) needs no entry; every other
-column is kept in ``extra``. A mapping key that is not a canonical field, or a column the file
-does not have, is an error before any row is read.
-
-CSV and TSV cells are read as the text they hold (``8``, ``1889``, ``NA`` stay text; an empty
-cell is absent; see :func:`ragexp.datasets.base.read_delimited`), so list and mapping fields (``contexts``, ``context_ids``, ``gt_contexts``,
-``gt_context_ids``, ``reference_answers``, ``timings``) are often JSON-encoded there.
-``json_fields: auto`` (default) decodes such a cell when it starts with ``[`` or ``{``;
-a list of field names decodes exactly those (and a cell that is not valid JSON is an error);
-``json_fields: []`` decodes nothing. ``format`` overrides the format the suffix implies.
-An error's ``row`` is the line of a JSONL file, else the item or data row (header not counted).
-
-:func:`load_in_memory` applies the same mapping and checks to a DataFrame or a list of dicts
-(``ragexp.evaluate``), so a bad row is the same one-line error with ``DataFrame`` for the path.
+"""``dataset=mapped``: any JSONL, JSON list, CSV, TSV or Parquet file through ``columns`` (field → column),
+and :func:`load_in_memory`, the same mapping and checks for ``ragexp.evaluate``'s rows.
+Definitions: docs/datasets.md ("Your own data", "How each adapter reads its source"); how CSV cells
+are read: docs/records.md and :func:`ragexp.datasets.base.read_delimited`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""Tonic Validate's Paul Graham example: ``qa_pairs.json``, the essays, and the CSV runs.
-
-``dataset=tonic_qa_pairs`` reads ``qa_pairs.json`` (a list of ``{essay, question, answer,
-quote}``): ``answer`` → ``reference_answers``, ``quote`` (the gold passage) → ``gt_contexts``,
-``essay`` (a file name) → ``gt_context_ids``. The ground-truth *id* therefore names the whole
-essay the quote comes from, while the ground-truth *text* is the quote itself. The corpus is the
-``essays/`` folder, id = file name (``siliconvalley.txt``), text = the file.
-
-``dataset=tonic_run`` reads one system's run, a CSV with ``reference_question``,
-``reference_answer``, ``llm_answer``, ``llm_context`` (a JSON list of passages, ``[]`` when
-the system did not return them: a run whose every ``llm_context`` is ``[]`` did not record its
-contexts, so they are read as absent — ``missing_field`` — not as a system that retrieved
-nothing, which would score every retrieval metric 0) and ``answer_similarity`` (Tonic's own LLM-judged 0–5 score,
-kept in ``extra['answer_similarity']``). With ``qa_pairs`` set, each question is matched by its
-text to ``qa_pairs.json`` to add its ``gt_contexts`` and ``gt_context_ids``.
-
-Both give every question the same id, a digest of its text, so a run's records line up with
-the qa pairs'. An error's ``row`` is the item's position (1-based) in the JSON list, or the data
-row (header not counted) in the CSV.
+"""Tonic Validate's Paul Graham example: ``dataset=tonic_qa_pairs`` (qa_pairs.json, the essays as
+corpus) and ``dataset=tonic_run`` (one system's CSV run). Both give a question the digest of its
+text as id, so a run lines up with the qa pairs. Definitions: docs/datasets.md, "How each adapter
+reads its source".
 """
 
 from __future__ import annotations
