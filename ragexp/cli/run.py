@@ -16,6 +16,7 @@ from ragexp.cli.plugins import expose_plugins
 from ragexp.common.paths import conf_dir
 from ragexp.common.secrets import hide_overrides, scrub
 from ragexp.errors import RagexpError, Terminated
+from ragexp.tracking.callbacks import close_parent
 from ragexp.tracking.log import LAUNCH_ENV, RunRecord, interrupt_report, launch_id, new_launch_id
 
 # ${ragexp_launch_id:} in conf/config.yaml's output folders: unique per launch, the same in joblib's workers
@@ -35,7 +36,7 @@ def _app(cfg: DictConfig) -> float | None:
         summary = run(cfg, record=record)
     except RagexpError as exc:
         print(f"ragexp: error: {scrub(str(exc))}", file=sys.stderr)
-        _close_sweep(exc)
+        close_parent(exc)  # a sweep this process launched ends here: its parent run FAILED with what stopped it
         sys.exit(2)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, no traceback
         _interrupted(exc, record)
@@ -48,25 +49,13 @@ def _app(cfg: DictConfig) -> float | None:
     for line in failed:
         print(line, file=sys.stderr)
     if failed:
-        if not _in_multirun():
-            raise GateFailed()
         from hydra.core.hydra_config import HydraConfig
 
-        record_failures(failed, Path(HydraConfig.get().runtime.output_dir))  # the sweep exits 1 at its end
+        job = HydraConfig.get()
+        if str(job.mode) != "RunMode.MULTIRUN":
+            raise GateFailed()
+        record_failures(failed, Path(job.runtime.output_dir))  # the sweep exits 1 at its end
     return summary.get("objective")
-
-
-def _close_sweep(exc: BaseException) -> None:
-    """A sweep this process launched ends here: its parent run FAILED with what stopped it."""
-    from ragexp.tracking.callbacks import close_parent
-
-    close_parent(exc)
-
-
-def _in_multirun() -> bool:
-    from hydra.core.hydra_config import HydraConfig
-
-    return HydraConfig.initialized() and str(HydraConfig.get().mode) == "RunMode.MULTIRUN"
 
 
 _SIGTERM: list[int] = []  # set once a SIGTERM arrived (the judge turns the interrupt into its own)
@@ -122,7 +111,7 @@ def _interrupted(exc: BaseException, record: Any = None) -> None:
     said = f": {exc}" if str(exc) and not isinstance(exc, Terminated) else ""
     what = "terminated (SIGTERM)" if term else "interrupted"
     print(scrub(f"ragexp: {what}{said}. {interrupt_report(record)}"), file=sys.stderr)
-    _close_sweep(Terminated("SIGTERM") if _SIGTERM else exc)
+    close_parent(Terminated("SIGTERM") if _SIGTERM else exc)
     sys.exit(143 if term else 130)
 
 
