@@ -1,27 +1,8 @@
-"""The pure part of ``python -m ragexp.compare``: two runs' per-sample tables in, the comparison out.
-
-1. **Pair the samples** by sample id. Refused, with one line: runs evaluated on different
-   questions (their ``questions_digest`` differ, or a shared id has another query), or fewer
-   shared ids than ``min_match_fraction`` of the larger run (the line says how many). Ids in one
-   run only are counted and left out.
-2. **Per metric** present in both tables: the samples whose status is ``ok`` in both runs are
-   compared (the others are counted by status), with :func:`ragexp.stats.paired.paired_compare`:
-   both means, the difference candidate − baseline with its paired bootstrap CI, the p-value
-   (sign-flip permutation; exact McNemar for 0/1 metrics), Holm-adjusted across the metrics
-   compared, better/tie/worse counts and the minimum detectable difference at 80% power.
-   ``higher_is_better`` comes from the metric registry (by the key's part before ``/``), so
-   ``avg_latency`` going down is an improvement. A metric present in one run only is listed
-   as such.
-3. **Judge noise.** A judge metric with k > 1 verdicts per sample in either run (its ``K/samples``
-   column, ``judge.samples``) gets its interval and p-value from
-   :func:`ragexp.stats.twostage.two_stage_paired` (one item draw for both runs, each run's verdicts
-   redrawn within the item; a run with one verdict contributes its value), so they include the judge's
-   within-item variance (docs/judge-trust.md, "Judge noise"); the row says ``method: two_stage`` and
-   keeps the one-stage interval and p-value under ``one_stage``. A 0/1 metric (its value the majority
-   of the k verdicts) keeps the one-stage row: the two-stage draw of a majority is the item draw
-   (:mod:`ragexp.stats.twostage`), and the exact McNemar p-value is the better test of it.
-
-Finding and reading the runs is :mod:`ragexp.tracking.runs`; printing, :mod:`ragexp.report.comparison`.
+"""The pure part of ``python -m ragexp.compare``: two runs' per-sample tables in, the comparison out —
+pairing by sample id (refusals), per-metric :func:`ragexp.stats.paired.paired_compare` with Holm,
+two-stage rows for judge metrics with k > 1 verdicts. Definitions: docs/uncertainty.md, "Comparing
+two runs"; docs/judge-trust.md, "Judge noise". Finding and reading the runs is
+:mod:`ragexp.tracking.runs`; printing, :mod:`ragexp.report.comparison`.
 """
 
 from __future__ import annotations

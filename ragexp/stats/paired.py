@@ -1,46 +1,8 @@
-"""Paired comparison of two runs over the same samples: is the difference real?
-
-Give :func:`paired_compare` one metric's per-sample values from a *baseline* and a *candidate*
-run, in the same sample order (``ragexp.compare`` pairs them by sample id). With
-``d_i = candidate_i − baseline_i`` it reports:
-
-``diff``
-    ``mean(candidate) − mean(baseline)`` (= ``mean(d)``).
-``ci_low``, ``ci_high``
-    Paired bootstrap interval of ``diff``: the pairs are resampled with replacement
-    ``resamples`` times, and the interval is the ``(1 − confidence)/2`` and
-    ``(1 + confidence)/2`` percentiles of the resampled mean differences — what
-    ``scipy.stats.bootstrap((baseline, candidate), ..., paired=True, method="percentile")``
-    computes.
-``p_value``, ``test``
-    Two-sided, for "no difference":
-
-    - ``"mcnemar"`` when every value is 0 or 1 (``hit_rate``, ``exact_match``): the exact McNemar test, a binomial test with p = 1/2 on the discordant
-      pairs (b samples the candidate lost, c it won) — ``scipy.stats.binomtest(c, b + c, 0.5)``.
-      No discordant pair gives p = 1.
-    - ``"permutation"`` otherwise: the paired sign-flip permutation test of ``mean(d)``.
-      Under no difference the two values of a pair are exchangeable, so each ``d_i`` keeps
-      or flips its sign with probability 1/2. All ``2**n`` sign patterns are enumerated when
-      ``2**n <= resamples``; otherwise ``resamples`` random patterns are drawn and one is
-      added to each count (the observed pattern is one of the possible ones). The p-value is
-      ``min(1, 2·min(P(T <= obs), P(T >= obs)))``, as
-      ``scipy.stats.permutation_test(..., permutation_type="samples")`` computes it: the same
-      value when both enumerate, the same up to resampling error otherwise.
-``wins``, ``ties``, ``losses``
-    Samples where the candidate's value is above, equal to, below the baseline's. Not
-    direction-aware: for a lower-is-better metric (latency) ``losses`` are improvements.
-``mde``
-    The smallest true difference this many pairs would detect with 80% power in a two-sided
-    test at ``alpha = 1 − confidence``: ``(z_{1−alpha/2} + z_{0.8}) · sd / sqrt(n)``, where
-    ``sd`` is the standard deviation of the paired differences (``ddof=1``). For 0/1 metrics
-    ``sd = sqrt((b + c) / n)``: the spread of ``d`` when there is no difference, which the
-    discordant pairs alone set (McNemar's variance). ``nan`` when the differences have no
-    spread (fewer than 2 pairs, all differences equal, or no discordant pair): these pairs
-    say nothing about what a larger sample could detect.
-
-Resampling is vectorised and shared: :func:`paired_compare_columns` compares many metrics
-over the same pairs with one resample-count matrix and one sign matrix for all of them
-(float32 matrix products, in chunks), so 40 metrics cost little more than one.
+"""Paired comparison of two runs over the same samples: the difference, its paired bootstrap interval,
+the p-value (exact McNemar for 0/1 values, else sign-flip permutation), wins/ties/losses, the MDE, Holm.
+Definitions: docs/uncertainty.md, "Comparing two runs". ``wins``/``losses`` are raw (above/below), not
+direction-aware: ``ragexp.core.pairing`` turns them into better/worse. :func:`paired_compare_columns`
+shares one resample-count matrix and one sign matrix across metrics (float32, in chunks).
 
 >>> r = paired_compare([0.2, 0.4, 0.5, 0.3, 0.6], [0.5, 0.6, 0.5, 0.7, 0.9])
 >>> round(r.diff, 10) == round((0.3 + 0.2 + 0.0 + 0.4 + 0.3) / 5, 10)

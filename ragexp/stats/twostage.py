@@ -1,16 +1,7 @@
-"""Judge noise: self-agreement of a judge asked k times, and intervals that carry its within-item variance.
-
-With ``judge.samples=k`` every judge question is asked k times, so each item has k verdicts
-(docs/judge-trust.md, "Judge noise"). Here:
-
-- :func:`fleiss_kappa` — the judge's agreement with itself over the k verdicts (Fleiss' κ, the
-  distinct values as categories), and :func:`flip_share` — the share of items whose verdicts differ;
-- :func:`two_stage_interval` — the mean's interval from a two-stage bootstrap: resample the items
-  (or whole clusters), then the k verdicts within each drawn item (:func:`_parts` says how the
-  within-item variance is counted once); an item's value is the mean of its verdicts (the majority
-  for a binary metric, a tie counting as 0);
-- :func:`two_stage_paired` — the same for the difference of two runs on the same items: one item
-  draw for both, each run's verdicts redrawn within its item.
+"""Judge noise: self-agreement of a judge asked k times (:func:`fleiss_kappa`, :func:`flip_share`) and
+two-stage bootstrap intervals that carry its within-item variance, for a mean and for a paired
+difference. Definitions: docs/judge-trust.md, "Judge noise" (:func:`_parts` says how the within-item
+variance is counted once).
 
     >>> fleiss_kappa([[1, 1, 1], [0, 0, 0], [1, 0, 1], [0, 0, 1]])  # doctest: +ELLIPSIS
     0.333...
