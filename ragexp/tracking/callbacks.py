@@ -17,6 +17,7 @@ import atexit
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -136,10 +137,8 @@ class ParentRunCallback(Callback):
             record_unreported(config)  # jobs whose process was killed before they could report
             fail_orphaned_runs(client)  # a run a killed job's process had opened and could not close
             parent = client.get_run(self.run_id)
-            children = retrying(
-                client.search_runs, [parent.info.experiment_id],
-                filter_string=f"tags.mlflow.parentRunId = '{self.run_id}'", max_results=5000,
-            )
+            children = retrying(client.search_runs, [parent.info.experiment_id], max_results=5000,
+                                filter_string=f"tags.mlflow.parentRunId = '{self.run_id}'")
             rows = [{"run_id": c.info.run_id, "run_name": c.info.run_name, "status": c.info.status,
                      **({"failure_reason": c.data.tags[FAILURE_TAG]} if FAILURE_TAG in c.data.tags else {}),
                      **{f"param.{k}": v for k, v in c.data.params.items() if k in _overridden(config)},
@@ -168,9 +167,7 @@ class ParentRunCallback(Callback):
                 if unstarted:
                     reason += f"; {unstarted} of {total} jobs never started (the launcher stopped)"
                 retrying(client.set_tag, self.run_id, FAILURE_TAG, scrub(str(reason))[:4000])
-                retrying(client.set_terminated, self.run_id, "FAILED")
-            else:
-                retrying(client.set_terminated, self.run_id, "FINISHED")
+            retrying(client.set_terminated, self.run_id, "FAILED" if failed or stopped or unstarted else "FINISHED")
         where = scrub(self.uri) if str(self.uri).startswith("http") else ui_command(str(self.uri))
         gone = f" ({len(failed)} FAILED, each with its reason in {FAILURE_TAG})" if failed else ""
         gone += f"; {unstarted} of {planned} jobs never started" if unstarted else ""
@@ -246,8 +243,6 @@ def _overridden(config: DictConfig) -> set[str]:
 def _sweep_name(config: DictConfig, overrides: list[str]) -> str:
     """The parent's name: what the sweep varies and when it started (``sweep retriever=bm25,dense ×
     top_k=3,5 · 2026-11-23 14:05``), from the command line and the sweeper's ``params``."""
-    import time
-
     from ragexp.tracking.params import sweep_name
 
     params = OmegaConf.select(config, "hydra.sweeper.params")
