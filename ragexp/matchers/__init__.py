@@ -1,21 +1,6 @@
-"""Matchers: when is a retrieved passage (or sentence) relevant to a ground-truth one.
-
-Four are configured under ``conf/matcher/``:
-
-========================  ==========  ==============================================================
-name                      component   a retrieved component matches a ground-truth component when
-========================  ==========  ==============================================================
-``exact_chunk``           passage     equal after stripping outer white space
-``exact_sentence``        sentence    equal after stripping outer white space
-``rouge_chunk``           passage     ROUGE-L recall against it > 0.7 (``inclusive``: ≥)
-``rouge_sentence``        sentence    ROUGE-L recall against it > 0.8 (``inclusive``: ≥)
-========================  ==========  ==============================================================
-
-ROUGE-L is rouge-score's (default tokenizer, no stemmer unless ``use_stemmer: true``), computed
-by :mod:`ragexp.matchers.rouge` with identical numbers; ``implementation: rouge_package`` makes
-it the ``rouge`` package's, which continuous-eval uses (:mod:`ragexp.matchers.rouge_package`,
-identical numbers too). Sentences come from ragexp's own
-offline rule-based splitter, :func:`ragexp.matchers.sentences.split_sentences`.
+"""Matchers: when is a retrieved passage (or sentence) relevant to a ground-truth one — ``exact_chunk``,
+``exact_sentence``, ``rouge_chunk``, ``rouge_sentence`` (``conf/matcher/``), one instance per
+configuration, shared by the metrics. Definitions: docs/metrics.md, "Matchers".
 
     >>> m = build_matcher("rouge_chunk")
     >>> m.threshold, m.inclusive, m.granularity

@@ -1,25 +1,8 @@
-"""ROUGE exactly as rouge-score computes it, fast: cached tokenisation and bit-parallel LCS.
-
-rouge-score (Google's ``rouge_score`` package) is the reference: its default tokenizer
-(lowercase, every run of characters outside ``[a-z0-9]`` is a separator, optional Porter
-stemming of words longer than three letters) and its formulas::
-
-    ROUGE-L   P = LCS / |prediction|,  R = LCS / |target|,  F = 2PR / (P + R)
-    ROUGE-N   P = overlap / max(#prediction n-grams, 1),  R = overlap / max(#target n-grams, 1)
-
-with 0 for all three when either side has no token. The numbers here are the same floats.
-What differs is the work:
-
-- a text is tokenised once (cached); its tokens, the set of them and, per distinct token the LCS
-  asks for, the bit mask of its positions are kept together (:class:`Tokens`), so the work stays
-  linear in a text's length (a 50 MB answer against short references);
-- the LCS length is computed with the bit-vector algorithm of Allison & Dix (1986) in Hyyrö's
-  formulation, on Python integers: one addition, one subtraction and a few logical operations
-  per token of the shorter text, whatever the length of the other (rouge-score fills the full
-  dynamic-programming table in Python);
-- a matcher only needs to know whether the recall clears a threshold, so it first bounds the
-  LCS from above (distinct shared tokens plus repeats, one AND of two bit masks over the
-  ground truths' vocabulary) and skips the LCS when that bound already fails.
+"""ROUGE exactly as rouge-score computes it (same floats; docs/metrics.md, "Matchers"), fast: each text
+is tokenised once (:class:`Tokens` keeps its tokens, their set and per-token bit masks, so the work
+stays linear in a text's length); the LCS length is Allison & Dix's bit-vector algorithm in Hyyrö's
+formulation on Python integers; a matcher first bounds the LCS from above (distinct shared tokens
+plus repeats) and skips it when that bound already fails the threshold.
 
     >>> rouge_l("Paris is the capital of France.",
     ...         "Paris is the capital of France and also the largest city in the country.")

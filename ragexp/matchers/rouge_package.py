@@ -1,39 +1,11 @@
-"""ROUGE-L as the ``rouge`` package (pltrdy's ``rouge`` 1.0.1) computes it — what continuous-eval uses.
+"""ROUGE-L as the ``rouge`` package (pltrdy's ``rouge`` 1.0.1) computes it — what continuous-eval 0.3's
+Rouge matchers use (recall ``>=`` threshold; the package's exception is *no match*, here ``None``).
+Definitions and the one deliberate difference (no recursion limit): docs/metrics.md, "Matchers".
 
-continuous-eval 0.3's ``RougeChunkMatch`` / ``RougeSentenceMatch`` call
-``Rouge().get_scores(retrieved, ground_truth, ignore_empty=True)[0]["rouge-l"]["r"]`` and call
-the pair a match when that recall is ``>=`` the threshold; any exception means *no match*.
-That package differs from rouge-score in every step, and this module follows it step by step:
-
-- **Sentences**: the text is cut at *every* ``.`` (``3.5`` and ``Dr.`` included); pieces of
-  length 0 are dropped, every other piece has its white space collapsed to single spaces — so a
-  piece of white space only (``"Paris. "`` ends with one) becomes the empty sentence ``""``.
-- **Words**: each sentence is split on the single space: case kept, punctuation kept attached
-  (``France,`` and ``france`` are different words), accents kept; the empty sentence is the
-  one word ``""``.
-- **ROUGE-L** is the *summary-level* union LCS with words counted as a set (the package's
-  default ``exclusive=True``): for every reference sentence and every hypothesis sentence, one
-  longest common subsequence is reconstructed by the package's backtracking rule (diagonal on
-  equal words, else up when the cell above is strictly larger, else left); the words of all of
-  them are pooled into one set ``U``. With ``m`` and ``n`` the numbers of *distinct* words of
-  the reference and the hypothesis::
-
-      R = |U| / m,   P = |U| / n,   F = 2 · P·R / (P + R + 1e-8)
-
-- An empty text on either side, or one that is only full stops, raises in the package, which
-  continuous-eval turns into *no match*; here it is ``None``.
-
-The numbers are the package's (tests check every value against it on real text with capitals,
-punctuation, accents and several sentences); the work is not: each reconstruction runs on
-bit-parallel LCS rows (Hyyrö's formulation, one big-integer step per word) instead of a
-dictionary table, and a matcher first bounds ``|U|`` by the distinct words the two texts share
-and skips the reconstruction when that bound already fails the threshold.
-
-One deliberate difference: the package reconstructs the LCS recursively, one call per step of
-the backtracking path (up to the two sentences' lengths together), and fails past Python's
-recursion limit — two sentences of 600 words each between full stops already fail, 500 do not —
-which continuous-eval turns into *no match* and ragexp computes. Where exactly it fails depends
-on the caller's stack depth and ``sys.setrecursionlimit``, so it is not imitated.
+Same numbers as the package (tests check every value against it on real text); not the same work:
+the LCS is traced back (diagonal on equal words, else up when the cell above is strictly larger,
+else left — the package's rule) on bit-parallel rows (Hyyrö, one big-integer step per word), and
+a matcher skips the trace when the bound of shared distinct words already fails the threshold.
 
     >>> package_rouge_l("Paris is the capital of France.", "Paris is the capital of France and its largest city.")
     (0.6, 1.0, 0.7499999953125)

@@ -1,19 +1,6 @@
-"""ragexp's offline sentence splitter: a small rule-based splitter of our own, no model, no download.
-
-Used by the sentence matchers (``exact_sentence``, ``rouge_sentence``) to cut passages into the
-components they compare. The rules, in order:
-
-- A blank line always ends a sentence.
-- ``.``, ``!``, ``?`` or ``…`` (possibly repeated, possibly followed by closing quotes or
-  brackets) end a sentence when white space follows and the next word starts with an upper-case
-  letter, a digit, or an opening quote/bracket.
-- A full stop does *not* end a sentence after a known abbreviation (``Mr.``, ``Dr.``, ``e.g.``,
-  ``U.S.``, ``No.``, month names, …), after a single capital letter (initials such as ``J. K.``), or
-  inside a number (``3.14``).
-- The Chinese/Japanese full stops ``。！？`` end a sentence with or without a following space.
-
-Each sentence is returned stripped of outer white space; empty pieces are dropped. Results are
-cached per text, so a passage retrieved for many queries is split once.
+"""ragexp's offline sentence splitter (rule-based, no model, no download) for the sentence matchers and
+the ``sentence`` compressor. The rules: docs/metrics.md, "Matchers". Cached per text, so a passage
+retrieved for many queries is split once.
 
     >>> split_sentences("Dr. Smith went to Washington. He arrived at 3.30 p.m. on Monday!  Was it late?")
     ('Dr. Smith went to Washington.', 'He arrived at 3.30 p.m. on Monday!', 'Was it late?')
