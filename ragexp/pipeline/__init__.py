@@ -1,22 +1,6 @@
-"""The RAG pipeline under test: corpus → chunker → retriever → compressor → generator.
-
-Every stage is a config group whose YAML keys are the arguments of its ``_target_``:
-
-============  ===================================================================
-group         options
-============  ===================================================================
-chunker       ``none`` (passages whole), ``words``, ``tokens`` (size, overlap)
-retriever     ``none`` (the dataset's contexts), ``bm25``, ``dense``, ``hybrid``
-compressor    ``none``, ``sentence``, ``truncate``, ``llm``
-generator     ``precomputed`` (the dataset's answers), ``extractive``, ``llm``
-pipeline      ``default`` (the chain above), ``custom`` (your callable)
-============  ===================================================================
-
-:func:`build_pipeline` validates every setting before any heavy work (no model is loaded, no
-index built, no API called) and returns None when every stage is off (``retriever=none``
-without ``top_k``, ``compressor=none``, ``generator=precomputed``): the dataset's own contexts
-and answers are then scored as they are. Heavy libraries (bm25s, torch,
-sentence-transformers, litellm) are imported only by the stage that uses them.
+"""The RAG pipeline under test: corpus → chunker → retriever → compressor → generator, each stage a
+config group whose YAML keys are its ``_target_``'s arguments. :func:`build_pipeline` validates
+every setting before heavy work and returns None when every stage is off. Definitions: docs/pipeline.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
-"""Cutting a corpus into retrievable chunks (``conf/chunker/``).
-
-A :class:`Chunker` splits every passage of the corpus into windows of ``size`` units (words or
-tokens) that overlap by ``overlap`` units; ``size: null`` keeps passages whole. Each chunk
-remembers the passage it came from, so ground truth given as ids of the ORIGINAL corpus still
-resolves after re-chunking: a chunk's id is ``<doc_id>#<n>`` (n counts from 0 within its
-passage) and its ``doc_id`` is the source passage's id.
+"""Cutting a corpus into retrievable chunks (``conf/chunker/``). Each chunk keeps its source passage's
+id (``doc_id``), so ground truth given as ids of the original corpus still resolves after re-chunking.
+Definitions: docs/pipeline.md, "The stages in detail".
 
     >>> chunks = Chunker(size=4, overlap=1).split({"d1": "one two three four five six seven"})
     >>> [(c.id, c.doc_id, c.text) for c in chunks]
     [('d1#0', 'd1', 'one two three four'), ('d1#1', 'd1', 'four five six seven')]
     >>> [c.text for c in Chunker(size=None).split({"d1": "kept  as it is"})]
     ['kept  as it is']
-
-Windows advance by ``size - overlap`` units and stop once a window reaches the passage's end,
-so no chunk is only the tail of the one before it. Token windows (``unit: tokens``) count the
-tokens of a tiktoken encoding (``cl100k_base`` by default, read offline from the copy litellm
-ships) or of a Hugging Face ``tokenizer.json`` given by path; their text is the decoded slice.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
-"""Context compressors (``conf/compressor/``): ``none``, ``sentence``, ``truncate`` and ``llm``.
-
-A compressor maps ``(query, contexts, context_ids)`` to shorter ``(contexts, context_ids)``,
-keeping the two lists aligned: a context that loses all its text is dropped with its id, and
-the order of what remains is the retrieved order.
-
-- ``sentence`` keeps the ``keep`` sentences most similar to the query (over all contexts),
-  each in its own context and original order. Similarity is ``lexical`` (cosine of the sets
-  of SQuAD-normalised content words) or ``dense`` (cosine of sentence-transformers
-  embeddings). Sentences come from the sentence matchers' splitter,
-  :func:`ragexp.matchers.sentences.split_sentences`.
-- ``truncate`` keeps contexts in rank order until ``max_tokens`` words or tokens are spent,
-  cutting the last one to fit.
-- ``llm`` asks a litellm model, context by context, to copy out the sentences that help
-  answer the question (prompt ``compress_v1``); a reply of ``NONE`` drops the context.
+"""Context compressors (``conf/compressor/``): ``none``, ``sentence``, ``truncate`` and ``llm``; each
+maps ``(query, contexts, context_ids)`` to shorter, still aligned lists. Definitions: docs/pipeline.md,
+"The stages in detail".
 
     >>> TruncateCompressor(max_tokens=5, unit="words").compress("q", ["a b c", "d e f g"], ["1", "2"])
     (['a b c', 'd e'], ['1', '2'])

@@ -1,23 +1,7 @@
-"""The two pipelines: the built-in chain of stages, and a user's own callable.
-
-:class:`RAGPipeline` (``pipeline=default``) chunks the dataset's corpus, loads or builds the
-retriever's index once, then for every record retrieves, compresses and generates, timing
-each stage. :class:`CustomPipeline` (``pipeline=custom``) calls your function or object with
-the query and reads what it returns.
-
-Both fill, per record, ``timings`` (seconds per stage: ``embed``, ``retrieve``, ``rerank``,
-``compress``, ``generate``, and ``total``) and ``latency_s`` (= ``total``), which the runner
-logs as ``latency/<stage>`` and ``avg_latency``. The retriever searches ``batch_size`` queries
-at a time; a stage done for a whole batch gives each query an equal share of its seconds, and
-``pipeline.batch_size=1`` times each query alone (docs/performance.md, "Sweeps").
-
-Ids after chunking (the convention the ranked metrics rely on): with
-``context_ids: source`` (the default) a retrieved chunk's ``context_ids`` entry is the id of
-the corpus passage it was cut from, so it compares directly with ``gt_context_ids`` (ids of
-the original corpus); two chunks of one passage give that id twice, and the ranked metrics
-count a relevant id once (a later duplicate is not relevant again). The chunk ids
-themselves (``<doc_id>#<n>``) are kept in ``record.extra["chunk_ids"]``. With
-``context_ids: chunk`` the chunk ids go into ``context_ids`` instead.
+"""The two pipelines: :class:`RAGPipeline` (``pipeline=default``, the built-in chain of stages, timed per
+stage) and :class:`CustomPipeline` (``pipeline=custom``, a user's callable). Definitions (timings, batch
+shares, chunk ids in ``context_ids``): docs/pipeline.md, "What the pipeline records". The ranked
+metrics rely on ``context_ids: source`` giving corpus ids, a later duplicate not relevant again.
 """
 
 from __future__ import annotations
