@@ -1,9 +1,7 @@
-"""ragexp as a library: :func:`evaluate` rows in one call, :func:`compare_results` of two of them.
-
-:func:`evaluate` composes the same Hydra config groups as ``python -m ragexp`` (``metric="full",
-judge="gpt4o_mini"`` mean what they mean on the command line) and runs the same steps
-(:func:`ragexp.workflow.runner.execute`): one code path. It returns an :class:`EvaluationResult` holding
-the per-sample table, the aggregates with their intervals, the summary and the MLflow run id.
+"""ragexp as a library: :func:`evaluate` rows in one call (the same config groups and the same steps as
+``python -m ragexp``, :func:`ragexp.workflow.runner.execute`: one code path), :func:`compare_results`
+of two of them (not named ``compare``: that is the module behind ``python -m ragexp.compare``).
+Definitions: docs/api.md.
 
     >>> import ragexp
     >>> rows = [{"question": "Capital of France?", "response": "Paris", "truth": ["Paris"]},
@@ -14,9 +12,6 @@ the per-sample table, the aggregates with their intervals, the summary and the M
     [1.0, 0.0]
     >>> print(result.metrics.loc["exact_match", "value"], "over", result.metrics.loc["exact_match", "n"])
     0.5 over 2
-
-:func:`compare_results` pairs two results (or logged runs) by sample id with ``python -m ragexp.compare``'s
-own statistics (it is not called ``compare``: that name is the module behind ``python -m ragexp.compare``).
 """
 
 from __future__ import annotations

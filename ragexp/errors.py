@@ -1,21 +1,6 @@
-"""The exceptions ragexp raises on purpose.
-
-Every error a user can cause derives from :class:`RagexpError`; ``python -m ragexp`` prints
-such an error as one line (no traceback) and exits with status 2.
-
-    RagexpError
-    ├── ConfigError        a config value is missing, unknown or of the wrong type
-    ├── DataError          a dataset file is missing, unreadable or holds a bad value
-    ├── FieldsError        a metric needs a record field the dataset does not have
-    ├── CredentialsError   a judge or generator model needs a key that is not set
-    ├── TrackingError      the MLflow store is unusable (scheme, unreachable, read-only) or logging failed
-    ├── SaveError          the results folder could not be written whole (disk full, read-only); says what was saved
-    ├── BudgetExceeded     the judge's ``max_cost_usd`` would be exceeded
-    └── JudgeFailed        every judge metric failed on every sample
-
-:class:`Interrupted` is a ``KeyboardInterrupt`` (Ctrl-C) that says what the judge had received;
-``python -m ragexp`` prints it as one line and exits with status 130. :class:`Terminated` is the
-``KeyboardInterrupt`` ragexp raises on SIGTERM; the line is the same, the exit status 143.
+"""The exceptions ragexp raises on purpose: :class:`RagexpError` and its subclasses (printed as one line,
+exit status 2), and the ``KeyboardInterrupt`` subclasses :class:`Interrupted` (Ctrl-C, 130) and
+:class:`Terminated` (SIGTERM, 143). Definitions: docs/errors.md, "The exceptions" and "Exit status".
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""Flatten a config to MLflow params and keep secrets out of everything ragexp writes or logs.
-
-The one place that decides what a secret is. Redacted (replaced by ``***``):
-
-- a value whose key looks like a credential (``api_key``, ``token``, ``secret``, ``password``, …),
-  in a mapping or in an override (``judge.api_key=...``);
-- the value of an environment variable whose name says so (``OPENAI_API_KEY``,
-  ``MY_SERVICE_TOKEN``, ``DB_PASSWORD``, …), wherever it appears in a text;
-- the user and password of a URL (``http://user:pass@host`` → ``http://***@host``);
-- text shaped like a provider's key (``sk-…``, ``AIza…``, ``hf_…``).
-
-Used on run names, tags, params, ``config.yaml``, ``summary.json``, ``per_sample.json``, the
-sweep's tag and table, printed lines, Hydra's files in the output folder (rewritten as soon as a
-job starts, :func:`redact_yaml_file`) and Hydra's log lines (:class:`RedactingFilter`).
+"""Flatten a config to MLflow params and keep secrets out of everything ragexp writes or logs: the one
+place that decides what a secret is (keys named like credentials, such environment variables' values,
+URL userinfo, provider-shaped keys). Definitions and where it applies: docs/guarantees.md, "Nothing leaked".
 
     >>> flatten({"judge": {"model": "gpt-4o", "api_key": "sk-123"}, "retriever": {"top_k": 5}})
     {'judge.model': 'gpt-4o', 'judge.api_key': '***', 'retriever.top_k': '5'}

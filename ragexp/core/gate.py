@@ -1,20 +1,7 @@
-"""The regression gate: conditions a run or a comparison must meet, for CI.
-
-A gate (``conf/gate/``, or overrides) holds two maps from metric key to number:
-
-``max_drop``
-    Only for ``python -m ragexp.compare``: the candidate fails when a metric gets *worse*
-    than the baseline (direction-aware: lower for most metrics, higher for ``avg_latency``)
-    by more than the allowance **and** the change is significant (Holm-adjusted p-value below
-    ``1 − stats.confidence``). Noise alone never fails a build.
-``min``
-    Absolute floors: the run's mean (the candidate's, in a comparison) must not fall under it.
-
-Keys with a variant (``hit_rate/k5``) cannot be written with their slash in a Hydra override
-key; write them with a dot (``gate.min.hit_rate.k5=0.5``: nested maps are joined with ``/``),
-or give the whole map as a value (``'gate.min={hit_rate/k5: 0.5}'``), or write the slash in a
-gate YAML. :func:`add_override_prefix` lets users leave out Hydra's ``++`` for a key that the
-chosen gate does not declare yet.
+"""The regression gate: ``max_drop`` (compare only: worse by more than the allowance *and* Holm-significant)
+and ``min`` floors, from ``conf/gate/`` or overrides. Definitions: docs/uncertainty.md, "The regression
+gate". A variant key's slash is written as a dot in overrides (nested maps joined with ``/``);
+:func:`add_override_prefix` adds Hydra's ``++`` for keys the chosen gate does not declare.
 
 >>> flat_conditions({"hit_rate": {"k5": 0.5}, "answer_token_f1": 0.3})
 {'hit_rate/k5': 0.5, 'answer_token_f1': 0.3}
