@@ -1,17 +1,7 @@
-"""Tokenisers shared by the metrics.
-
-- :func:`squad_tokens` — SQuAD's answer normalisation: lowercase, drop ASCII punctuation,
-  drop the articles a/an/the, split on white space (docs/metrics.md#token_f1, docs/metrics.md#exact_match).
-- :func:`keywords` — the keyword set of docs/metrics.md#keyword_overlap: lowercased word tokens of two or more
-  characters; runs of Chinese characters are segmented into words as jieba segments them
-  (:func:`ragexp.common.segmentation.segment`: ``jieba.lcut``'s words). A word is a run
-  of letters and digits; ``_`` inside a word belongs to it (``customer_id`` is one keyword, an
-  identifier in a technical answer is one term), ``_`` at a word's ends does not
-  (``_emphasis_`` → ``emphasis``); every other punctuation mark separates words.
-- :func:`answer_tokens` — SQuAD tokens for Latin text, jieba words for Chinese (RAGQuestEval).
-
-Tokenisation is cached per text, so a suite that reads the same text in several metrics
-tokenises it once.
+"""Tokenisers shared by the metrics, each cached per text: :func:`squad_tokens` (SQuAD's answer
+normalisation), :func:`keywords` (docs/metrics.md, "Keywords and Chinese text"; Chinese through
+:func:`ragexp.common.segmentation.segment`) and :func:`answer_tokens` (SQuAD tokens for Latin text,
+jieba words for Chinese). Definitions: docs/metrics.md (``token_f1``, ``keyword_overlap``).
 
     >>> squad_tokens("The Cat, a dog!")
     ['cat', 'dog']

@@ -1,23 +1,9 @@
-"""Does the judge agree with people? Agreement statistics between human labels and a judge's values
-on the same items, each with a seeded bootstrap interval (docs/judge-trust.md).
-
-Which statistics, by the kind of scale:
-
-- ``binary`` (0/1 verdicts) and nominal: ``percent_agreement``, Cohen's ``kappa``, Gwet's ``ac1``
-  (stable when one class dominates, where κ collapses).
-- ``ordinal`` (a 0–5 score): ``percent_agreement``, quadratic-weighted ``kappa_quadratic`` (weights
-  ``(v_i - v_j)^2`` of the values themselves), Krippendorff's ``alpha_ordinal`` (two coders, every
-  item labelled by both) and ``ac1``.
-- ``continuous`` (a share in [0, 1]): Spearman's ``spearman`` and Kendall's ``kendall_tau_b``.
-
-Every statistic here is a function of the table of (human value, judge value) counts, so a
-resample is a table, and each statistic is computed on all the resampled tables at once. Items
-resampled with replacement give a table drawn from the multinomial distribution of the observed
-cells (the same distribution, at a cost that does not grow with the number of items), drawn by the
-seeded generator of :mod:`ragexp.stats.intervals`; with ``clusters``, its seeded draw of counts per
-cluster times each cluster's table gives the resampled tables in one matrix product. The interval is the
-percentile interval of the resampled statistic (resamples where it is undefined, a table with one
-class only, are left out and counted in ``note``); the standard error is their standard deviation.
+"""Does the judge agree with people? Agreement statistics between human labels and a judge's values, by
+scale (binary, ordinal, continuous), each with a seeded bootstrap interval. Definitions:
+docs/judge-trust.md, "What is reported". Every statistic is a function of the (human, judge) count
+table, so a resample is a table: multinomial draws of the observed cells (per cluster with
+``clusters``) by :mod:`ragexp.stats.intervals`' seeded generator, every statistic computed on all
+resampled tables at once; resamples where one is undefined (one class only) are counted in ``note``.
 
     >>> a = judge_agreement("v", human=[1, 1, 0, 0, 1, 0], judge=[1, 0, 0, 0, 1, 1], resamples=1000)
     >>> a.kind, a.n, round(a.statistics["percent_agreement"].mean, 4)

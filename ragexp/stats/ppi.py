@@ -1,22 +1,8 @@
-"""What would people have scored? The judge's mean corrected by the records people labelled, by
-prediction-powered inference with power tuning (PPI++: Angelopoulos, Duchi and Zrnic 2023), as
-docs/judge-trust.md explains.
-
-``n`` records carry a human value ``Y`` and the judge's value ``Ŷ``; ``N`` more carry only ``Ŷ``.
-With ``λ`` in [0, 1] the estimate is ``θ = mean(λ Ŷ_unlabelled) + mean(Y - λ Ŷ_labelled)``: the
-judge's mean over the unlabelled records plus its average error on the labelled ones. ``λ = 0`` is
-the plain mean of the human labels, ``λ = 1`` classic PPI; the power-tuned ``λ`` minimises the
-variance, ``λ = cov(Y, Ŷ) / ((1 + n/N) var(Ŷ))`` (covariance over the labelled records with a
-1/n normalisation, variance over all judge values with 1/(n+N-1)), clipped to [0, 1], computed
-around the ``λ = 1`` estimate as ppi-python's ``ppi_mean_ci`` does. Its standard error is
-``sqrt(var(λ Ŷ_unlabelled)/N + var(Y - λ Ŷ_labelled)/n)`` (1/N and 1/n variances) and the interval
-is normal. ``bias`` is the judge's mean error on the labelled records, ``mean(Ŷ - Y)``.
-
-With ``clusters`` (``stats.cluster_by``: one label per labelled record, then per unlabelled one) the
-standard error is the clustered one of docs/uncertainty.md applied to the estimate's parts: each
-record contributes ``(λŶ_i - mean)/N`` (unlabelled) or ``(Y_i - λŶ_i - mean)/n`` (labelled), and
-``SE² = G/(G-1) · Σ_clusters (sum of the contributions in the cluster)²`` over G clusters — with one
-record per cluster, the plain standard error times ``sqrt(G/(G-1))``.
+"""What would people have scored? The judge's mean corrected by the labelled records: PPI++ with power
+tuning (Angelopoulos, Duchi and Zrnic 2023), λ computed around the λ = 1 estimate as ppi-python's
+``ppi_mean_ci`` does (tests check it against ppi-python). Definitions: docs/judge-trust.md,
+"What would people have scored? Corrected means". Clustered SE: each record contributes
+``(λŶ_i - mean)/N`` or ``(Y_i - λŶ_i - mean)/n``, and ``SE² = G/(G-1) · Σ_clusters (their sum)²``.
 
     >>> c = ppi_mean([1, 0, 1, 1], [1, 1, 1, 1], [1, 1, 0, 1, 1, 1])
     >>> c.n_labelled, c.n_total, round(c.judge_mean, 4), round(c.bias, 4)
