@@ -1,7 +1,7 @@
 """Big runs: 10k / 50k / 100k records with the default suite, this tree against a baseline tree.
 
     git worktree add /work/base e33855c        # the baseline: any checkout of ragexp
-    python benchmarks/bench_scale.py --base /work/base [--sizes 10000,50000,100000]
+    python benchmarks/bench_scale.py --base /work/base [--sizes 10000,50000,100000] [--cases evaluate] [--trees this]
 
 Workload: SQuAD v2's answerable questions repeated (ids made unique) up to the size: the gold
 paragraph and the next paragraph as retrieved contexts (with ids), the first answer text as the
@@ -101,9 +101,10 @@ def main() -> int:
     ap.add_argument("--base", type=Path, required=True)
     ap.add_argument("--sizes", default="10000,50000,100000")
     ap.add_argument("--cases", default="evaluate,cli-nolog,cli-log")
+    ap.add_argument("--trees", default="base,this", help="which trees to run (this alone: the logging RSS ratio)")
     ap.add_argument("--broken", action="store_true")
     a = ap.parse_args()
-    trees = {"base": a.base.resolve(), "this": HERE}
+    trees = {k: v for k, v in {"base": a.base.resolve(), "this": HERE}.items() if k in a.trees.split(",")}
     root = Path(tempfile.mkdtemp(prefix="bench_scale_"))
     problems: list[str] = []
     print(f"bench_scale: work in {root}; load average at start {load()}", flush=True)

@@ -39,3 +39,35 @@ def test_tracking_uri_precedence(monkeypatch, tmp_path):
     assert resolve_uri(None) == "http://127.0.0.1:5999"
     assert resolve_uri("sqlite:///x.db") == "sqlite:///x.db"
     assert ui_command("sqlite:///x.db") == "python -m ragexp.ui tracking.uri=sqlite:///x.db"
+
+
+def test_the_dataset_input_has_the_schema_and_profile_mlflow_gives_the_whole_frame():
+    # the entity is made from two rows of each column's kinds of value; MLflow's from_pandas sees every row
+    import json
+    from pathlib import Path
+    import warnings
+
+    import pandas as pd
+    from mlflow.data.pandas_dataset import from_pandas
+
+    from ragexp.tracking.log import _dataset_input, _dataset_shape
+
+    columns = {
+        "id": [f"q{i}" for i in range(6)],
+        "query": ["", "what?", "who?", "", "when?", "why?"],  # empty texts are values
+        "reference_answers": [["a"], ["b", "c"], [], ["d"], ["e"], ["f"]],
+        "gt_contexts": [None, ["p"], [], None, ["q"], ["r"]],  # some rows lack it
+        "gt_context_ids": [[], [], [], [], [], []],  # never a value: MLflow says "any"
+        "answer": ["x"] * 6,  # an output, not part of the dataset
+    }
+    saved = {"name": "mine", "digest": "abc123", "source": "/data/mine.jsonl", **_dataset_shape(columns)}
+    assert "q0" not in json.dumps(saved)  # mlflow_run.json holds kinds of value, not the rows
+    entity = _dataset_input(Path("."), json.loads(json.dumps(saved)))  # as read back from mlflow_run.json
+    inputs = {k: v for k, v in columns.items() if k != "answer"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = from_pandas(pd.DataFrame(inputs), name="mine", digest="abc123").to_dict()
+    assert entity["schema"] == expected["schema"] and entity["profile"] == expected["profile"]
+    assert {c["name"]: c["required"] for c in json.loads(entity["schema"])["mlflow_colspec"]}["gt_contexts"] is False
+    assert (entity["name"], entity["digest"], entity["source_type"]) == ("mine", "abc123", "local")
+    assert json.loads(entity["source"]) == {"uri": "/data/mine.jsonl"}

@@ -352,11 +352,8 @@ def score(records: list[Record], specs: Iterable[MetricSpec], progress: Callable
 
 
 def _inherit(records: list[Record], specs: list[MetricSpec]) -> None:
-    import gc
-
     global _INHERITED
     _INHERITED = (records, specs)
-    gc.freeze()  # the inherited objects are never collected here: no collection walks (and copies) them
 
 
 def _score_range(start: int, size: int) -> tuple[dict[str, list[Score]], list[Warning]]:

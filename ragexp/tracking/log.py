@@ -178,7 +178,7 @@ def save_results(
 
     step(MANIFEST_FILE, lambda: (folder.mkdir(parents=True, exist_ok=True), _write(
         folder / MANIFEST_FILE, json.dumps(_manifest(folder, config, tracking, run_name, dataset_name, dataset_digest,
-                                                     dataset_frame is not None, metrics, extra_metrics, summary,
+                                                     dataset_frame, metrics, extra_metrics, summary,
                                                      hydra_dir, sweep_dir, table_note(n, rows), overrides),
                                            indent=2, ensure_ascii=False))))
     step(SUMMARY_FILE, lambda: _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2,
@@ -188,8 +188,6 @@ def save_results(
     full = scrub_columns(dict(per_sample))
     for name, write in table_writers(folder, full, _write, rows=rows):
         step(name, write)
-    if dataset_frame is not None:
-        step(DATASET_FRAME_FILE, lambda: _save_dataset_frame(folder, dataset_frame))
     if agreement:  # agreement with human labels: agreement.json, the disagreements table
         step(AGREEMENT_FILE, lambda: _write(folder / AGREEMENT_FILE, json.dumps(
             redact(dict(agreement["agreement"])), indent=2, ensure_ascii=False)))
@@ -218,7 +216,8 @@ def _not_saved(folder: Path, saved: list[str], name: str, exc: OSError) -> None:
 
 
 def _manifest(folder: Path, config: Mapping[str, Any], tracking: Mapping[str, Any], run_name: str | None,
-              dataset_name: str, dataset_digest: str, has_frame: bool, metrics: Mapping[str, float | None],
+              dataset_name: str, dataset_digest: str, dataset_frame: Mapping[str, list] | None,
+              metrics: Mapping[str, float | None],
               extra_metrics: Mapping[str, float], summary: Mapping[str, Any], hydra_dir: Path | None,
               sweep_dir: str | None, note: str | None = None, overrides: Sequence[str] | None = None
               ) -> dict[str, Any]:
@@ -251,8 +250,8 @@ def _manifest(folder: Path, config: Mapping[str, Any], tracking: Mapping[str, An
     for k, v in (tracking.get("tags") or {}).items():
         tags[str(k)] = scrub(str(v))
     values = {k: float(v) for k, v in {**metrics, **extra_metrics}.items() if v is not None and math.isfinite(v)}
-    dataset = ({"frame_file": DATASET_FRAME_FILE, "name": dataset_name, "digest": dataset_digest, "source": source}
-               if has_frame else None)
+    dataset = ({"name": dataset_name, "digest": dataset_digest, "source": source, **_dataset_shape(dataset_frame)}
+               if dataset_frame is not None else None)
     return {
         "tracking_uri": redact_url(uri),  # never its credentials: log_run restores them (docs/guarantees.md)
         "experiment": tracking.get("experiment") or "ragexp",
@@ -274,48 +273,45 @@ def _relative(path: Path, folder: Path) -> str:
         return str(Path(path).resolve())
 
 
-#: The dataset's rows, saved for :func:`_dataset_entity` at logging time (``python -m ragexp.tracking.upload``
-#: logs a folder without the run's records in memory).
-DATASET_FRAME_FILE = "dataset_frame.json"
+def _dataset_shape(columns: Mapping[str, list]) -> dict[str, Any]:
+    """What the run's MLflow dataset input needs of the evaluation set's inputs (the columns its digest
+    covers, ``results.QUESTION_FIELDS``), kept in ``mlflow_run.json`` instead of the rows: their number,
+    and per column two rows of its kinds of value ("" a text, [""] a non-empty list, [] an empty one,
+    None where a row lacks the field), from which MLflow infers the schema it gives every row."""
+    from ragexp.core.results import QUESTION_FIELDS
 
-
-def _save_dataset_frame(folder: Path, frame: Mapping[str, list]) -> None:
-    """The dataset input's rows in ``dataset_frame.json`` (pandas' split JSON, written row by row; it
-    reads back to a frame with the same MLflow schema). Only the evaluation set's inputs, the columns
-    its digest covers (``results.QUESTION_FIELDS``), not the system's outputs: every job of a sweep
-    over one dataset logs the same dataset."""
-    from ragexp.core.results import QUESTION_FIELDS, split_json_parts
-
-    _write(folder / DATASET_FRAME_FILE, split_json_parts({c: v for c, v in frame.items() if c in QUESTION_FIELDS}))
+    kinds = {}
+    for c, v in columns.items():
+        if c in QUESTION_FIELDS:
+            first = next((x for x in v if x), next(x for x in v if x is not None))
+            kind = "" if isinstance(first, str) else [""] if first else []
+            kinds[c] = [kind, None if any(x is None for x in v) else kind]
+    return {"rows": len(next(iter(columns.values()), [])), "kinds": kinds}
 
 
 def _dataset_input(folder: Path, saved: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The MLflow dataset entity of a saved folder (older folders hold it ready-made)."""
-    if "frame_file" not in saved:
+    """The MLflow dataset input of a saved folder (name, digest, source, schema, profile) as plain data,
+    with the schema MLflow's ``from_pandas`` gives the rows, inferred from their kinds of value; ``source``:
+    a file's path or ``ragexp:<path>`` for bundled data (:func:`ragexp.report.describe.dataset_source`).
+    A folder saved by ragexp 0.1's first releases holds the rows themselves (pandas' split JSON)."""
+    if "frame_file" in saved:
+        if not (folder / saved["frame_file"]).is_file():
+            return None
+        split = json.loads((folder / saved["frame_file"]).read_text())
+        saved = {**saved, **_dataset_shape({c: [r[i] for r in split["data"]] for i, c in enumerate(split["columns"])})}
+    if "kinds" not in saved:  # older still: the input itself
         return dict(saved)
-    import io
-
-    import pandas as pd
-
-    text = (folder / saved["frame_file"]).read_text()
-    frame = pd.read_json(io.StringIO(text), orient="split", dtype=False, convert_dates=False)
-    return _dataset_entity(frame, saved["name"], saved["digest"], saved.get("source"))
-
-
-def _dataset_entity(frame: Any, name: str, digest: str, source: str | None = None) -> dict[str, Any] | None:
-    """The MLflow dataset input (name, digest, source, schema, profile) as plain data; ``source``:
-    a file's path or ``ragexp:<path>`` for bundled data (:func:`ragexp.report.describe.dataset_source`)."""
-    if frame is None:
-        return None
     import warnings
 
+    import pandas as pd
     from mlflow.data.pandas_dataset import from_pandas
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # MLflow's hint about integer columns in the schema
-        out = from_pandas(frame, name=name, digest=digest).to_dict()
-    if source:  # where the rows came from, rather than MLflow's "code" (the script that logged them)
-        out["source_type"], out["source"] = "local", json.dumps({"uri": source})
+        out = from_pandas(pd.DataFrame(saved["kinds"]), name=saved["name"], digest=saved["digest"]).to_dict()
+    out["profile"] = json.dumps({"num_rows": saved["rows"], "num_elements": saved["rows"] * len(saved["kinds"])})
+    if saved.get("source"):  # where the rows came from, rather than MLflow's "code" (the script that logged them)
+        out["source_type"], out["source"] = "local", json.dumps({"uri": saved["source"]})
     return out
 
 
@@ -449,10 +445,11 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
             _redacted_hydra_dir(hydra_dir, Path(tmp) / ".hydra")
         retrying(client.log_artifacts, run_id, tmp)
     _store_once(client, run_id, folder, names)
-    if manifest.get("dataset") and (folder / manifest["dataset"].get("frame_file", "")).is_file():
+    saved = _dataset_input(folder, manifest["dataset"]) if manifest.get("dataset") else None
+    if saved:
         from mlflow.entities import Dataset, DatasetInput, InputTag
 
-        entity = Dataset(**_dataset_input(folder, manifest["dataset"]))
+        entity = Dataset(**saved)
         retrying(client.log_inputs, run_id,
                  datasets=[DatasetInput(entity, tags=[InputTag("mlflow.data.context", "eval")])])
 
