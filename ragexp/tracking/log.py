@@ -150,8 +150,8 @@ def save_results(
     """Write the run's results to ``folder`` before anything is logged, so no MLflow failure loses them.
 
     ``mlflow_run.json`` first (the params, metrics, tags and dataset input), then ``summary.json``,
-    ``config.yaml``, the per-sample tables (:func:`ragexp.core.results.write_tables`) and the dataset's
-    rows, then the pictures: whenever the writing stops, what is there can be logged
+    ``config.yaml``, the per-sample tables (:func:`ragexp.core.results.write_tables`), then the
+    pictures: whenever the writing stops, what is there can be logged
     (:func:`log_run`, now or later with ``python -m ragexp.tracking.upload <folder>``). A disk that
     fills, or a folder that cannot be written, stops it with a :class:`~ragexp.errors.SaveError`
     saying what was saved where. ``overrides``: those a config composed outside a Hydra job was
