@@ -247,10 +247,9 @@ def main() -> int:
     if a.retriever_sweep:
         exp = ["+experiment=retriever_sweep", "progress=false", f"pipeline.cache_dir={root / 'rs_cache'}",
                *(["retriever.top_k=oops"] if a.broken else [])]
-        for run in ("fill", "warm"):  # the first fills the caches (unless --work kept them), in its own store
-            work = root / f"rs_{run}_{time.time_ns()}"
-            work.mkdir()
-            got = cli_sweep(HERE, work, [], exp)
+        (root / "rs").mkdir(exist_ok=True)
+        for run in ("fill", "warm"):  # the first fills the caches (unless --work kept them); a fresh store each
+            got = cli_sweep(HERE, root / "rs", [], exp)
             print(f"+experiment=retriever_sweep, {run}: {got['wall']:.1f} s wall, {got['cpu']:.1f} s CPU, "
                   f"{got['finished']} jobs finished; before the first job {got['before_first']:.1f} s, after the "
                   f"last {got['after_last']:.1f} s; load {load()}", flush=True)
