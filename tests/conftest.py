@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
+
+# The Ctrl-C tests send SIGINT to ragexp processes as a terminal does. A test run started in the
+# background by a shell without job control (`cmd &` in a script, nohup) inherits SIGINT ignored,
+# and every process it starts would too, so Ctrl-C would never reach them: give them the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
