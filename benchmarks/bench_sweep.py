@@ -174,6 +174,19 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def check_jobs(jobs: dict[str, list[dict]], label: str, kind: str, planned: int, problems: list[str]) -> bool:
+    """Print both trees' per-job phases; a problem unless each ran ``planned`` jobs of 2,910 samples.
+    True when both trees' jobs gave the same metric values."""
+    for name, ran in jobs.items():
+        phases_table(f"{name} {label}", ran)
+        if len(ran) != planned or any(j["n"] != 2910 for j in ran):
+            problems.append(f"{name}: {len(ran)} {kind} jobs ran, not {planned} of 2,910 samples")
+    if [j["metrics"] for j in jobs["base"]] != [j["metrics"] for j in jobs["this"]]:
+        problems.append(f"the {kind} jobs' metric values differ from the baseline's")
+        return False
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", type=Path, required=True, help="a checkout of the baseline (e.g. git worktree)")
@@ -208,13 +221,7 @@ def main() -> int:
                     differ = [n for n, m in cli["base"][0]["metrics"].items() if got["metrics"].get(n) != m]
                     problems.append(f"{name}: metric values differ from the baseline's in {len(differ)} jobs, "
                                     f"e.g. {differ[:2]}")
-        inproc = alternating(trees, root, grid)
-        for name in trees:
-            phases_table(f"{name} BM25", inproc[name])
-            if len(inproc[name]) != 12 or any(j["n"] != 2910 for j in inproc[name]):
-                problems.append(f"{name}: {len(inproc[name])} in-process jobs ran, not 12 of 2,910 samples")
-        if [j["metrics"] for j in inproc["base"]] != [j["metrics"] for j in inproc["this"]]:
-            problems.append("the in-process jobs' metric values differ from the baseline's")
+        check_jobs(alternating(trees, root, grid), "BM25", "in-process", 12, problems)
         if cli["this"] and not problems:
             def med(name: str, *keys: str) -> float:
                 return statistics.median(sum(s[k] for k in keys) for s in cli[name])
@@ -233,13 +240,7 @@ def main() -> int:
             if not (root / name / ".ragexp_cache" / "index" / "builds.log").exists():
                 in_process(tree, root / name, ["retriever=dense", "retriever.top_k=5"])
         dense = alternating(trees, root, DENSE + (["retriever.top_k=oops"] if a.broken else []))
-        for name in trees:
-            phases_table(f"{name} dense (warm)", dense[name])
-            if len(dense[name]) != 3 or any(j["n"] != 2910 for j in dense[name]):
-                problems.append(f"{name}: {len(dense[name])} dense jobs ran, not 3 of 2,910 samples")
-        if [j["metrics"] for j in dense["base"]] != [j["metrics"] for j in dense["this"]]:
-            problems.append("the dense jobs' metric values differ from the baseline's")
-        elif len(dense["base"]) == 3:
+        if check_jobs(dense, "dense (warm)", "dense", 3, problems) and len(dense["base"]) == 3:
             b = statistics.median(j["wall"] for j in dense["base"])
             t = statistics.median(j["wall"] for j in dense["this"])
             print(f"warm dense job: {t:.1f} s vs {b:.1f} s = {t / b:.2f}x the baseline's (median of 3); metrics "
