@@ -39,7 +39,7 @@ def _ci(iv: Any) -> str:
     return f"[{iv.ci_low:.4f}, {iv.ci_high:.4f}]"
 
 
-def _method_line(stats: Mapping[str, Any] | None) -> str:
+def _method_line(stats: Mapping[str, Any] | None, intervals: Mapping[str, Any]) -> str:
     stats = stats or {}
     level = round(100 * float(stats.get("confidence", 0.95)), 2)
     boot = f"{stats.get('method', 'percentile')} bootstrap ({int(stats.get('resamples', 10_000)):,} resamples, " \
@@ -48,6 +48,9 @@ def _method_line(stats: Mapping[str, Any] | None) -> str:
         line = f"{level:g}% CI: {boot} resampling clusters of '{stats['cluster_by']}', clustered standard errors"
     else:
         line = f"{level:g}% CI: Wilson for 0/1 metrics, else {boot}"
+    normal = sum(getattr(iv, "method", None) == "normal" for iv in intervals.values())
+    if normal:  # docs/uncertainty.md, "Large runs"
+        line += f"; for {normal} means of this large run mean ± z·stderr, where the bootstrap adds nothing"
     return line + "; 'over' = the samples the value is computed over (status ok)"
 
 
@@ -61,7 +64,7 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
 
     intervals = intervals or {}
     table = Table(title=title, title_justify="left", show_lines=False,
-                  caption=_method_line(stats) if intervals else None, caption_justify="left")
+                  caption=_method_line(stats, intervals) if intervals else None, caption_justify="left")
     table.add_column("metric", no_wrap=True)  # a key is read whole, never folded
     table.add_column("value", justify="right", no_wrap=True)
     if intervals:
