@@ -35,8 +35,10 @@ from ragexp.metrics.token import token_prf
 
 
 def _references(reference_answers: list[str]) -> list[str] | Score:
-    """The non-blank references, or an ``undefined`` Score when there is none."""
-    refs = [r for r in reference_answers if r.strip()]
+    """The distinct non-blank references, or an ``undefined`` Score when there is none. A repeated
+    reference changes no value here (a max over references; BLEU clips by the largest count in any
+    reference and takes the closest length), and SQuAD repeats about half of its answers."""
+    refs = list(dict.fromkeys(r for r in reference_answers if r.strip()))
     return refs if refs else Score.undefined("no reference answer (empty ground truth)")
 
 

@@ -53,7 +53,7 @@ def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str
     True
     """
     stops = stopword_set(stopwords)
-    values = [v for ref in reference_answers if (v := _overlap(ref, answer, stops)) is not None]
+    values = [v for ref in dict.fromkeys(reference_answers) if (v := _overlap(ref, answer, stops)) is not None]
     if not values:
         return Score.undefined("the reference answers hold no keyword (of two characters or more)")
     return max(values)

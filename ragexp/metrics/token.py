@@ -57,7 +57,7 @@ def token_prf(passage: str, truth: str) -> tuple[float, float, float]:
 def _best_per_passage(passages: list[str], truths: list[str]) -> list[tuple[float, float, float]] | Score:
     """Per passage, its best token precision, recall and F1 against any ground truth (each its own
     maximum); what the three token metrics share on a record."""
-    truths = [t for t in truths if squad_counts(t)[1]]  # a ground truth without a token is no ground truth
+    truths = [t for t in dict.fromkeys(truths) if squad_counts(t)[1]]  # distinct; one without a token is none
     if not truths:
         return Score.undefined("no ground truth with a token (empty ground truth)")
     best = []
