@@ -238,41 +238,31 @@ class RougeMatcher(Matcher):
         return truth.strip()
 
     def _prepare(self, truths: Sequence[str]) -> tuple:
-        # Each distinct ground-truth token gets one bit; each ground truth j the mask of its
-        # tokens and its number of repeated occurrences. For a retrieved component c with the
-        # mask of its tokens, every common token contributes at most one to the LCS, plus its
-        # repeats, so  LCS ≤ |distinct common tokens| + min(repeats in j, repeats in c).
-        # Only the ground truths whose bound reaches the least passing LCS get the exact
-        # bit-parallel LCS.
-        bit: dict[str, int] = {}
+        # Every distinct token a retrieved component c shares with ground truth j adds at most one
+        # to their LCS, plus the repeats: LCS ≤ |shared distinct tokens| + min(repeats in j, in c).
+        # Only the ground truths whose bound reaches the least passing LCS get the exact LCS.
         always, candidates = [], []
         for j, t in enumerate(truths):
             tok = tokens(t, self.use_stemmer)
             need = min_passing_lcs(tok.n, self.threshold, self.inclusive)
             if need == 0:
                 always.append(j)
-                continue
-            if need is None:
-                continue
-            for word in tok.set:
-                if word not in bit:
-                    bit[word] = len(bit)
-            candidates.append((j, tok, need, _bits(bit[w] for w in tok.set), tok.repeats))
-        return bit, frozenset(bit), always, candidates
+            elif need is not None:
+                candidates.append((j, tok, need))
+        return always, candidates
 
     def _hits(self, component: str, prepared: tuple) -> frozenset[int]:
-        bit, vocab, always, candidates = prepared
+        always, candidates = prepared
         c = tokens(component, self.use_stemmer)
-        common = c.set & vocab
-        if not common:
-            return frozenset(always)
-        cmask = _bits(bit[w] for w in common)
-        n = c.n
-        crep = c.repeats
         found = list(always)
-        for j, tok, need, mask, rep in candidates:
-            if (n >= need and (cmask & mask).bit_count() + (rep if rep < crep else crep) >= need
-                    and lcs_length(tok, c) >= need):
+        for j, tok, need in candidates:
+            if c.n < need:
+                continue
+            if c.seq == tok.seq:  # the same tokens (the gold passage retrieved): LCS = n ≥ need
+                found.append(j)
+                continue
+            shared = len(c.set & tok.set)
+            if shared and shared + min(tok.repeats, c.repeats) >= need and lcs_length(tok, c) >= need:
                 found.append(j)
         return frozenset(found)
 
