@@ -367,41 +367,38 @@ def _score_part(records: Iterable[Record], sample_specs: list[MetricSpec]) -> di
     out: dict[str, list[Score]] = {s.key: [] for s in sample_specs}
     # each spec's fields and options settled once, not per record
     plans = []
-    shared: dict[tuple, tuple] = {}  # (prepare, fields, its options) → (fields, set, prepare, options, members)
+    shared: dict[tuple, tuple] = {}  # (prepare, fields, its options) → (fields, prepare, options, members)
     for s in sample_specs:
         fields, opts, info = s.fields, s.call_options(), s.info
         if info.prepare is None:
-            plans.append((fields, frozenset(fields), info.fn, opts, out[s.key].append))
+            plans.append((fields, info.fn, opts, out[s.key]))
             continue
         pre_opts = {k: opts[k] for k in info.prepare_options if k in opts}
         key = (info.prepare, fields, tuple((k, _option_key(v)) for k, v in sorted(pre_opts.items())))
         if key not in shared:
-            shared[key] = (fields, frozenset(fields), info.prepare, pre_opts, [])
-        shared[key][4].append((info.finish, opts, out[s.key].append))
-    groups = list(shared.values())
-    needed = frozenset().union(*(p[1] for p in plans), *(g[1] for g in groups))
-    for record in records:
-        # absent (None) is missing_field; a present but empty output goes to the metric, which scores it a miss
-        present = {f for f in needed if getattr(record, f, None) is not None}
-        for fields, field_set, fn, opts, append in plans:
-            if not field_set <= present:
-                append(Score.missing(f"no {', '.join(f for f in fields if f not in present)}"))
-                continue
-            append(_as_score(fn(*[getattr(record, f) for f in fields], **opts)))
-        for fields, field_set, prepare, pre_opts, members in groups:
-            if not field_set <= present:
-                missing = Score.missing(f"no {', '.join(f for f in fields if f not in present)}")
-                for _, _, append in members:
-                    append(missing)
-                continue
-            prepared = prepare(*[getattr(record, f) for f in fields], **pre_opts)
-            if isinstance(prepared, Score):
-                for _, _, append in members:
-                    append(prepared)
-                continue
-            for finish, opts, append in members:
-                append(_as_score(finish(prepared, **opts)))
+            shared[key] = (fields, info.prepare, pre_opts, [])
+        shared[key][3].append((info.finish, opts, out[s.key]))
+    needed = {f for s in sample_specs for f in s.fields}
+    records = iter(records)
+    # metric by metric over a block of records (its fields as columns), not record by record; a block
+    # no larger than a matcher's memory of its last results (matchers/base.py): groups share a match
+    while block := list(itertools.islice(records, 64)):
+        columns = {f: [getattr(r, f, None) for r in block] for f in needed}
+        for fields, fn, opts, column in plans:
+            column += [_missing(fields, row) if None in row else _as_score(fn(*row, **opts))
+                       for row in zip(*[columns[f] for f in fields])]
+        for fields, prepare, pre_opts, members in shared.values():
+            # a prepared Score (absent field, undefined value) is every sharing metric's score
+            prepared = [_missing(fields, row) if None in row else prepare(*row, **pre_opts)
+                        for row in zip(*[columns[f] for f in fields])]
+            for finish, opts, column in members:
+                column += [p if isinstance(p, Score) else _as_score(finish(p, **opts)) for p in prepared]
     return out
+
+
+def _missing(fields: tuple[str, ...], row: tuple) -> Score:
+    """An absent (None) field is missing_field; a present but empty output goes to the metric, a miss."""
+    return Score.missing(f"no {', '.join(f for f, v in zip(fields, row) if v is None)}")
 
 
 def dataset_value(spec: MetricSpec, records: list[Record]) -> float | None:

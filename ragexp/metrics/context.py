@@ -45,27 +45,42 @@ from ragexp.matchers import Matches, build_matcher
 from ragexp.metrics.base import Score, register
 
 
-def _matches(contexts: list[str], gt_contexts: list[str], k: int | None, matcher: Any) -> Matches | Score:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ValueError(f"k must be a positive integer or null, got {k!r}")
+def _matches(contexts: list[str], gt_contexts: list[str], *, matcher: Any = None, **_) -> Matches:
+    """The match relation the three metrics share on a record (their ``prepare``)."""
     if matcher is None:
         raise ValueError("a matcher is needed: pass matcher=build_matcher('rouge_chunk') or a matcher name")
     return build_matcher(matcher).match(contexts, gt_contexts)
 
 
-def _precision(m: Matches, k: int | None) -> float | Score:
+def _precision(m: Matches, *, k: int | None = None, **_) -> float | Score:
     if not m.n_truth_components:
         return Score.undefined("no ground-truth component (empty ground truths)")
     value = m.precision(k)
     return 0.0 if value is None else value  # no retrieved component: nothing retrieved, a miss
 
 
-def _recall(m: Matches, k: int | None) -> float | Score:
+def _recall(m: Matches, *, k: int | None = None, **_) -> float | Score:
     value = m.recall(k)
     return Score.undefined("no ground-truth component (empty ground truths)") if value is None else value
 
 
-@register(variant_params=("matcher", "k"))
+def _f1(m: Matches, *, k: int | None = None, **_) -> float | Score:
+    p, r = _precision(m, k=k), _recall(m, k=k)
+    if isinstance(p, Score):  # no ground-truth component: recall is undefined too
+        return p
+    return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+
+def _context(contexts: list[str], gt_contexts: list[str], k: int | None, matcher: Any, finish) -> float | Score:
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be a positive integer or null, got {k!r}")
+    return finish(_matches(contexts, gt_contexts, matcher=matcher), k=k)
+
+
+_REG = dict(variant_params=("matcher", "k"), prepare=_matches, prepare_options=("matcher",))
+
+
+@register(**_REG, finish=_precision)
 def context_precision(contexts: list[str], gt_contexts: list[str], *, matcher: Any = None,
                       k: int | None = None) -> float | Score:
     """Share of the retrieved components that match a ground-truth component; range [0, 1].
@@ -82,11 +97,10 @@ def context_precision(contexts: list[str], gt_contexts: list[str], *, matcher: A
     >>> context_precision([], ["a", "x"], matcher=exact)        # nothing retrieved: a miss
     0.0
     """
-    m = _matches(contexts, gt_contexts, k, matcher)
-    return m if isinstance(m, Score) else _precision(m, k)
+    return _context(contexts, gt_contexts, k, matcher, _precision)
 
 
-@register(variant_params=("matcher", "k"))
+@register(**_REG, finish=_recall)
 def context_recall(contexts: list[str], gt_contexts: list[str], *, matcher: Any = None,
                    k: int | None = None) -> float | Score:
     """Share of the distinct ground-truth components matched by a retrieved one; range [0, 1].
@@ -98,11 +112,10 @@ def context_recall(contexts: list[str], gt_contexts: list[str], *, matcher: Any 
     >>> context_recall(["It rains. It is cold."], ["It is cold. It is dark."], matcher=exact) == 1 / 2
     True
     """
-    m = _matches(contexts, gt_contexts, k, matcher)
-    return m if isinstance(m, Score) else _recall(m, k)
+    return _context(contexts, gt_contexts, k, matcher, _recall)
 
 
-@register(variant_params=("matcher", "k"))
+@register(**_REG, finish=_f1)
 def context_f1(contexts: list[str], gt_contexts: list[str], *, matcher: Any = None,
                k: int | None = None) -> float | Score:
     """Harmonic mean of context precision and recall, 0 when both are 0; range [0, 1].
@@ -115,10 +128,4 @@ def context_f1(contexts: list[str], gt_contexts: list[str], *, matcher: Any = No
     ...            matcher=build_matcher("rouge_sentence"))
     1.0
     """
-    m = _matches(contexts, gt_contexts, k, matcher)
-    if isinstance(m, Score):
-        return m
-    p, r = _precision(m, k), _recall(m, k)
-    if isinstance(p, Score):  # no ground-truth component: recall is undefined too
-        return p
-    return 2 * p * r / (p + r) if p + r > 0 else 0.0
+    return _context(contexts, gt_contexts, k, matcher, _f1)
