@@ -147,7 +147,7 @@ def test_json_nested_100000_deep_in_a_csv_cell(load, tmp_path):
 
 
 @pytest.mark.parametrize("where, row", [("answer", '"x\\ud800y"'), ("reference_answers", '["ok", "\\udfff"]'),
-                                        ("extra", '{"note": "\\ud834"}')])
+                                        ("extra", '{"note": "\\ud834"}'), ("n\\ud800", "1.5")])
 def test_a_lone_surrogate_is_refused_at_load(load, tmp_path, where, row):
     # json.loads turns the escape into a lone surrogate; it used to fail only when the results were
     # written, after all the work

@@ -25,6 +25,7 @@ FIELDS = (
     "id", "query", "contexts", "context_ids", "gt_contexts", "gt_context_ids", "answer",
     "reference_answers", "label", "latency_s", "timings", "human",
 )
+_KNOWN = frozenset(FIELDS)
 LIST_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers")
 STAGES = ("embed", "retrieve", "rerank", "compress", "generate")
 
@@ -121,13 +122,15 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
             continue
         if name == "reference_answers" and isinstance(value, str):
             value = [value]
-        if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        if not isinstance(value, (list, str, bytes)) and hasattr(value, "tolist"):
             value = value.tolist()  # numpy arrays from parquet
         if isinstance(value, tuple):
             value = list(value)
         if not isinstance(value, list):
             raise DataError(f"expected a list of strings, got {_got(value)}", path=path, row=row, field=name)
         for i, item in enumerate(value):
+            if type(item) is str:
+                continue
             if name.endswith("_ids") and isinstance(item, int) and not isinstance(item, bool):
                 value[i] = item = str(item)
             if not isinstance(item, str):
@@ -173,8 +176,7 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
     human = raw.get("human")
     if not _is_missing(human):
         out["human"] = human_labels(human, path=path, row=row)
-    known = set(FIELDS)
-    extra = {k: v for k, v in raw.items() if k not in known}
+    extra = {k: v for k, v in raw.items() if k not in _KNOWN}
     return Record(**out, extra=extra)
 
 

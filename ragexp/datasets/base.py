@@ -243,6 +243,9 @@ def read_table(path: Path, fmt: str | None = None) -> tuple[list[str], Iterator[
 def check_text(raw: dict[str, Any], source: str | Path, row: int) -> None:
     """A DataError when a text in the row holds a lone surrogate (``"\\ud800"`` in JSON): it would
     fail only when the results are written, after all the work."""
+    if _surrogate_free(list(raw)) and all(map(_surrogate_free, raw.values())):
+        return  # the common case, told at C speed; a row that may hold one is walked to name the field
+
     def walk(value: Any, key: str) -> None:
         if isinstance(value, str):
             if _SURROGATE.search(value):
@@ -260,6 +263,18 @@ def check_text(raw: dict[str, Any], source: str | Path, row: int) -> None:
     for key, value in raw.items():
         walk(key, str(key).encode("utf-8", "backslashreplace").decode())
         walk(value, str(key).encode("utf-8", "backslashreplace").decode())
+
+
+def _surrogate_free(value: Any) -> bool:
+    """True when ``value`` is a number, or a text or a list of texts without a lone surrogate (UTF-8 cannot
+    encode one)."""
+    if value is None or type(value) in (bool, int, float):
+        return True
+    try:
+        text = value if type(value) is str else "".join(value) if type(value) is list else None
+        return text is not None and (text.isascii() or bool(text.encode()))
+    except (TypeError, UnicodeEncodeError):  # an item that is not a text; a surrogate
+        return False
 
 
 @contextlib.contextmanager
