@@ -35,7 +35,7 @@ def main() -> int:
 
     from ragexp.common.paths import conf_dir
     from ragexp.report.plots import run_plots
-    from ragexp.core.results import split_json, table_columns
+    from ragexp.core.results import split_json_parts, table_columns
     from ragexp.workflow.runner import execute
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
@@ -47,8 +47,8 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="bench_plots_"))
 
     def tables():
-        (folder / "per_sample_full.json").write_text(split_json(full))  # the JSON baseline (runs write Parquet)
-        (folder / "per_sample.json").write_text(split_json(table_columns(full)))
+        (folder / "per_sample_full.json").write_text("".join(split_json_parts(full)))  # the JSON baseline (runs write Parquet)
+        (folder / "per_sample.json").write_text("".join(split_json_parts(table_columns(full))))
 
     _, base_wall, base_cpu = timed(tables)
     _, imp_wall, imp_cpu = timed(importlib.import_module, "matplotlib.figure")  # what the pictures import

@@ -16,7 +16,7 @@ import pytest
 
 from ragexp.core.pairing import RunTable, compare_tables
 from ragexp.core.results import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys, read_parquet_columns,
-                                 split_json, status_column, table_columns, trim)
+                                 split_json_parts, status_column, table_columns, trim)
 
 LONG_QUERY = "Which city is the capital of France, " + "and which river crosses it on its way to the sea? " * 8
 LONG_ANSWER = "Paris, " + "the city on the Seine, " * 20
@@ -30,6 +30,11 @@ NOTHING_RETRIEVED = {
     "contexts": [], "context_ids": [], "gt_contexts": [], "gt_context_ids": [],
 }
 METRICS = "metric=[context_recall,exact_match]"
+
+
+def split_json(columns):
+    """The whole text the pieces of ``split_json_parts`` make."""
+    return "".join(split_json_parts(columns))
 
 
 def _read(path: Path) -> pd.DataFrame:

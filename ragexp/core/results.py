@@ -1,6 +1,6 @@
 """What a run leaves for people to read, as tables: the per-sample table (one row per record: its
 fields, then every metric's value, status and detail) as plain columns (:func:`per_sample_columns`;
-:func:`table_columns` trims it for MLflow's table view; :func:`split_json` writes either as pandas'
+:func:`table_columns` trims it for MLflow's table view; :func:`split_json_parts` writes either as pandas'
 split JSON, so the CLI never imports pandas), the column names every reader uses
 (:func:`status_column`, :func:`detail_column`), the dataset columns logged as the run's MLflow
 dataset, and the digest of the questions that tells two runs over the same evaluation set apart.
@@ -73,7 +73,7 @@ def per_sample_columns(records, scores: dict[str, list[Score]], cluster_by: str 
     """The FULL per-sample table as plain columns (name → one value per sample, in record order): the
     record's fields in :data:`RECORD_COLUMNS` order (lists kept as lists; a field no record has is left
     out), the ``stats.cluster_by`` column when set, label, latency, a pipeline error, then each metric's
-    value, status and detail. No pandas: the CLI writes it as JSON with :func:`split_json`.
+    value, status and detail. No pandas: the CLI writes it as JSON with :func:`split_json_parts`.
 
     :func:`frame_of` makes it a DataFrame; :func:`table_columns` trims it for MLflow's table view."""
     clusters = cluster_labels(records, cluster_by, dataset="", source="") if cluster_by else None
@@ -141,15 +141,11 @@ def table_columns(full: dict[str, list]) -> dict[str, list]:
             for name, values in full.items()}
 
 
-def split_json(columns: dict[str, list]) -> str:
+def split_json_parts(columns: dict[str, list], rows_per_part: int = 1000) -> Iterator[str]:
     """Plain columns as the JSON of pandas' ``to_json(orient="split", index=False)`` — the layout of an
     MLflow table (``{"columns": [...], "data": [[row], ...]}``): a missing or non-finite number is
-    ``null``, text ASCII with ``\\u`` escapes, floats to their shortest exact digits."""
-    return "".join(split_json_parts(columns))
-
-
-def split_json_parts(columns: dict[str, list], rows_per_part: int = 1000) -> Iterator[str]:
-    """:func:`split_json` as pieces of ``rows_per_part`` rows, to write one after the other (the same text)."""
+    ``null``, text ASCII with ``\\u`` escapes, floats to their shortest exact digits; in pieces of
+    ``rows_per_part`` rows, to write one after the other."""
     import json
 
     yield '{"columns":' + json.dumps(list(columns), separators=(",", ":")) + ',"data":['

@@ -247,11 +247,9 @@ def check_text(raw: dict[str, Any], source: str | Path, row: int) -> None:
         return  # the common case, told at C speed; a row that may hold one is walked to name the field
 
     def walk(value: Any, key: str) -> None:
-        if isinstance(value, str):
-            if _SURROGATE.search(value):
-                raise DataError(f"holds a lone surrogate code point {_SURROGATE.search(value).group()!r} "
-                                "(a \\ud800-\\udfff escape without its pair): expected valid Unicode text",
-                                path=str(source), row=row, field=key)
+        if isinstance(value, str) and (found := _SURROGATE.search(value)):
+            raise DataError(f"holds a lone surrogate code point {found.group()!r} (a \\ud800-\\udfff escape "
+                            "without its pair): expected valid Unicode text", path=str(source), row=row, field=key)
         elif isinstance(value, dict):
             for k, v in value.items():
                 walk(k, key)
