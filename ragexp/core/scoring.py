@@ -377,7 +377,8 @@ def _score_part(records: Iterable[Record], sample_specs: list[MetricSpec]) -> di
         key = (info.prepare, fields, tuple((k, _option_key(v)) for k, v in sorted(pre_opts.items())))
         if key not in shared:
             shared[key] = (fields, info.prepare, pre_opts, [])
-        shared[key][3].append((info.finish, opts, out[s.key]))
+        own = {k: v for k, v in opts.items() if k not in pre_opts}  # the prepared step used the others
+        shared[key][3].append((info.finish, own, out[s.key]))
     needed = {f for s in sample_specs for f in s.fields}
     records = iter(records)
     # metric by metric over a block of records (its fields as columns), not record by record; a block

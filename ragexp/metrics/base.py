@@ -69,7 +69,7 @@ class MetricInfo:
     resolve: Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any]] | None = None
     #: a first step several metrics of a suite share on a record (the ranked metrics' relevance
     #: judgement): ``prepare(*fields, **the options named in prepare_options)``, done once per record
-    #: and setting, then ``finish(prepared, **options)`` per metric — the same value as ``fn`` gives;
+    #: and setting, then ``finish(prepared, **the other options)`` per metric — the same value as ``fn`` gives;
     #: a prepared :class:`Score` (an undefined value) is every sharing metric's score
     prepare: Callable[..., Any] | None = None
     prepare_options: tuple[str, ...] = ()

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from functools import lru_cache
 from typing import Any
 
 from ragexp.matchers import build_matcher
@@ -133,22 +134,21 @@ def _depth(judged, k):
 # Each metric's arithmetic on a judgement (``finish``), then the metric itself.
 
 def _hit_rate(judged, *, k: int | None = 10, **_) -> float:
-    return 1.0 if True in judged[0][:_depth(judged, k)] else 0.0
+    depth = _depth(judged, k)
+    return 1.0 if depth and judged[1][depth - 1] else 0.0  # covered: relevant items found up to a rank
 
 
 def _mrr(judged, *, k: int | None = 10, **_) -> float:
-    flags = judged[0]
-    for rank in range(_depth(judged, k)):
-        if flags[rank]:
-            return 1.0 / (rank + 1)
-    return 0.0
+    try:
+        return 1.0 / (judged[0].index(True, 0, _depth(judged, k)) + 1)
+    except ValueError:  # no relevant item among the first k
+        return 0.0
 
 
 def _ndcg(judged, *, k: int | None = 10, **_) -> float:
     flags, _, n_relevant, _ = judged
     dcg = math.fsum([_gain(rank) for rank in range(_depth(judged, k)) if flags[rank]])
-    ideal_n = n_relevant if k is None else builtins.min(n_relevant, k)
-    return dcg / math.fsum([_gain(rank) for rank in range(ideal_n)])
+    return dcg / _ideal_dcg(n_relevant if k is None else builtins.min(n_relevant, k))
 
 
 def _map(judged, *, k: int | None = 10, denominator: str = "relevant", **_) -> float:
@@ -176,9 +176,16 @@ def _recall_at_k(judged, *, k: int | None = 10, **_) -> float:
     return (covered[depth - 1] if depth else 0) / n_relevant
 
 
+@lru_cache(maxsize=None)
 def _gain(rank: int) -> float:
     """The discounted gain of 0-based ``rank``: ``1 / log2(rank + 2)``."""
     return 1.0 / math.log2(rank + 2)
+
+
+@lru_cache(maxsize=None)
+def _ideal_dcg(n: int) -> float:
+    """The DCG of n relevant items at the top of a list."""
+    return math.fsum([_gain(rank) for rank in range(n)])
 
 
 _REG = dict(fields_for=_fields, resolve=_resolve, variant_params=("k", "matcher"), prepare=judgement,
