@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections import Counter
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -144,17 +146,15 @@ def direction(key: str) -> tuple[bool, bool]:
 
 def mean_ok(scores: Sequence[Score]) -> float | None:
     """The mean of the ``ok`` values; None when there is none (never a silent 0)."""
-    values = [s.value for s in scores if s.status == "ok" and s.value is not None and not math.isnan(s.value)]
+    values = [v for s in scores if s.status == "ok" and (v := s.value) is not None and not math.isnan(v)]
     if not values:
         return None
     return math.fsum(values) / len(values)
 
 
 def status_counts(scores: Sequence[Score]) -> dict[str, int]:
-    counts = {s: 0 for s in STATUSES}
-    for s in scores:
-        counts[s.status] = counts.get(s.status, 0) + 1
-    return {k: v for k, v in counts.items() if v}
+    counts = Counter(map(attrgetter("status"), scores))
+    return {k: counts[k] for k in (*STATUSES, *counts) if counts[k]}
 
 
 def load_all() -> dict[str, MetricInfo]:

@@ -60,11 +60,7 @@ def _best_per_passage(passages: list[str], truths: list[str]) -> list[tuple[floa
     truths = [t for t in dict.fromkeys(truths) if squad_counts(t)[1]]  # distinct; one without a token is none
     if not truths:
         return Score.undefined("no ground truth with a token (empty ground truth)")
-    best = []
-    for p in passages:
-        scores = [token_prf(p, g) for g in truths]
-        best.append((max([s[0] for s in scores]), max([s[1] for s in scores]), max([s[2] for s in scores])))
-    return best
+    return [tuple(map(max, zip(*[token_prf(p, g) for g in truths]))) for p in passages]
 
 
 def _mean_of(best: list[tuple[float, float, float]], which: int) -> float:
