@@ -195,3 +195,25 @@ def test_split_json_writes_what_json_can_hold():
     assert table == {"columns": ["id", "v", "k", "texts"],
                      "data": [["a", None, 3, ["é", "x/y"]], ["b", None, None, []], ["c", 0.5, True, None]]}
     assert "NaN" not in split_json(columns) and "\\u00e9" in split_json(columns)  # ASCII, as pandas writes it
+
+
+def test_digests_are_sha256_of_each_records_fields_as_json_lines():
+    """The digests hash each record's fields as ``json.dumps(..., ensure_ascii=False)`` lines, whatever the
+    texts hold: quotes, backslashes, control characters, non-ASCII, empty or absent fields."""
+    import hashlib
+
+    from ragexp.common.records import to_record
+    from ragexp.core.results import OUTPUT_FIELDS, QUESTION_FIELDS, outputs_digest, questions_digest
+
+    texts = ['say "hi"', "C:\\path", "tab\there\nnew line", "\x01\x1f\x7f", "é 中 😀 \u2028", "", "[\"a\", 1]"]
+    records = [to_record({"id": f"r{i}", "query": f"q{i} {t}", "answer": t if i % 3 else None,
+                          "contexts": texts[:i], "context_ids": [f"p{j}" for j in range(i)],
+                          "reference_answers": [t, texts[-1 - i]], "gt_contexts": [] if i % 2 else [t]},
+                         path="x", row=i + 1) for i, t in enumerate(texts)]
+
+    def expected(fields):
+        lines = "".join(json.dumps([getattr(r, f) for f in fields], ensure_ascii=False) + "\n" for r in records)
+        return hashlib.sha256(lines.encode()).hexdigest()[:16]
+
+    assert questions_digest(records) == expected(QUESTION_FIELDS)
+    assert outputs_digest(records) == expected(("id", *OUTPUT_FIELDS))

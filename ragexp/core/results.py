@@ -308,7 +308,31 @@ def _fields_digest(records, fields) -> str:
     import json
 
     h = hashlib.sha256()
+    encode = json.JSONEncoder(ensure_ascii=False, default=str).encode  # json.dumps with these options
     for r in records:
-        h.update(json.dumps([getattr(r, f) for f in fields], ensure_ascii=False, default=str).encode())
+        h.update(_json_bytes([getattr(r, f) for f in fields], encode))
         h.update(b"\n")
     return h.hexdigest()[:16]
+
+
+#: The bytes JSON writes escaped in a text (besides ``\\`` and ``"``): control characters
+_CONTROL = bytes(range(32))
+
+
+def _json_bytes(values: list, encode: Any) -> bytes:
+    """``encode(values).encode()``, the UTF-8 of the JSON list, made without the encoder's escaping character
+    by character when each value is None, a text or a list of texts: the texts as UTF-8, where ``\\`` and
+    ``"`` are single bytes to escape, between ``\\xff`` (never in UTF-8) for their quotes."""
+    parts = []
+    for v in values:
+        if v is None or type(v) is str:
+            parts.append(b"null" if v is None else b"\xff" + v.encode() + b"\xff")
+        elif type(v) is list and all(type(x) is str for x in v):
+            parts.append(b"[\xff" + b"\xff, \xff".join([x.encode() for x in v]) + b"\xff]" if v else b"[]")
+        else:
+            break
+    else:
+        text = b"[" + b", ".join(parts) + b"]"
+        if len(text.translate(None, _CONTROL)) == len(text):  # no control character (json writes \n, \u0001…)
+            return text.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\xff", b'"')
+    return encode(values).encode()
