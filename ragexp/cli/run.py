@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import signal
 import sys
@@ -31,6 +33,8 @@ def _app(cfg: DictConfig) -> float | None:
     _handle_sigterm()  # again here: joblib's worker processes run jobs without main()
     _die_with_the_launcher()
     record = RunRecord()  # what was saved and logged, for an interrupt's line
+    gc.collect()  # what is alive now (modules, the previous job's caches) is never traversed again by
+    gc.freeze()  # the collector: docs/performance.md, "Sweeps"
     try:
         max_drop, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
         summary = run(cfg, record=record)
@@ -132,6 +136,7 @@ def main() -> None:
     _warn_typed_secrets(sys.argv[1:])
     sys.argv[1:] = hide_overrides(sys.argv[1:])  # a typed secret reaches Hydra, its files and job pickles by name only
     _handle_sigterm()
+    atexit.register(gc.freeze)  # at exit (after the handlers registered later): no last collection of the heap
     expose_plugins()  # hydra/launcher=ray from an editable install too
     run_app(_app, on_interrupt=_interrupted)
 
