@@ -39,6 +39,7 @@ time would be: one thread, ``OMP_NUM_THREADS=1``). Nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -59,7 +60,7 @@ def workload(data_dir: Path):
     from ragexp.datasets.halueval import load_halueval
 
     records = load_halueval(str(data_dir / "halueval" / "qa_one-turn_data.json")).records
-    rows = [{FOREIGN.get(k, k): v for k, v in r.to_dict().items() if k != "extra"} for r in records]
+    rows = [{FOREIGN.get(k, k): v for k, v in dataclasses.asdict(r).items() if k != "extra"} for r in records]
     full = pd.DataFrame(rows)
     answers = full[["id", "question", "response", "truth"]].copy()
     return {"full": (full, FOREIGN), "answers": (answers, {k: FOREIGN[k] for k in ("query", "answer",

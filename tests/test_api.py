@@ -5,6 +5,7 @@ same one line on a bad row, works inside a running event loop with the judge, wr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import doctest
 import json
 import math
@@ -35,7 +36,7 @@ def demo_frame(system: str = "strong") -> pd.DataFrame:
 
     rows = []
     for r in load_demo(system=system).records:
-        d = r.to_dict()
+        d = dataclasses.asdict(r)
         row = {FOREIGN.get(k, k): v for k, v in d.items() if k != "extra"}
         row["lang"] = d.get("extra", {}).get("lang")
         rows.append(row)

@@ -15,7 +15,7 @@ checks every field's type and says exactly where a bad value sits::
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragexp.errors import ConfigError, DataError
@@ -27,7 +27,6 @@ FIELDS = (
 )
 _KNOWN = frozenset(FIELDS)
 LIST_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers")
-STAGES = ("embed", "retrieve", "rerank", "compress", "generate")
 
 
 @dataclass(slots=True)
@@ -57,12 +56,6 @@ class Record:
         """True when the field holds something (not ``None``, and not an empty list, string or mapping)."""
         value = getattr(self, name, None)
         return value is not None and not (isinstance(value, (str, list, dict)) and len(value) == 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if not d["extra"]:
-            d.pop("extra")
-        return d
 
 
 def _short(value: Any) -> str:
@@ -250,4 +243,4 @@ def cluster_labels(records: list[Record], cluster_by: str | None, *, dataset: st
     return [v if isinstance(v, (str, int, float, bool)) else repr(v) for v in labels]
 
 
-__all__ = ["Record", "FIELDS", "STAGES", "HUMAN_SCALES", "human_labels", "to_record", "present_fields"]
+__all__ = ["Record", "FIELDS", "HUMAN_SCALES", "human_labels", "to_record", "present_fields"]
