@@ -47,7 +47,7 @@ def existing(path: str | Path, what: str = "dataset file", *, directory: bool = 
 
 
 #: what a JSON value nested deeper than Python's reader goes (about 1,000 levels) is told
-_TOO_DEEP = "JSON nested too deeply (expected at most a few hundred levels of [ and {)"
+TOO_DEEP = "JSON nested too deeply (expected at most a few hundred levels of [ and {)"
 #: a lone UTF-16 surrogate (JSON's "\ud800" escape without its pair): no UTF-8 writer accepts it
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -66,7 +66,7 @@ def read_json(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise DataError(f"unreadable JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=str(path)) from None
     except RecursionError:
-        raise DataError(_TOO_DEEP, path=str(path)) from None
+        raise DataError(TOO_DEEP, path=str(path)) from None
     except OSError as exc:
         raise unreadable(path, exc) from None
 
@@ -86,7 +86,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                     raise DataError(f"unreadable JSON line: {where}; expected one JSON object per line",
                                     path=str(path), row=lineno) from None
                 except RecursionError:
-                    raise DataError(_TOO_DEEP, path=str(path), row=lineno) from None
+                    raise DataError(TOO_DEEP, path=str(path), row=lineno) from None
                 yield lineno, item
     except UnicodeDecodeError as exc:
         raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from ragexp.errors import DataError
 from ragexp.common.records import FIELDS
-from ragexp.datasets.base import Dataset, build, collector_paused, existing, plain, read_table
+from ragexp.datasets.base import TOO_DEEP, Dataset, build, collector_paused, existing, plain, read_table
 
 JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings", "human")
 
@@ -123,11 +123,9 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
                         raw[f] = json.loads(v)
                     except json.JSONDecodeError as exc:
                         raise DataError(f"expected JSON text ({'a list' if f not in ('timings', 'human') else 'an object'}), "
-                                        f"got {v[:40]!r}: {exc.msg}", path=source, row=row,
-                                        field=f) from None
+                                        f"got {v[:40]!r}: {exc.msg}", path=source, row=row, field=f) from None
                     except RecursionError:
-                        raise DataError("JSON nested too deeply (expected at most a few hundred levels of [ and {)",
-                                        path=source, row=row, field=f) from None
+                        raise DataError(TOO_DEEP, path=source, row=row, field=f) from None
             yield row, raw
 
     try:
