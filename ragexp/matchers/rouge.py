@@ -248,21 +248,23 @@ class RougeMatcher(Matcher):
             if need == 0:
                 always.append(j)
             elif need is not None:
-                candidates.append((j, tok, need))
-        return always, candidates
+                candidates.append((need, j, tok))
+        return always, sorted(candidates, key=lambda cand: cand[0])
 
     def _hits(self, component: str, prepared: tuple) -> frozenset[int]:
         always, candidates = prepared
         c = tokens(component, self.use_stemmer)
+        n, words, repeats = c.n, c.set, c.repeats
         found = list(always)
-        for j, tok, need in candidates:
-            if c.n < need:
-                continue
+        for need, j, tok in candidates:  # by the least passing LCS, so the first out of reach ends the walk
+            if n < need:
+                break
             if c.seq == tok.seq:  # the same tokens (the gold passage retrieved): LCS = n ≥ need
                 found.append(j)
                 continue
-            shared = len(c.set & tok.set)
-            if shared and shared + min(tok.repeats, c.repeats) >= need and lcs_length(tok, c) >= need:
+            shared = len(words & tok.set)
+            if shared and shared + (repeats if repeats < tok.repeats else tok.repeats) >= need \
+                    and lcs_length(tok, c) >= need:
                 found.append(j)
         return frozenset(found)
 
