@@ -173,15 +173,10 @@ def replacing(path: Path) -> Iterator[Path]:
         raise
 
 
-#: Rows per Parquet row group: the table is converted and written one group at a time.
-ROW_GROUP = 10_000
-
-
-def write_parquet(path: Path, columns: dict[str, list], row_group: int = ROW_GROUP) -> None:
-    """The full per-sample table as Parquet (zstd), streamed in row groups of ``row_group`` rows. Each
-    column has one type: numbers float64 (int64 when all whole), text string, lists lists of strings (a
-    ``K/samples`` column lists of float64);
-    a column that mixes kinds holds their text."""
+def write_parquet(path: Path, columns: dict[str, list], row_group: int = 10_000) -> None:
+    """The full per-sample table as Parquet (zstd), converted and written in row groups of ``row_group`` rows.
+    Each column has one type: numbers float64 (int64 when all whole), text string, lists lists of strings
+    (a ``K/samples`` column lists of float64); a column that mixes kinds holds their text."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -315,14 +310,13 @@ def _fields_digest(records, fields) -> str:
     return h.hexdigest()[:16]
 
 
-#: The bytes JSON writes escaped in a text (besides ``\\`` and ``"``): control characters
+#: The control characters: JSON escapes them (``\n``, ``\u0001``), so a line holding one goes to the encoder
 _CONTROL = bytes(range(32))
 
 
 def _json_bytes(values: list, encode: Any) -> bytes:
-    """``encode(values).encode()``, the UTF-8 of the JSON list, made without the encoder's escaping character
-    by character when each value is None, a text or a list of texts: the texts as UTF-8, where ``\\`` and
-    ``"`` are single bytes to escape, between ``\\xff`` (never in UTF-8) for their quotes."""
+    """``encode(values).encode()``, made faster when each value is None, a text or a list of texts: the texts
+    as UTF-8, ``\\`` and ``"`` escaped by byte replacement, 0xFF (never in UTF-8) marking their quotes."""
     parts = []
     for v in values:
         if v is None or type(v) is str:
@@ -333,6 +327,6 @@ def _json_bytes(values: list, encode: Any) -> bytes:
             break
     else:
         text = b"[" + b", ".join(parts) + b"]"
-        if len(text.translate(None, _CONTROL)) == len(text):  # no control character (json writes \n, \u0001…)
+        if len(text.translate(None, _CONTROL)) == len(text):
             return text.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\xff", b'"')
     return encode(values).encode()
