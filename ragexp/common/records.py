@@ -227,11 +227,8 @@ def cluster_labels(records: list[Record], cluster_by: str | None, *, dataset: st
     """Each record's cluster (``stats.cluster_by``: a record field or an extra input column)."""
     if not cluster_by:
         return None
-
-    def label(r: Record) -> Any:
-        return getattr(r, cluster_by) if hasattr(r, cluster_by) and cluster_by != "extra" else r.extra.get(cluster_by)
-
-    labels = [label(r) for r in records]
+    labels = [getattr(r, cluster_by) if hasattr(r, cluster_by) and cluster_by != "extra" else r.extra.get(cluster_by)
+              for r in records]
     if all(v is None for v in labels):
         extra = sorted({k for r in records for k in r.extra})
         raise ConfigError(f"stats.cluster_by='{cluster_by}': no record of dataset '{dataset}' has that field "

@@ -117,19 +117,6 @@ def text_id(text: str, n: int = 10) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:n]
 
 
-def table_format(path: Path, fmt: str | None = None) -> str:
-    if fmt:
-        if fmt not in set(TABLE_FORMATS.values()):
-            raise DataError(f"unknown format '{fmt}': expected one of {', '.join(sorted(set(TABLE_FORMATS.values())))}",
-                            path=str(path))
-        return fmt
-    found = TABLE_FORMATS.get(path.suffix.lower())
-    if found is None:
-        raise DataError(f"cannot tell the format from the suffix '{path.suffix}': expected one of "
-                        f"{', '.join(TABLE_FORMATS)} (or set dataset.format)", path=str(path))
-    return found
-
-
 def read_delimited(path: Path, fmt: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str | None]]]]:
     """(header, ``(row, {column: cell})`` pairs) of a CSV or TSV file, every cell text as written.
 
@@ -221,7 +208,13 @@ def read_table(path: Path, fmt: str | None = None) -> tuple[list[str], Iterator[
     data row (the header not counted) in CSV, TSV and Parquet. JSONL columns are the keys of
     the first object.
     """
-    fmt = table_format(path, fmt)
+    if fmt and fmt not in set(TABLE_FORMATS.values()):
+        raise DataError(f"unknown format '{fmt}': expected one of {', '.join(sorted(set(TABLE_FORMATS.values())))}",
+                        path=str(path))
+    fmt = fmt or TABLE_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise DataError(f"cannot tell the format from the suffix '{path.suffix}': expected one of "
+                        f"{', '.join(TABLE_FORMATS)} (or set dataset.format)", path=str(path))
     if fmt == "jsonl":
         items = list(iter_jsonl(path))
         columns = list(items[0][1]) if items and isinstance(items[0][1], dict) else []
