@@ -26,7 +26,7 @@ AutoRAG's test vectors:
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from ragexp.matchers.rouge import rouge_l, rouge_n
 from ragexp.common.text import squad_counts, squad_normalize
@@ -34,15 +34,26 @@ from ragexp.metrics.base import Score, register
 from ragexp.metrics.token import token_prf
 
 
-def _references(reference_answers: list[str]) -> list[str] | Score:
-    """The distinct non-blank references, or an ``undefined`` Score when there is none. A repeated
-    reference changes no value here (a max over references; BLEU clips by the largest count in any
-    reference and takes the closest length), and SQuAD repeats about half of its answers."""
+def _references(answer: str, reference_answers: list[str], **_) -> tuple[str, list[str]] | Score:
+    """What every metric here reads (their shared ``prepare``): the answer and its distinct non-blank
+    references, or an ``undefined`` Score when there is none. A repeated reference changes no value
+    (a max over references; BLEU clips by the largest count in any reference and takes the closest
+    length), and SQuAD repeats about half of its answers."""
     refs = list(dict.fromkeys(r for r in reference_answers if r.strip()))
-    return refs if refs else Score.undefined("no reference answer (empty ground truth)")
+    return (answer, refs) if refs else Score.undefined("no reference answer (empty ground truth)")
 
 
-@register()
+def _scored(finish, answer: str, reference_answers: list[str], **options) -> float | Score:
+    prepared = _references(answer, reference_answers)
+    return prepared if isinstance(prepared, Score) else finish(prepared, **options)
+
+
+def _exact_match(prepared: tuple[str, list[str]], **_) -> float:
+    norm = _normalized(prepared[0])
+    return 1.0 if any(norm == _normalized(r) for r in prepared[1]) else 0.0
+
+
+@register(prepare=_references, finish=_exact_match)
 def exact_match(answer: str, reference_answers: list[str]) -> float | Score:
     """1.0 if the answer equals a reference after SQuAD normalisation (lowercase, no
     punctuation, no articles, single spaces), else 0.0.
@@ -50,11 +61,7 @@ def exact_match(answer: str, reference_answers: list[str]) -> float | Score:
     >>> exact_match("The Eiffel tower!", ["eiffel Tower", "Tour Eiffel"])
     1.0
     """
-    refs = _references(reference_answers)
-    if isinstance(refs, Score):
-        return refs
-    norm = _normalized(answer)
-    return 1.0 if any(norm == _normalized(r) for r in refs) else 0.0
+    return _scored(_exact_match, answer, reference_answers)
 
 
 #: each text normalised once: a run meets the same reference (and answer) in several metrics
@@ -76,20 +83,27 @@ def squad_f1(prediction: str, reference: str) -> float:
     return token_prf(prediction, reference)[2]
 
 
-@register()
+def _answer_token_f1(prepared: tuple[str, list[str]], **_) -> float:
+    return max(squad_f1(prepared[0], r) for r in prepared[1])
+
+
+@register(prepare=_references, finish=_answer_token_f1)
 def answer_token_f1(answer: str, reference_answers: list[str]) -> float | Score:
     """SQuAD token F1 of the answer, max over references; range [0, 1].
 
     >>> answer_token_f1("in Paris, France", ["Paris", "Lyon"]) == 2 * (1/3 * 1) / (1/3 + 1)
     True
     """
-    refs = _references(reference_answers)
-    if isinstance(refs, Score):
-        return refs
-    return max(squad_f1(answer, r) for r in refs)
+    return _scored(_answer_token_f1, answer, reference_answers)
 
 
-@register(bounds=(0.0, 100.0))
+def _bleu(prepared: tuple[str, list[str]], **options) -> float:
+    if not prepared[0].strip():
+        return 0.0  # an empty answer: no n-gram matches (sacrebleu says 0.0 too)
+    return float(sentence_bleu(*prepared, **options))
+
+
+@register(bounds=(0.0, 100.0), prepare=_references, finish=_bleu)
 def bleu(answer: str, reference_answers: list[str], *, lowercase: bool = False, tokenize: str = "13a",
          smooth_method: str = "exp", smooth_value: float | None = None) -> float | Score:
     """sacrebleu's sentence BLEU against all references at once; range [0, 100].
@@ -103,13 +117,8 @@ def bleu(answer: str, reference_answers: list[str], *, lowercase: bool = False, 
     >>> round(bleu("Same text here.", ["Same text here."]), 9)
     100.0
     """
-    refs = _references(reference_answers)
-    if isinstance(refs, Score):
-        return refs
-    if not answer.strip():
-        return 0.0  # an empty answer: no n-gram matches (sacrebleu says 0.0 too)
-    return float(sentence_bleu(answer, refs, lowercase=bool(lowercase), tokenize=tokenize,
-                               smooth_method=smooth_method, smooth_value=smooth_value))
+    return _scored(_bleu, answer, reference_answers, lowercase=lowercase, tokenize=tokenize,
+                   smooth_method=smooth_method, smooth_value=smooth_value)
 
 
 @lru_cache(maxsize=None)
@@ -134,40 +143,38 @@ def sentence_bleu(hypothesis: str, references: list[str], *, lowercase: bool = F
     return scorer.sentence_score(hypothesis, list(references)).score
 
 
-def _best(answer: str, reference_answers: list[str], n: int | None, use_stemmer: bool) -> float | Score:
-    refs = _references(reference_answers)
-    if isinstance(refs, Score):
-        return refs
+def _best(prepared: tuple[str, list[str]], *, n: int | None, use_stemmer: bool = False, **_) -> float:
+    answer, refs = prepared
     if n is None:
         return max(rouge_l(r, answer, use_stemmer)[2] for r in refs)
     return max(rouge_n(r, answer, n, use_stemmer)[2] for r in refs)
 
 
-@register()
+@register(prepare=_references, finish=partial(_best, n=1))
 def rouge1(answer: str, reference_answers: list[str], *, use_stemmer: bool = False) -> float | Score:
     """rouge-score's ROUGE-1 F-measure (unigram overlap), max over references; range [0, 1].
 
     >>> rouge1("the cat was found under the bed", ["the cat was under the bed"]) == 2 * (6/7 * 6/6) / (6/7 + 1)
     True
     """
-    return _best(answer, reference_answers, 1, use_stemmer)
+    return _scored(_best, answer, reference_answers, n=1, use_stemmer=use_stemmer)
 
 
-@register()
+@register(prepare=_references, finish=partial(_best, n=2))
 def rouge2(answer: str, reference_answers: list[str], *, use_stemmer: bool = False) -> float | Score:
     """rouge-score's ROUGE-2 F-measure (bigram overlap), max over references; range [0, 1].
 
     >>> rouge2("the cat was found under the bed", ["the cat was under the bed"]) == 2 * (4/6 * 4/5) / (4/6 + 4/5)
     True
     """
-    return _best(answer, reference_answers, 2, use_stemmer)
+    return _scored(_best, answer, reference_answers, n=2, use_stemmer=use_stemmer)
 
 
-@register()
+@register(prepare=_references, finish=partial(_best, n=None))
 def rougeL(answer: str, reference_answers: list[str], *, use_stemmer: bool = False) -> float | Score:  # noqa: N802
     """rouge-score's ROUGE-L F-measure (longest common subsequence), max over references; range [0, 1].
 
     >>> rougeL("Identical text.", ["Identical text."])
     1.0
     """
-    return _best(answer, reference_answers, None, use_stemmer)
+    return _scored(_best, answer, reference_answers, n=None, use_stemmer=use_stemmer)
