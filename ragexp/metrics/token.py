@@ -27,7 +27,7 @@ The seed's example — reference "Do you want to buy some?" (6 tokens) and three
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from ragexp.common.text import overlap, squad_counts
 from ragexp.metrics.base import Score, register
@@ -63,7 +63,7 @@ def _best_per_passage(passages: list[str], truths: list[str]) -> list[tuple[floa
     return [tuple(map(max, zip(*[token_prf(p, g) for g in truths]))) for p in passages]
 
 
-def _mean_of(best: list[tuple[float, float, float]], which: int) -> float:
+def _mean_of(best: list[tuple[float, float, float]], which: int, **_) -> float:
     if not best:
         return 0.0  # nothing retrieved: a miss, as trec_eval scores a query without results
     # an empty passage shares no token with anything: it scores 0 and counts in the mean
@@ -75,19 +75,7 @@ def _token_scores(passages: list[str], truths: list[str], which: int) -> Score |
     return best if isinstance(best, Score) else _mean_of(best, which)
 
 
-def _precision_of(best, **_):
-    return _mean_of(best, 0)
-
-
-def _recall_of(best, **_):
-    return _mean_of(best, 1)
-
-
-def _f1_of(best, **_):
-    return _mean_of(best, 2)
-
-
-@register(fields_for=_fields, prepare=_best_per_passage, finish=_precision_of)
+@register(fields_for=_fields, prepare=_best_per_passage, finish=partial(_mean_of, which=0))
 def token_precision(contexts: list[str], truths: list[str], *, against: str = "reference_answers") -> float | Score:
     """Mean over passages of the best token precision against any ground truth; range [0, 1].
 
@@ -102,7 +90,7 @@ def token_precision(contexts: list[str], truths: list[str], *, against: str = "r
     return _token_scores(contexts, truths, 0)
 
 
-@register(fields_for=_fields, prepare=_best_per_passage, finish=_recall_of)
+@register(fields_for=_fields, prepare=_best_per_passage, finish=partial(_mean_of, which=1))
 def token_recall(contexts: list[str], truths: list[str], *, against: str = "reference_answers") -> float | Score:
     """Mean over passages of the best token recall against any ground truth; range [0, 1].
 
@@ -114,7 +102,7 @@ def token_recall(contexts: list[str], truths: list[str], *, against: str = "refe
     return _token_scores(contexts, truths, 1)
 
 
-@register(fields_for=_fields, prepare=_best_per_passage, finish=_f1_of)
+@register(fields_for=_fields, prepare=_best_per_passage, finish=partial(_mean_of, which=2))
 def token_f1(contexts: list[str], truths: list[str], *, against: str = "reference_answers") -> float | Score:
     """Mean over passages of the best per-passage token F1; range [0, 1].
 
