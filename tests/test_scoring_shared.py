@@ -39,6 +39,30 @@ def test_token_metrics_scored_together_equal_each_alone(records, against):
         assert len(set(together)) > 20  # real spread, not a constant
 
 
+@pytest.mark.parametrize("family", ["answer", "context"])
+def test_answer_and_context_metrics_scored_together_equal_each_alone(records, family):
+    # answers of three kinds: a reference itself, a piece of a retrieved passage, empty (a miss)
+    import dataclasses
+
+    from ragexp.metrics import answer, context
+
+    rows = [dataclasses.replace(r, answer=(r.reference_answers[0], r.contexts[1][:60], "")[i % 3])
+            for i, r in enumerate(records)]
+    names = {"answer": ["exact_match", "answer_token_f1", "bleu", "rouge1", "rouge2", "rougeL"],
+             "context": ["context_precision", "context_recall", "context_f1"]}[family]
+    module = answer if family == "answer" else context
+    cfg = {n: {"_target_": f"{module.__name__}.{n}", **({"k": [1, 3, None]} if family == "context" else {})}
+           for n in names}
+    specs, _ = check_fields(build_metrics(cfg, "rouge_sentence")[0], rows, "squad")
+    assert len({s.info.prepare for s in specs}) == 1 and specs[0].info.prepare is not None  # one shared step
+    scores = score(rows, specs)
+    for spec in specs:
+        fn = getattr(module, spec.info.name)
+        alone = [fn(*(getattr(r, f) for f in spec.fields), **spec.call_options()) for r in rows]
+        assert [s.value for s in scores[spec.key]] == alone, spec.key
+        assert len(set(alone)) > 1, spec.key  # values of both kinds at least, not a constant
+
+
 def test_token_metrics_rules_survive_the_shared_step():
     specs, _ = build_metrics({n: {"_target_": f"ragexp.metrics.token.{n}"}
                               for n in ("token_precision", "token_recall", "token_f1")})
