@@ -58,13 +58,10 @@ class Record:
         return value is not None and not (isinstance(value, (str, list, dict)) and len(value) == 0)
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _got(value: Any) -> str:
-    return f"{type(value).__name__} {_short(value)}"
+    """``value``'s type and its repr, cut to 60 characters, for an error line."""
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
 def _is_missing(value: Any) -> bool:
