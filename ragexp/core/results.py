@@ -77,12 +77,10 @@ def per_sample_columns(records, scores: dict[str, list[Score]], cluster_by: str 
 
     :func:`frame_of` makes it a DataFrame; :func:`table_columns` trims it for MLflow's table view."""
     clusters = cluster_labels(records, cluster_by, dataset="", source="") if cluster_by else None
-    present = [f for f in RECORD_COLUMNS[3:] if any(r.has(f) for r in records)]
-    # a column some rows lack is still in its place for all (blank there), so the order holds
-    columns: dict[str, list] = {"id": [r.id for r in records], "query": [r.query for r in records],
-                                "answer": [r.answer for r in records]}
-    for f in present:  # the records' own lists, not copies: 100k copies cost 3 full garbage collections
-        columns[f] = [getattr(r, f) for r in records]
+    # a column some rows lack is still in its place for all (blank there), so the order holds; list cells are
+    # the records' own lists, not copies (100k copies cost 3 full garbage collections)
+    columns: dict[str, list] = {f: [getattr(r, f) for r in records] for f in RECORD_COLUMNS
+                                if f in RECORD_COLUMNS[:3] or any(r.has(f) for r in records)}
     if clusters is not None:
         columns[cluster_by] = list(clusters)
     if any(r.label is not None for r in records):

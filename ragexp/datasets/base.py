@@ -257,8 +257,7 @@ def check_text(raw: dict[str, Any], source: str | Path, row: int) -> None:
 
 
 def _surrogate_free(value: Any) -> bool:
-    """True when ``value`` is a number, or a text or a list of texts without a lone surrogate (UTF-8 cannot
-    encode one)."""
+    """True for None, a number, or a text or list of texts without a lone surrogate (UTF-8 cannot encode one)."""
     if value is None or type(value) in (bool, int, float):
         return True
     try:
