@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ragexp import __version__
-from ragexp.common.secrets import redact, redact_url, restore_url, scrub, scrub_columns
+from ragexp.common.secrets import redact, redact_url, redact_yaml_file, restore_url, scrub, scrub_columns
 from ragexp.tracking.store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
                     owner_tags, resolve_uri, retrying)
 
@@ -88,16 +88,6 @@ def find_parent_run(sweep_dir: str | None) -> str | None:
     if saved.get("launch_id") and saved.get("launch_id") == os.environ.get(LAUNCH_ENV):
         return saved.get("run_id")
     return None
-
-
-def _redacted_hydra_dir(src: Path, dst: Path) -> None:
-    """Copy Hydra's ``.hydra`` folder with secrets redacted (overrides may carry keys, URLs credentials)."""
-    import yaml
-
-    dst.mkdir(parents=True, exist_ok=True)
-    for f in src.glob("*.yaml"):
-        data = yaml.safe_load(f.read_text())
-        (dst / f.name).write_text(yaml.safe_dump(redact(data), sort_keys=False, allow_unicode=True))
 
 
 #: The files a results folder holds. ``mlflow_run.json`` (everything MLflow needs besides the files) is
@@ -389,7 +379,7 @@ def log_run(folder: Path, *, uri: str | None = None, record: RunRecord | None = 
             tags.update(owner_tags())
             run = retrying(client.create_run, exp_id, run_name=manifest["run_name"], tags=tags)
             run_id = run.info.run_id
-            _log_contents(client, run_id, folder, manifest)
+            _log_contents(client, run, folder, manifest)
             retrying(client.set_terminated, run_id, "FINISHED")
     except BaseException as exc:
         interrupted = not isinstance(exc, Exception)
@@ -410,7 +400,7 @@ def log_run(folder: Path, *, uri: str | None = None, record: RunRecord | None = 
     return run_id, uri
 
 
-def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str, Any]) -> None:
+def _log_contents(client: Any, run: Any, folder: Path, manifest: Mapping[str, Any]) -> None:
     """Params, metrics, artifacts and the dataset input of a saved folder, onto an open run.
 
     In as few store calls as MLflow allows: params, metrics and tags in one ``log_batch`` (MLflow splits
@@ -424,6 +414,7 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
     from ragexp.report.plots import CONFUSION_PLOT, RUN_PLOT_FILES
     from ragexp.core.results import FULL_TABLE_FILE
 
+    run_id, artifact_uri = run.info.run_id, run.info.artifact_uri
     params = [Param(k, v) for k, v in manifest["params"].items()]
     now = int(time.time() * 1000)
     metrics = [Metric(k, v, now, 0) for k, v in manifest["metrics"].items()]
@@ -441,10 +432,13 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
         for name in names:
             if (folder / name).is_file():
                 _link_or_copy(folder / name, Path(tmp) / name)
-        if hydra_dir is not None and hydra_dir.is_dir():
-            _redacted_hydra_dir(hydra_dir, Path(tmp) / ".hydra")
+        if hydra_dir is not None and hydra_dir.is_dir():  # Hydra's files, secrets redacted (a job's already are)
+            (Path(tmp) / ".hydra").mkdir()
+            for f in hydra_dir.glob("*.yaml"):
+                _link_or_copy(f, Path(tmp) / ".hydra" / f.name)
+                redact_yaml_file(Path(tmp) / ".hydra" / f.name)  # a rewritten copy, the saved file untouched
         retrying(client.log_artifacts, run_id, tmp)
-    _store_once(client, run_id, folder, names)
+    _store_once(artifact_uri, folder, names)
     saved = _dataset_input(folder, manifest["dataset"]) if manifest.get("dataset") else None
     if saved:
         from mlflow.entities import Dataset, DatasetInput, InputTag
@@ -454,13 +448,12 @@ def _log_contents(client: Any, run_id: str, folder: Path, manifest: Mapping[str,
                  datasets=[DatasetInput(entity, tags=[InputTag("mlflow.data.context", "eval")])])
 
 
-def _store_once(client: Any, run_id: str, folder: Path, names: Any) -> None:
-    """Where the run's artifacts are local files on the results folder's file system, each logged copy
-    becomes a hard link to the saved file (one copy on disk, not two); elsewhere nothing changes."""
+def _store_once(uri: str, folder: Path, names: Any) -> None:
+    """Where the run's artifacts (``uri``) are local files on the results folder's file system, each logged
+    copy becomes a hard link to the saved file (one copy on disk, not two); elsewhere nothing changes."""
     from urllib.parse import urlparse
     from urllib.request import url2pathname
 
-    uri = client.get_run(run_id).info.artifact_uri
     parsed = urlparse(uri)
     if parsed.scheme not in ("", "file"):
         return
