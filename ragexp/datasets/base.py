@@ -243,17 +243,12 @@ def check_text(raw: dict[str, Any], source: str | Path, row: int) -> None:
         if isinstance(value, str) and (found := _SURROGATE.search(value)):
             raise DataError(f"holds a lone surrogate code point {found.group()!r} (a \\ud800-\\udfff escape "
                             "without its pair): expected valid Unicode text", path=str(source), row=row, field=key)
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                walk(k, key)
-                walk(v, key)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
+        elif isinstance(value, (dict, list, tuple)):
+            for v in value.items() if isinstance(value, dict) else value:  # a (key, value) pair: the key first
                 walk(v, key)
 
     for key, value in raw.items():
-        walk(key, str(key).encode("utf-8", "backslashreplace").decode())
-        walk(value, str(key).encode("utf-8", "backslashreplace").decode())
+        walk((key, value), str(key).encode("utf-8", "backslashreplace").decode())
 
 
 def _surrogate_free(value: Any) -> bool:
