@@ -133,20 +133,23 @@ def _depth(judged, k):
 
 # Each metric's arithmetic on a judgement (``finish``), then the metric itself.
 
+def _found(judged, depth: int) -> bool:
+    """Whether a relevant item is among the first ``depth`` (``covered``: relevant items found up to a rank)."""
+    return depth > 0 and judged[1][depth - 1] > 0
+
+
 def _hit_rate(judged, *, k: int | None = 10, **_) -> float:
-    depth = _depth(judged, k)
-    return 1.0 if depth and judged[1][depth - 1] else 0.0  # covered: relevant items found up to a rank
+    return 1.0 if _found(judged, _depth(judged, k)) else 0.0
 
 
 def _mrr(judged, *, k: int | None = 10, **_) -> float:
-    try:
-        return 1.0 / (judged[0].index(True, 0, _depth(judged, k)) + 1)
-    except ValueError:  # no relevant item among the first k
-        return 0.0
+    return 1.0 / (judged[0].index(True) + 1) if _found(judged, _depth(judged, k)) else 0.0
 
 
 def _ndcg(judged, *, k: int | None = 10, **_) -> float:
     flags, _, n_relevant, _ = judged
+    if not _found(judged, _depth(judged, k)):
+        return 0.0  # a DCG of 0
     dcg = math.fsum([_gain(rank) for rank in range(_depth(judged, k)) if flags[rank]])
     return dcg / _ideal_dcg(n_relevant if k is None else builtins.min(n_relevant, k))
 
