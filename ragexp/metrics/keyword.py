@@ -28,13 +28,6 @@ from ragexp.common.text import keywords, stopword_set
 from ragexp.metrics.base import Score, register
 
 
-def _overlap(reference: str, answer: str, stops: frozenset[str]) -> float | None:
-    ref = keywords(reference, stops)
-    if not ref:
-        return None
-    return len(ref & keywords(answer, stops)) / len(ref)
-
-
 @register()
 def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str | list[str] | None = None) -> float | Score:
     """Share of the reference's keywords found in the answer; range [0, 1]. Max over references.
@@ -53,7 +46,8 @@ def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str
     True
     """
     stops = stopword_set(stopwords)
-    values = [v for ref in dict.fromkeys(reference_answers) if (v := _overlap(ref, answer, stops)) is not None]
+    found = keywords(answer, stops)
+    values = [len(kw & found) / len(kw) for ref in dict.fromkeys(reference_answers) if (kw := keywords(ref, stops))]
     if not values:
         return Score.undefined("the reference answers hold no keyword (of two characters or more)")
     return max(values)
