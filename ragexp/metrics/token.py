@@ -60,6 +60,8 @@ def _best_per_passage(passages: list[str], truths: list[str]) -> list[tuple[floa
     truths = [t for t in dict.fromkeys(truths) if squad_counts(t)[1]]  # distinct; one without a token is none
     if not truths:
         return Score.undefined("no ground truth with a token (empty ground truth)")
+    if len(truths) == 1:  # the usual case: the one ground truth's scores are the best
+        return [token_prf(p, truths[0]) for p in passages]
     return [tuple(map(max, zip(*[token_prf(p, g) for g in truths]))) for p in passages]
 
 
