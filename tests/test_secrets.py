@@ -112,14 +112,16 @@ def test_what_counts_as_a_secret(monkeypatch):
 
 @pytest.mark.integration
 def test_per_sample_table_cells_are_scrubbed(tmp_path, data_dir):
-    """A system under test that echoes a token in its answer: per_sample.json keeps the row, not the token."""
+    """A system under test that echoes a token in its answer and retrieves a page quoting it: the
+    per-sample tables keep the row, not the token (a text cell and a list cell alike)."""
     import json
 
     records = tmp_path / "records.jsonl"
     records.write_text("\n".join(json.dumps(r) for r in [
         {"id": "1", "query": "what is the token?", "answer": f"the token is {SERVICE_TOKEN}",
-         "reference_answers": ["no token"]},
-        {"id": "2", "query": "capital of France?", "answer": "Paris", "reference_answers": ["Paris"]},
+         "reference_answers": ["no token"], "contexts": ["a page", f"a page that quotes {SERVICE_TOKEN}"]},
+        {"id": "2", "query": "capital of France?", "answer": "Paris", "reference_answers": ["Paris"],
+         "contexts": ["Paris is the capital of France."]},
     ]) + "\n")
     proc = run_cli(f"data_dir={data_dir}", "dataset=records", f"dataset.path={records}", "metric=exact_match",
                    "progress=false", cwd=tmp_path, env=ENV)
@@ -130,6 +132,8 @@ def test_per_sample_table_cells_are_scrubbed(tmp_path, data_dir):
     table = json.loads(Path(path).read_text())
     answers = [row[table["columns"].index("answer")] for row in table["data"]]
     assert answers == ["the token is ***", "Paris"]
+    contexts = [row[table["columns"].index("contexts")] for row in table["data"]]
+    assert "a page that quotes ***" in contexts[0] and "Paris is the capital of France." in contexts[1]
 
 
 # --- a store's password in every form SQLAlchemy and MLflow accept --------------------------------------

@@ -137,14 +137,17 @@ def hide_overrides(argv: list[str], environ: dict[str, str] | None = None) -> li
 
 
 def scrub_columns(columns: dict[str, list]) -> dict[str, list]:
-    """Plain columns (the per-sample table: details quote errors) with every text cell scrubbed (each
-    distinct text once)."""
+    """Plain columns (the per-sample table: details quote errors, contexts quote pages) with every
+    text scrubbed, in a text cell or a list cell (each distinct text once)."""
     secrets = _env_secrets()
     # a cell that holds none of these cannot change: one regex search instead of a full scrub
     maybe = re.compile("|".join([re.escape(v) for v in secrets] + ["://", "=", "sk-", "AIza", "hf_"]))
     done: dict[str, str] = {}
 
     def clean(v: Any) -> Any:
+        if isinstance(v, list):  # a new list only where a text in it changed
+            out = [clean(x) for x in v]
+            return out if any(a is not b for a, b in zip(out, v)) else v
         if not isinstance(v, str) or not maybe.search(v):
             return v
         if v not in done:
