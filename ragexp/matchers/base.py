@@ -12,9 +12,9 @@ the passages (:func:`ragexp.matchers.sentences.split_sentences`) for a sentence 
 - per passage, the ground-truth components it matches and the ground-truth *contexts* those
   components belong to (what the ranked metrics call relevant items: docs/metrics.md#hit_rate).
 
-Context metrics and ranked metrics at several cut-offs ask for the same record many times, so
-a matcher remembers its last results, and :func:`ragexp.matchers.build_matcher` hands out one
-matcher per configuration.
+The context metrics (one match per record for all three) and the ranked metrics on ``relevance:
+matcher`` ask for the same record's match, so a matcher remembers its last 64 results (scoring goes
+by blocks of 64 records), and :func:`ragexp.matchers.build_matcher` hands out one per configuration.
 """
 
 from __future__ import annotations
