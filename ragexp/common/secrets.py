@@ -148,10 +148,10 @@ def scrub_columns(columns: dict[str, list]) -> dict[str, list]:
         if isinstance(v, list):  # a new list only where a text in it changed
             out = [clean(x) for x in v]
             return out if any(a is not b for a, b in zip(out, v)) else v
-        if not isinstance(v, str) or not maybe.search(v):
+        if not isinstance(v, str):
             return v
-        if v not in done:
-            done[v] = scrub(v, secrets)
+        if v not in done:  # the status columns and the retrieved passages repeat a few texts
+            done[v] = scrub(v, secrets) if maybe.search(v) else v
         return done[v]
 
     return {name: [clean(v) for v in values] for name, values in columns.items()}
