@@ -116,12 +116,16 @@ def cli_sweep(tree: Path, work: Path, grid: list[str], extra: list[str] | None =
     children = {r.info.run_name: r for r in found if "mlflow.parentRunId" in r.data.tags}
     finished = [r for r in children.values() if r.info.status == "FINISHED"]
     timing = ("latency", "avg_latency", "index/", "pipeline/")  # seconds: they differ on every run
-    metrics = {name: {k: v for k, v in r.data.metrics.items() if not k.startswith(timing)}
+    bound = ("/ci_low", "/ci_high", "/stderr")  # intervals: the same where both bootstrap, else within its noise
+    metrics = {name: {k: v for k, v in r.data.metrics.items() if not k.startswith(timing) and not k.endswith(bound)}
                for name, r in children.items()}
+    bounds = {name: {k: v for k, v in r.data.metrics.items() if not k.startswith(timing) and k.endswith(bound)}
+              for name, r in children.items()}
     parent = [r.info for r in found if "mlflow.parentRunId" not in r.data.tags][:1]
     p0, p1 = (parent[0].start_time / 1000, (parent[0].end_time or 0) / 1000) if parent else (t0, t1)
     return {"wall": t1 - t0, "cpu": r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, "before_first": min(starts) - t0 if starts else None,
             "after_last": t1 - max(ends) if ends else None, "finished": len(finished), "metrics": metrics,
+            "bounds": bounds,
             "parents": len(found) - len(children), "own": min(starts, default=p0) - p0 + p1 - max(ends, default=p1),
             "start": p0 - t0, "exit": t1 - p1, "load": f"{before} → {load()}"}
 
@@ -174,6 +178,23 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def interval_moves(base: dict[str, dict], this: dict[str, dict]) -> dict[str, float]:
+    """How far each job's interval ends moved against the baseline's, as a share of the baseline's width."""
+    keys = changed = 0
+    worst = 0.0
+    for job, b in base.items():
+        for k, v in b.items():
+            if not k.endswith(("/ci_low", "/ci_high")):
+                continue
+            keys += 1
+            t, stem = this.get(job, {}).get(k), k.rsplit("/", 1)[0]
+            width = b.get(f"{stem}/ci_high", 0.0) - b.get(f"{stem}/ci_low", 0.0)
+            if t != v:
+                changed += 1
+                worst = max(worst, float("inf") if t is None else abs(t - v) / width if width else float("inf"))
+    return {"keys": keys, "changed": changed, "worst": worst}
+
+
 def check_jobs(jobs: dict[str, list[dict]], label: str, kind: str, planned: int, problems: list[str]) -> bool:
     """Print both trees' per-job phases; a problem unless each ran ``planned`` jobs of 2,910 samples.
     True when both trees' jobs gave the same metric values."""
@@ -221,6 +242,13 @@ def main() -> int:
                     differ = [n for n, m in cli["base"][0]["metrics"].items() if got["metrics"].get(n) != m]
                     problems.append(f"{name}: metric values differ from the baseline's in {len(differ)} jobs, "
                                     f"e.g. {differ[:2]}")
+                if cli["base"] and name == "this":
+                    moved = interval_moves(cli["base"][0]["bounds"], got["bounds"])
+                    print(f"    intervals: {moved['changed']} of {moved['keys']} interval ends differ from the "
+                          f"baseline's, at most {moved['worst']:.3f} of the interval's width (allowed 0.1: the "
+                          f"normal interval of large runs, docs/uncertainty.md)")
+                    if moved["worst"] > 0.1 or moved["keys"] == 0:
+                        problems.append(f"{name}: intervals moved by {moved['worst']:.3f} of their width")
         check_jobs(alternating(trees, root, grid), "BM25", "in-process", 12, problems)
         if cli["this"] and not problems:
             def med(name: str, *keys: str) -> float:
