@@ -381,8 +381,9 @@ class JudgeClient:
         self.timeouts = 0
 
     async def watch(self) -> None:
-        """Log one line whenever requests have waited :data:`STALL_WARN_S` (or ``timeout_s``) without a reply."""
-        stall = min(STALL_WARN_S, self.s.timeout_s)
+        """Log one line whenever requests have waited :data:`STALL_WARN_S` (or half of ``timeout_s``: a request
+        that times out and is sent again restarts the wait) without a reply."""
+        stall = min(STALL_WARN_S, self.s.timeout_s / 2)
         told = 0.0
         while True:
             await asyncio.sleep(min(1.0, stall / 4))
