@@ -264,7 +264,7 @@ class PostgresJudgeCache:
         """Take the right to ask ``key``'s question now; False while another process holds it.
 
         The claim is a session advisory lock: another job's connection cannot take it until this one
-        :meth:`release`\ s it or ends (a killed job frees its claims with its connection).
+        releases it (:meth:`release`) or ends (a killed job frees its claims with its connection).
         """
         got = bool(self._run("SELECT pg_try_advisory_lock(%s)", (_lock_id(key),)).fetchone()[0])
         if got:
