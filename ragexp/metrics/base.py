@@ -144,6 +144,12 @@ def direction(key: str) -> tuple[bool, bool]:
     return (info.higher_is_better, True) if info is not None else (True, False)
 
 
+def check_k(k: Any) -> None:
+    """A ValueError unless ``k`` (a metric's cut-off) is a positive integer or None."""
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be a positive integer or null, got {k!r}")
+
+
 def mean_ok(scores: Sequence[Score]) -> float | None:
     """The mean of the ``ok`` values; None when there is none (never a silent 0)."""
     values = [v for s in scores if s.status == "ok" and (v := s.value) is not None and not math.isnan(v)]

@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragexp.matchers import Matches, build_matcher
-from ragexp.metrics.base import Score, register
+from ragexp.metrics.base import Score, check_k, register
 
 
 def _matches(contexts: list[str], gt_contexts: list[str], *, matcher: Any = None, **_) -> Matches:
@@ -72,8 +72,7 @@ def _f1(m: Matches, *, k: int | None = None, **_) -> float | Score:
 
 
 def _context(contexts: list[str], gt_contexts: list[str], k: int | None, matcher: Any, finish) -> float | Score:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ValueError(f"k must be a positive integer or null, got {k!r}")
+    check_k(k)
     return finish(_matches(contexts, gt_contexts, matcher=matcher), k=k)
 
 

@@ -55,7 +55,7 @@ from functools import lru_cache
 from typing import Any
 
 from ragexp.matchers import build_matcher
-from ragexp.metrics.base import Score, register
+from ragexp.metrics.base import Score, check_k, register
 
 RELEVANCE = ("auto", "ids", "matcher")
 _IDS = ("context_ids", "gt_context_ids")
@@ -118,8 +118,7 @@ def judgement(retrieved: list[str], truths: list[str], *, relevance: str = "auto
 
 
 def _ranked(retrieved, truths, k, relevance, matcher, finish, **options):
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ValueError(f"k must be a positive integer or null, got {k!r}")
+    check_k(k)
     judged = judgement(retrieved, truths, relevance=relevance, matcher=matcher)
     if isinstance(judged, Score):
         return judged
