@@ -178,3 +178,20 @@ def test_a_run_with_judge_samples_logs_the_noise_and_two_stage_intervals(compose
     assert summary["intervals"]["answer_consistency_binary"]["method"] == "two_stage"
     assert summary["judge"]["judge/noise/answer_consistency_binary/flip_share"] == 10 / 30
     assert summary["metrics"]["answer_consistency_binary"] == 1.0  # the majority of 1, 0, 1
+
+
+@pytest.mark.parametrize("metric", ["answer_consistency_binary", "answer_consistency"])
+def test_the_judge_noise_command_with_clusters_runs(compose, server, metric):
+    """docs/judge-trust.md's judge-noise command with stats.cluster_by: every judge metric goes to the
+    two-stage interval, and the (empty) joint intervals still take the run's cluster labels."""
+    from ragexp.workflow.runner import execute
+
+    cfg = compose("dataset=expertqa", "dataset.limit=30", f"metric={metric}", "judge=openai_compatible",
+                  f"judge.api_base={server.url}", "judge.cache=false", "judge.samples=3", "judge.temperature=0.7",
+                  "stats.cluster_by=question_id", "stats.resamples=500")
+    outcome = execute(cfg, save=False, show=False)
+    key = next(k for k in outcome.summary["intervals"] if k.startswith(metric))
+    iv = outcome.summary["intervals"][key]
+    questions = {r.extra["question_id"] for r in outcome.records}
+    assert iv["method"] == "two_stage" and iv["ci_low"] <= iv["mean"] <= iv["ci_high"]
+    assert 2 <= iv["n_clusters"] <= len(questions) <= 30

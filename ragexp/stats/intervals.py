@@ -120,7 +120,8 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
     lengths = {len(a) for a in arrays.values()}
     if len(lengths) > 1:
         raise ValueError(f"columns must have one value per sample; got lengths {sorted(lengths)}")
-    n_all = lengths.pop() if lengths else 0
+    # no column (every metric of a run went to the two-stage interval): nothing to align the clusters to
+    n_all = lengths.pop() if lengths else (len(clusters) if clusters is not None else 0)
     if clusters is not None and len(clusters) != n_all:
         raise ValueError(f"clusters must have one label per sample ({n_all}), got {len(clusters)}")
 
