@@ -24,6 +24,7 @@ from ragexp.errors import ConfigError, JudgeFailed, RagexpError
 from ragexp.core.scoring import MetricSpec, aggregate, build_metrics, check_fields, score, stage_latencies, uncertainty
 from ragexp.metrics.base import Score
 from ragexp.common.records import Record, cluster_labels, present_fields
+from ragexp.core.headline import declared, headline_keys
 from ragexp.core.results import dataset_columns, outputs_digest, per_sample_columns, questions_digest
 from ragexp.common.paths import plain
 from ragexp.stats.settings import stats_settings
@@ -35,6 +36,9 @@ def load_dataset(dataset_cfg: DictConfig) -> Dataset:
 
     if dataset_cfg is None or "_target_" not in dataset_cfg:
         raise ConfigError("no dataset: choose one with dataset=<name> (see conf/dataset/)")
+    corpus_keys = {k: dataset_cfg.get(k) for k in CORPUS_KEYS if k in dataset_cfg}
+    if corpus_keys:  # the user's own corpus, for any adapter: read by ragexp.datasets.corpus, not the adapter
+        dataset_cfg = OmegaConf.masked_copy(dataset_cfg, [k for k in dataset_cfg if k not in CORPUS_KEYS])
     try:
         ds = instantiate(dataset_cfg, _convert_="all")
     except InstantiationException as exc:
@@ -46,7 +50,29 @@ def load_dataset(dataset_cfg: DictConfig) -> Dataset:
         raise ConfigError(f"dataset '{dataset_cfg.get('name')}': {exc}") from None
     if not isinstance(ds, Dataset):
         raise ConfigError(f"dataset loader {dataset_cfg._target_} returned {type(ds).__name__}, expected a Dataset")
+    if corpus_keys.get("corpus") is not None:
+        attach_corpus(ds, corpus_keys["corpus"], plain(corpus_keys.get("corpus_columns")), corpus_keys.get("corpus_format"))
     return ds
+
+
+#: keys of any dataset config that name the user's own corpus (docs/testset.md, "Your corpus")
+CORPUS_KEYS = ("corpus", "corpus_columns", "corpus_format")
+
+
+def attach_corpus(ds: Dataset, path: Any, columns: Any = None, format: str | None = None) -> None:
+    """``ds.corpus`` from the user's corpus file or folder; one warning line when ground-truth ids are not in it."""
+    import sys
+
+    from ragexp.datasets.corpus import read_corpus, unmatched_ids
+
+    corpus = read_corpus(str(path), columns=columns, format=format)
+    ds.corpus = corpus.docs
+    missing, total, examples = unmatched_ids(ds.records, corpus.docs)
+    ds.info.update(corpus=corpus.source, corpus_documents=len(corpus.docs), gt_ids_not_in_corpus=missing)
+    if missing:
+        print(f"ragexp: warning: {missing} of {total} gt_context_ids are not in the corpus {corpus.source} "
+              f"(e.g. {', '.join(repr(e) for e in examples)}): no retrieved passage can match them, so the id-based "
+              "context metrics count them as misses", file=sys.stderr)
 
 
 @dataclass
@@ -202,6 +228,8 @@ def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Sco
         "n_samples": len(records),
         "fields": present_fields(records),
         "metrics": scored.values,
+        # the keys every report leads with: stats.primary, then the suite's _headline_ (ragexp.core.headline)
+        "headline": headline_keys(declared(cfg.get("metric")), list(scored.values), plan.stats.get("primary")),
         "intervals": {k: iv.as_dict() for k, iv in intervals.items()},
         "stats": plan.stats,
         "status_counts": scored.counts,
