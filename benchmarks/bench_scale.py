@@ -1,11 +1,10 @@
-"""Big runs: 10k / 50k / 100k records with the default suite, this tree against a baseline tree.
+"""Big runs: 50k / 100k / 200k (up to 1M) realistic records with the default suite, this tree against a baseline tree.
 
     git worktree add /work/base e33855c        # the baseline: any checkout of ragexp
-    python benchmarks/bench_scale.py --base /work/base [--sizes 10000,50000,100000] [--cases evaluate] [--trees this]
+    python benchmarks/bench_scale.py --base /work/base [--sizes 50000,100000,200000] [--cases evaluate] [--trees this]
 
-Workload: SQuAD v2's answerable questions repeated (ids made unique) up to the size: the gold
-paragraph and the next paragraph as retrieved contexts (with ids), the first answer text as the
-answer, all the answer texts as references; one JSONL file per size. Each case runs in its own
+Workload: benchmarks/realistic_records.py (SQuAD v2 questions, five retrieved paragraphs, a sentence
+answer, references, ids, latency, label: ~5.6 KB of JSONL each); one JSONL file per size. Each case runs in its own
 process (``PYTHONPATH`` = the tree), one after the other, baseline then this tree:
 
 - ``evaluate``: ``ragexp.evaluate(path, log=False)``;
@@ -13,8 +12,8 @@ process (``PYTHONPATH`` = the tree), one after the other, baseline then this tre
 - ``cli-log``: the same run logged to a fresh SQLite store.
 
 Printed per case: wall seconds, CPU seconds (user + system of the process and its children),
-peak RSS (the largest of the process and its children, from ``getrusage``), and the disk the run
-left (the results folder, the store and its artifacts). It exits 1 unless every run scored every
+peak RSS (the largest of the process and its children, from ``getrusage``), for ``evaluate`` the
+seconds from ``evaluate`` returning to the process's exit, and the disk the run left (the results folder, the store and its artifacts). It exits 1 unless every run scored every
 record (``n_samples`` equal to the size) with the same metric values in both trees;
 ``--broken`` gives it a file with a missing query, so it must fail.
 """
@@ -32,33 +31,22 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from realistic_records import write_records  # noqa: E402  (benchmarks/ is not a package)
 DATA = Path(os.environ.get("RAGEXP_DATA_DIR", HERE.parent / "shared" / "data")).resolve()
 
 EVALUATE = r"""
 import json, sys
 import ragexp
+import time
 out = ragexp.evaluate(sys.argv[1], log=False, progress=False)
-print("RESULT " + json.dumps({"n": out.summary["n_samples"], "metrics": out.summary["metrics"]}))
+print("RESULT " + json.dumps({"n": out.summary["n_samples"], "metrics": out.summary["metrics"], "returned": time.time()}),
+      flush=True)
 """
 
 
 def make_records(path: Path, n: int, broken: bool = False) -> None:
-    d = json.loads((DATA / "squad2" / "dev-v2.0.json").read_text(encoding="utf-8"))
-    paragraphs, questions = [], []
-    for ai, article in enumerate(d["data"]):
-        for pi, para in enumerate(article["paragraphs"]):
-            paragraphs.append((f"{ai}-{pi}", para["context"]))
-            for qa in para["qas"]:
-                if qa["answers"]:
-                    questions.append((len(paragraphs) - 1, qa["question"], [a["text"] for a in qa["answers"]]))
-    with open(path, "w", encoding="utf-8") as fh:
-        for i in range(n):
-            p, question, answers = questions[i % len(questions)]
-            (gold_id, gold), (other_id, other) = paragraphs[p], paragraphs[(p + 1) % len(paragraphs)]
-            rec = {"id": f"q{i}", "query": "" if broken and i == n // 2 else question, "answer": answers[0],
-                   "reference_answers": answers, "contexts": [gold, other], "context_ids": [gold_id, other_id],
-                   "gt_contexts": [gold], "gt_context_ids": [gold_id]}
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    write_records(path, n, broken=broken)
 
 
 def disk(*paths: Path) -> int:
@@ -80,11 +68,12 @@ def measure(cmd: list[str], tree: Path, cwd: Path) -> tuple[dict, str]:
              "t = time.perf_counter()\n"
              "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
              "wall = time.perf_counter() - t\n"
+             "ended = time.time()\n"
              "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
              "sys.stderr.write(p.stderr)\n"
              "print(p.stdout)\n"
              "print('USAGE ' + json.dumps({'rc': p.returncode, 'wall': wall, 'cpu': u.ru_utime + u.ru_stime, "
-             "'rss_mb': u.ru_maxrss / 1024}))\n")
+             "'rss_mb': u.ru_maxrss / 1024, 'ended': ended}))\n")
     env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     proc = subprocess.run([sys.executable, "-c", probe, *cmd], cwd=cwd, env=env, capture_output=True, text=True)
@@ -99,7 +88,7 @@ def load() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", type=Path, required=True)
-    ap.add_argument("--sizes", default="10000,50000,100000")
+    ap.add_argument("--sizes", default="50000,100000,200000")
     ap.add_argument("--cases", default="evaluate,cli-nolog,cli-log")
     ap.add_argument("--trees", default="base,this", help="which trees to run (this alone: the logging RSS ratio)")
     ap.add_argument("--broken", action="store_true")
@@ -130,6 +119,7 @@ def main() -> int:
                     continue
                 if case == "evaluate":
                     result = json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[7:])
+                    usage["exit_s"] = usage["ended"] - result["returned"]
                 else:
                     result = json.loads((work / "out" / "summary.json").read_text())
                     result = {"n": result["n_samples"], "metrics": result["metrics"]}
@@ -137,7 +127,8 @@ def main() -> int:
                 if result["n"] != n:
                     problems.append(f"{n} {case} {name}: scored {result['n']} records, not {n}")
                 print(f"  {n:>7,} {case:<9} {name:<4}: {usage['wall']:7.1f} s wall, {usage['cpu']:7.1f} s CPU, "
-                      f"peak RSS {usage['rss_mb']:6.0f} MB, disk {usage['disk_mb']:6.1f} MB; load {load()}", flush=True)
+                      f"peak RSS {usage['rss_mb']:6.0f} MB, disk {usage['disk_mb']:6.1f} MB"
+                      + (f", exit {usage['exit_s']:.1f} s" if "exit_s" in usage else "") + f"; load {load()}", flush=True)
             b, t = figures.get((case, "base")), figures.get((case, "this"))
             if b and t and "metrics" in b and "metrics" in t:
                 if b["metrics"] != t["metrics"]:
