@@ -188,13 +188,13 @@ def test_ratio_intervals_of_the_four_confusion_metrics_equal_each_alone(data_dir
 
 
 def test_the_counts_are_those_of_numpys_default_integer_draw():
-    # _counts draws int32 indices: the same stream as rng.integers' default int64 for a range below 2**32
-    from ragexp.stats.intervals import _counts, _rng
+    # count_matrix draws int32 indices: the same stream as rng.integers' default int64 for a range below 2**32
+    from ragexp.stats.resampling import count_matrix, generator
 
     for groups, size in ((40, 300), (1000, 4000)):
-        idx = _rng(3).integers(0, groups, size=(size, groups))
+        idx = generator(3).integers(0, groups, size=(size, groups))
         expected = np.stack([np.bincount(row, minlength=groups) for row in idx])
-        assert np.array_equal(_counts(_rng(3), groups, size), expected)
+        assert np.array_equal(count_matrix(generator(3), groups, size), expected)
 
 
 def test_bad_settings_say_what_was_expected():

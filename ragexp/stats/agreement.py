@@ -20,7 +20,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragexp.stats.intervals import Interval, _draws, _rng, check_settings, units_of
+from ragexp.stats.intervals import Interval, check_settings, units_of
+from ragexp.stats.resampling import CHUNK_CELLS, draws, generator
 
 STATISTICS = {"binary": ("percent_agreement", "kappa", "ac1"),
               "ordinal": ("percent_agreement", "kappa_quadratic", "alpha_ordinal", "ac1"),
@@ -29,7 +30,6 @@ STATISTICS = {"binary": ("percent_agreement", "kappa", "ac1"),
 HEADLINE = {"binary": "kappa", "ordinal": "kappa_quadratic", "continuous": "spearman"}
 #: above this many (human value, judge value) cells the rank statistics get no bootstrap interval
 MAX_CELLS = 20_000
-_CHUNK_CELLS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def _resampled(cells: list[np.ndarray], shapes: list[tuple[int, int]], unit_of: 
             p = np.zeros((g, m), dtype=np.float32)
             np.add.at(p, (unit_of, c), 1.0)
             per.append(p)
-        for start, size, counts in _draws(seed, g, resamples):
+        for start, size, counts in draws(seed, g, resamples):
             yield start, size, [(counts @ p).astype(float).reshape(size, *shape) for p, shape in zip(per, shapes)]
         return
     joint = np.zeros(len(cells[0]), dtype=np.int64)
@@ -162,8 +162,8 @@ def _resampled(cells: list[np.ndarray], shapes: list[tuple[int, int]], unit_of: 
         maps.append(onehot)
         uniq = uniq // m
     maps.reverse()
-    rng = _rng(seed)
-    chunk = max(1, _CHUNK_CELLS // max(len(probs), max(sizes)))
+    rng = generator(seed)
+    chunk = max(1, CHUNK_CELLS // max(len(probs), max(sizes)))
     for start in range(0, resamples, chunk):
         size = min(chunk, resamples - start)
         counts = rng.multinomial(len(joint), probs, size=size).astype(float)

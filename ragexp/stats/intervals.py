@@ -38,10 +38,7 @@ import numbers
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-#: resamples × groups drawn at a time (bounds the memory of the count matrix to ~32 MB)
-_CHUNK_CELLS = 4_000_000
-#: counts made this many cells at a time (~0.5 MB of indices: they stay in the processor's cache)
-_CACHE_CELLS = 65_536
+from ragexp.stats.resampling import draws
 
 METHODS = ("percentile", "bca")
 
@@ -214,13 +211,6 @@ def _normal(vals, mean: float, resamples: int, confidence: float, method: str) -
     return Interval(mean, se, mean - z * se, mean + z * se, n, "normal", confidence)
 
 
-def _rng(seed: Any):
-    """The resampling generator (SFC64: faster than numpy's default PCG64 at drawing indices)."""
-    import numpy as np
-
-    return np.random.Generator(np.random.SFC64(seed))
-
-
 #: inside :func:`joint_intervals`: the plans the interval functions leave to be drawn together
 _PLANS: list[list[tuple[Iterator[Any], dict[str, Any]]]] = []
 
@@ -233,7 +223,7 @@ def _resample(seed: int, resamples: int, plans: list[Iterator[Any]]) -> list[dic
         g, take = next(plan)
         takes.setdefault(g, []).append(take)
     for g, group in takes.items():
-        for start, size, c in _draws(seed, g, resamples):
+        for start, size, c in draws(seed, g, resamples):
             for take in group:
                 take(start, size, c)
     results = []
@@ -267,36 +257,6 @@ def joint_intervals(means: Mapping[str, Sequence[float | None]],
         out.update(result)
     order = [*ratios, *means]
     return {k: out[k] for k in order}
-
-
-def _draws(seed: int, groups: int, resamples: int) -> Iterator[tuple[int, int, Any]]:
-    """``(start, size, counts)`` chunks of the seeded draw of ``resamples`` resamples of ``groups`` units."""
-    rng = _rng(int(seed))
-    chunk = max(1, _CHUNK_CELLS // groups)
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        yield start, size, _counts(rng, groups, size)
-
-
-def _counts(rng, groups: int, size: int):
-    """``size`` resamples of ``groups`` units with replacement, as a size × groups float32 count matrix.
-
-    float32: the counts are small integers (exact), and the matrix products that turn them into
-    resampled sums run twice as fast; their rounding (~1e-7 relative) is far below the
-    bootstrap's own Monte-Carlo error. Counted a few rows at a time, so that each row's counts
-    stay in the processor's cache: the same draws as in one call (numpy's 32-bit draws for a
-    range below 2**32 run on whatever the size of the call), in about half the time.
-    """
-    import numpy as np
-
-    out = np.empty((size, groups), dtype=np.float32)
-    step = max(1, _CACHE_CELLS // groups)
-    for row in range(0, size, step):
-        rows = min(step, size - row)
-        idx = rng.integers(0, groups, size=(rows, groups))
-        idx += (np.arange(rows) * groups)[:, None]
-        out[row:row + rows] = np.bincount(idx.ravel(), minlength=rows * groups).reshape(rows, groups)
-    return out
 
 
 def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: int, confidence: float, seed: int,

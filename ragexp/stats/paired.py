@@ -23,10 +23,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ragexp.stats.intervals import _counts, _rng, check_settings
+from ragexp.stats.intervals import check_settings
+from ragexp.stats.resampling import CHUNK_CELLS, count_matrix, generator
 
-#: target number of float32 cells in one resample chunk (about 16 MB)
-_CHUNK_CELLS = 4_000_000
 #: power of the minimum detectable difference
 _POWER = 0.8
 
@@ -91,7 +90,7 @@ def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, resam
 
     seq_boot, seq_perm = np.random.SeedSequence(seed).spawn(2)
     alpha = 1 - confidence
-    boot = _bootstrap_mean_diffs(d, resamples, _rng(seq_boot))
+    boot = _bootstrap_mean_diffs(d, resamples, generator(seq_boot))
     ci_low, ci_high = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
 
     p = np.ones(m)
@@ -136,7 +135,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def _chunk_rows(n: int, total: int) -> int:
-    return max(1, min(total, _CHUNK_CELLS // max(n, 1)))
+    return max(1, min(total, CHUNK_CELLS // max(n, 1)))
 
 
 def _bootstrap_mean_diffs(d: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -153,7 +152,7 @@ def _bootstrap_mean_diffs(d: np.ndarray, resamples: int, rng: np.random.Generato
     step = _chunk_rows(n, resamples)
     for start in range(0, resamples, step):
         rows = min(step, resamples - start)
-        out[start:start + rows] = _counts(rng, n, rows).astype(np.float32) @ centred
+        out[start:start + rows] = count_matrix(rng, n, rows).astype(np.float32) @ centred
     out /= n
     out += centre
     return out

@@ -15,9 +15,7 @@ import math
 from typing import Any, Sequence
 
 from ragexp.stats.intervals import Interval
-
-#: resamples × items × verdicts drawn at a time (bounds the memory of one chunk to ~32 MB)
-_CHUNK_CELLS = 4_000_000
+from ragexp.stats.resampling import CHUNK_CELLS
 
 
 def _matrix(samples: Sequence[Sequence[float | None]]):
@@ -130,7 +128,7 @@ def _boot_means(v, counts, rng, idx, weights, binary: bool):
     k = v.shape[1]
     resamples, m = idx.shape
     out = np.empty(resamples)
-    step = max(1, _CHUNK_CELLS // max(1, m * k))
+    step = max(1, CHUNK_CELLS // max(1, m * k))
     for start in range(0, resamples, step):
         sl = slice(start, min(resamples, start + step))
         i = idx[sl]
