@@ -110,6 +110,15 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
     result equals what :func:`mean_interval` gives for it alone: the draw depends only on
     ``seed`` and the number of samples.
     """
+    out, plan = _mean_plan(columns, clusters, resamples, confidence, seed, method)
+    if plan is not None:
+        out.update(_resample(seed, int(resamples), [plan])[0])
+    return {k: out[k] for k in columns}
+
+
+def _mean_plan(columns: Mapping[str, Sequence[float | None]], clusters: Sequence[Any] | None, resamples: int,
+               confidence: float, seed: int, method: str) -> tuple[dict[str, Interval], Iterator[Any] | None]:
+    """The intervals that need no resample, and the plan (:func:`_bootstrap`) of the others, or None."""
     import numpy as np
 
     check_settings(confidence, method, resamples)
@@ -146,15 +155,11 @@ def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: S
                 continue
         boot_keys.append(key)
 
-    if boot_keys:
-        values = np.stack([arrays[k] for k in boot_keys], axis=1)  # samples × metrics, NaN where not ok
-        plan = _bootstrap(boot_keys, values, units_of(clusters, n_all), clustered=clusters is not None,
-                          resamples=int(resamples), confidence=confidence, seed=seed, method=method)
-        if _PLANS:  # inside joint_intervals: drawn once with the ratio intervals' plan
-            _PLANS[-1].append((plan, out))
-        else:
-            out.update(_resample(seed, int(resamples), [plan])[0])
-    return out if _PLANS else {k: out[k] for k in arrays}
+    if not boot_keys:
+        return out, None
+    values = np.stack([arrays[k] for k in boot_keys], axis=1)  # samples × metrics, NaN where not ok
+    return out, _bootstrap(boot_keys, values, units_of(clusters, n_all), clustered=clusters is not None,
+                           resamples=int(resamples), confidence=confidence, seed=seed, method=method)
 
 
 def units_of(clusters: Sequence[Any] | None, n: int):
@@ -211,10 +216,6 @@ def _normal(vals, mean: float, resamples: int, confidence: float, method: str) -
     return Interval(mean, se, mean - z * se, mean + z * se, n, "normal", confidence)
 
 
-#: inside :func:`joint_intervals`: the plans the interval functions leave to be drawn together
-_PLANS: list[list[tuple[Iterator[Any], dict[str, Any]]]] = []
-
-
 def _resample(seed: int, resamples: int, plans: list[Iterator[Any]]) -> list[dict[str, Interval]]:
     """Run every plan over one seeded draw: each chunk of resample counts is made once and given to
     every plan over the same number of units (plans over another number draw their own)."""
@@ -243,17 +244,15 @@ def joint_intervals(means: Mapping[str, Sequence[float | None]],
     from one pass over one seeded draw at any size: each chunk of resample counts is drawn once and
     given to both (the draw is never held whole, so memory stays bounded), and every interval is
     exactly what its own function gives. Ratio keys first, then the means."""
-    _PLANS.append([])
-    try:
-        out = dict(ratio_intervals(ratios, clusters=clusters, resamples=resamples, confidence=confidence,
-                                   seed=seed)) if ratios else {}
-        out.update(mean_intervals(means, clusters=clusters, resamples=resamples, confidence=confidence, seed=seed,
-                                  method=method))
-        pending = _PLANS[-1]
-    finally:
-        _PLANS.pop()
-    for (_, into), result in zip(pending, _resample(int(seed), int(resamples), [plan for plan, _ in pending])):
-        into.update(result)
+    out, plans = {}, []
+    if ratios:
+        ratio_out, plan = _ratio_plan_of(ratios, clusters, resamples, confidence)
+        out.update(ratio_out)
+        plans += [plan] if plan is not None else []
+    mean_out, plan = _mean_plan(means, clusters, resamples, confidence, seed, method)
+    out.update(mean_out)
+    plans += [plan] if plan is not None else []
+    for result in _resample(int(seed), int(resamples), plans):
         out.update(result)
     order = [*ratios, *means]
     return {k: out[k] for k in order}
@@ -393,6 +392,15 @@ def ratio_intervals(ratios: Mapping[str, tuple[Sequence[float], Sequence[float]]
     one resample draw and one matrix product per chunk of it for all of them. Each result equals
     what :func:`ratio_interval` gives for it alone (the resampled sums are sums of whole counts,
     exact in float32 whatever the order of the additions)."""
+    out, plan = _ratio_plan_of(ratios, clusters, resamples, confidence)
+    if plan is not None:
+        out.update(_resample(seed, int(resamples), [plan])[0])
+    return {k: out[k] for k in ratios}
+
+
+def _ratio_plan_of(ratios: Mapping[str, tuple[Sequence[float], Sequence[float]]], clusters: Sequence[Any] | None,
+                   resamples: int, confidence: float) -> tuple[dict[str, Interval], Iterator[Any] | None]:
+    """The ratio intervals that need no resample, and the plan (:func:`_ratio_plan`) of the others, or None."""
     import numpy as np
 
     check_settings(confidence, "percentile", resamples)
@@ -418,17 +426,12 @@ def ratio_intervals(ratios: Mapping[str, tuple[Sequence[float], Sequence[float]]
         columns += [num, den]
         n_of[key], value_of[key] = n, value
     if not boot_keys:
-        return {k: out[k] for k in ratios}
+        return out, None
     cluster_of = units_of(clusters, n_all)
     g = int(cluster_of.max()) + 1
     parts = np.zeros((g, len(columns)))
     np.add.at(parts, cluster_of, np.stack(columns, axis=1))
-    plan = _ratio_plan(boot_keys, parts, g, clusters is not None, int(resamples), confidence, n_of, value_of)
-    if _PLANS:  # inside joint_intervals: drawn once with the mean intervals' plan
-        _PLANS[-1].append((plan, out))
-        return out
-    out.update(_resample(seed, int(resamples), [plan])[0])
-    return {k: out[k] for k in ratios}
+    return out, _ratio_plan(boot_keys, parts, g, clusters is not None, int(resamples), confidence, n_of, value_of)
 
 
 def _ratio_plan(boot_keys: list[str], parts, g: int, clustered: bool, resamples: int, confidence: float,
