@@ -121,7 +121,8 @@ def blocks(text: str) -> dict[str, list[str]]:
 def task_of(user: str) -> str:
     """Which verdict the prompt asks for, from the JSON key its reply format names."""
     tail = user[user.rfind("</"):] if "</" in user else user
-    for key, task in (('"fully_supported"', "full_support"), ('"supported"', "support"), ('"relevant"', "relevance"),
+    for key, task in (('"evidence"', "testset_question"), ('"answerable"', "testset_answerable"),
+                      ('"fully_supported"', "full_support"), ('"supported"', "support"), ('"relevant"', "relevance"),
                       ('"used"', "usage"), ('"score"', "similarity"), ('"points"', "main_points"),
                       ('"questions"', "questions"), ('"answers"', "answers")):
         if key in tail:
@@ -174,7 +175,48 @@ def sensible(request: Request) -> dict[str, Any]:
             term = m.group(1) if m else ""
             answers.append(term if term in text_kw else UNANSWERABLE)
         return {"answers": answers}
+    if task == "testset_question":
+        return testset_question(b.get("context", []), request.first_user)
+    if task == "testset_answerable":
+        ctx = "\n".join(b.get("context", []))
+        q = keywords(one("question"), QUESTION_WORDS)
+        ok = bool(q) and len(q & keywords(ctx)) / len(q) >= 0.6
+        best = max(sentences(ctx), key=lambda s: len(q & keywords(s)), default="") if ok else ""
+        return {"answerable": ok, "answer": best}
     return {"error": "unknown task"}
+
+
+#: words a question is made of whatever it asks about; the stand-in's answerability check leaves them out
+QUESTION_WORDS = frozenset("what which who whom whose when where why how is are was were does do did the a an of about "
+                           "said say word words completes complete both and in to".split())
+
+
+def _gap(sentence: str) -> tuple[str, str]:
+    """(a window of the sentence with one word blanked, that word): the word with a digit, else the longest."""
+    words = sentence.split()
+    plain = [re.sub(r"^\W+|\W+$", "", w) for w in words]
+    cands = [i for i, w in enumerate(plain) if len(w) >= 4] or [max(range(len(words)), key=lambda i: len(plain[i]))]
+    i = next((i for i in cands if any(ch.isdigit() for ch in plain[i])), max(cands, key=lambda i: (len(plain[i]), -i)))
+    lo = max(0, i - 6)
+    window = words[lo:i] + ["___"] + words[i + 1:i + 7]
+    return " ".join(window), plain[i]
+
+
+def testset_question(contexts: list[str], prompt: str) -> dict[str, Any]:
+    """A question of the kind the prompt's instruction names, derived from the passages only (ragexp.generate)."""
+    best = [max(sentences(c) or [c], key=lambda s: (len(keywords(s)), -len(s))) for c in contexts] or [""]
+    if "BOTH passages" in prompt and len(best) > 1:
+        (g1, a1), (g2, a2) = _gap(best[0]), _gap(best[1])
+        return {"question": f'What words complete both "{g1}" and "{g2}"?', "answer": f"{a1}; {a2}",
+                "evidence": best[:2]}
+    if "does NOT answer" in prompt:
+        term = max(keywords(best[0]), key=lambda t: (len(t), t), default="it")
+        return {"question": f"Which {term} was recorded in 3021 on Neptune?", "answer": "", "evidence": []}
+    if "describe or explain" in prompt:
+        terms = sorted(keywords(best[0], QUESTION_WORDS), key=lambda t: (-len(t), t))[:4]
+        return {"question": f"What is said about {' '.join(terms)}?", "answer": best[0], "evidence": [best[0]]}
+    gap, answer = _gap(best[0])
+    return {"question": f'What word completes "{gap}"?', "answer": answer, "evidence": [best[0]]}
 
 
 def follow_schema(verdict: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:

@@ -95,7 +95,8 @@ def test_unparseable_replies_say_why(kind, reply, why):
 def test_every_prompt_file_loads_and_names_its_reply_format():
     files = sorted(PROMPT_DIR.glob("*.v1.txt"))
     assert {f.name.split(".")[0] for f in files} == {"relevance", "usage", "similarity", "main_points", "support",
-                                                     "full_support", "questions", "answers"}
+                                                     "full_support", "questions", "answers",
+                                                     "testset_question", "testset_answerable"}  # ragexp.generate's
     for f in files:
         name = f.name.split(".")[0]
         p = load_prompt(name, "v1")

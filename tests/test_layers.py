@@ -23,11 +23,11 @@ PACKAGE = Path(ragexp.__file__).parent
 LAYERS = {
     "errors": 0, "_compat": 0, "common": 0,
     "stats": 1.0, "matchers": 1.0, "metrics": 1.1, "judge": 1.2, "datasets": 1.3, "pipeline": 1.3,
-    "core": 2,
+    "core": 2, "testset": 2,
     "report": 3,
     "tracking": 4,
     "workflow": 5,
-    "cli": 6, "api": 6, "__main__": 6, "compare": 6, "ui": 6,
+    "cli": 6, "api": 6, "__main__": 6, "compare": 6, "ui": 6, "generate": 6,
 }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -69,6 +70,29 @@ class Chunker:
             for n, piece in enumerate(self._pieces(text)):
                 out.append(Chunk(f"{doc_id}#{n}", doc_id, piece))
         return out
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where each chunk :meth:`split` makes of ``text`` lies in it: ``(start, end)`` character offsets, in
+        order, so ``text[start:end]`` holds the chunk's words (``split`` joins words with one space; tokens
+        decode to the same characters). A Hugging Face ``tokenizer.json`` gives no offsets here.
+
+        >>> Chunker(size=2, overlap=0).spans("one  two three")
+        [(0, 8), (9, 14)]
+        """
+        if self.size is None:
+            return [(0, len(text))] if text.strip() else []
+        if self.unit == "words":
+            bounds = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+        else:
+            enc = load_tokenizer(self.tokenizer)
+            if not hasattr(enc, "decode_with_offsets"):
+                raise ConfigError("chunk offsets need a tiktoken encoding (or chunker=none / words), "
+                                  f"not the tokenizer file {self.tokenizer}")
+            ids = enc.encode(text)
+            _, starts = enc.decode_with_offsets(ids)
+            ends = starts[1:] + [len(text)]
+            bounds = list(zip(starts, ends))
+        return [(w[0][0], w[-1][1]) for w in _windows(bounds, self.size, self.overlap) if w]
 
     def _pieces(self, text: str) -> list[str]:
         if self.size is None:

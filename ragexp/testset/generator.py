@@ -1,0 +1,174 @@
+"""Writing and checking the questions through the judge's one client (:class:`ragexp.judge.client.JudgeClient`).
+
+Every sampled item becomes one :class:`Candidate` whose ``outcome`` says how it ended: ``kept``, a filter
+(``filtered:<reason>``), a failed call (``failed:<status>``: ``timeout``, ``rate_limited``, ``api_error``,
+``parse_error``, as the judge metrics record them) or ``not_generated:budget`` when the judge's budget
+stopped the run before its question was asked. Calls go through the judge's cache (a re-run asks nothing
+already answered; an unreadable reply is never cached), its concurrency limit, rate limit, retries and
+budget. Per item: one question call; then, unless a filter that needs no model already dropped it,
+one answerability call with the gold passages alone (its verdict is recorded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragexp.judge.client import Budget, BudgetStop, CallFailed, JudgeClient, Usage
+from ragexp.judge.loop import run_sync, shutdown
+from ragexp.judge.parse import ParseError
+from ragexp.judge.templates import load_prompt
+from ragexp.testset import checks
+from ragexp.testset.passages import Passage
+from ragexp.testset.replies import read_answerable, read_question
+
+PROMPT_VERSION = "v1"
+
+#: what each kind of question asks of the model (the prompt's ``instruction``)
+INSTRUCTIONS = {
+    "factoid": "Write one factual question whose answer is a short fact (a name, a number, a date, a term) "
+               "stated in the passage.",
+    "descriptive": "Write one question asking to describe or explain something the passage explains "
+                   "(how, why, what happens); the answer is one or two sentences from the passage.",
+    "multi": "Write one question that needs BOTH passages to answer: it combines a fact from the first "
+             "passage with a fact from the second. Quote one evidence sentence from each passage.",
+    "unanswerable": "Write one question on the same topic as the passage that the passage does NOT answer "
+                    "(it asks for something the passage never states). Leave the answer empty and the "
+                    "evidence empty.",
+}
+
+
+@dataclass
+class Candidate:
+    """One sampled item and how it ended."""
+
+    index: int
+    kind: str
+    passages: list[Passage]
+    outcome: str = "pending"
+    detail: str = ""
+    question: str = ""
+    answer: str = ""
+    evidence: list[str] = field(default_factory=list)
+    verdict: dict[str, Any] | None = None
+    language: str | None = None
+
+    def drop(self, reason: str, detail: str = "") -> None:
+        self.outcome, self.detail = f"filtered:{reason}", detail
+
+    @property
+    def answerable(self) -> bool:
+        return self.kind != "unanswerable"
+
+    @property
+    def id(self) -> str:
+        h = hashlib.sha1(f"{self.kind}|{'|'.join(p.id for p in self.passages)}|{self.question}".encode()).hexdigest()
+        return f"gen-{self.index:05d}-{h[:8]}"
+
+
+@dataclass
+class Limits:
+    q_words: tuple[int, int] = (4, 40)
+    a_max_words: int = 80
+
+
+async def _one(client: JudgeClient, c: Candidate, limits: Limits, usage: Usage) -> None:
+    qp = load_prompt("testset_question", PROMPT_VERSION)
+    contexts = [p.text for p in c.passages]
+    messages = qp.render(contexts=contexts, instruction=INSTRUCTIONS[c.kind])
+    try:
+        reply = await client.complete(messages, qp.id, check=read_question)
+        got = read_question(reply.text)
+    except CallFailed as exc:
+        usage.fail(exc.status)
+        c.outcome, c.detail = f"failed:{exc.status}", str(exc)[:300]
+        return
+    except ParseError as exc:
+        usage.fail("parse_error")
+        c.outcome, c.detail = "failed:parse_error", f"{exc}; reply: {reply.text[:200]!r}"
+        return
+    c.question, c.answer, c.evidence = got["question"], got["answer"], got["evidence"]
+    # the filters that need no model, before paying for the answerability call
+    if c.answerable and (said := checks.refusal(c.answer)):
+        return c.drop("refusal", f"the reference says {said!r}")
+    if why := checks.length(c.question, c.answer, limits.q_words, limits.a_max_words, c.answerable):
+        return c.drop("length", why)
+    c.language, why = checks.language(c.question, "\n".join(contexts))
+    if why:
+        return c.drop("language", why)
+    ap = load_prompt("testset_answerable", PROMPT_VERSION)
+    messages = ap.render(contexts=contexts, question=c.question)
+    try:
+        reply = await client.complete(messages, ap.id, check=read_answerable)
+        c.verdict = read_answerable(reply.text)
+    except CallFailed as exc:
+        usage.fail(exc.status)
+        c.outcome, c.detail = f"failed:{exc.status}", f"answerability check: {str(exc)[:300]}"
+        return
+    except ParseError as exc:
+        usage.fail("parse_error")
+        c.outcome, c.detail = "failed:parse_error", f"answerability check: {exc}; reply: {reply.text[:200]!r}"
+        return
+    if c.verdict["answerable"] != c.answerable:
+        return c.drop("answerability", "the check found it answerable from its passages" if not c.answerable
+                      else "the check could not answer it from its gold passages alone")
+    c.outcome = "generated"
+
+
+async def agenerate(judge: Any, candidates: list[Candidate], limits: Limits, progress: bool = False) -> Usage:
+    """Ask and check every candidate (in place) on the judge's client; the run's usage."""
+    usage = Usage()
+    budget = Budget(judge.settings.max_cost_usd)
+    client = JudgeClient(judge.settings, judge.cache, judge.prices, usage, budget)
+    gate = asyncio.Semaphore(max(8, 4 * judge.settings.max_concurrency))
+    bar = None
+    if progress:
+        import sys
+
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(candidates), desc="generate", file=sys.stderr, leave=False, mininterval=0.5)
+
+    async def guarded(c: Candidate) -> None:
+        async with gate:
+            if budget.stopped:
+                c.outcome, c.detail = "not_generated:budget", "the judge's max_cost_usd was reached first"
+                return
+            try:
+                await _one(client, c, limits, usage)
+            except BudgetStop:
+                if c.question:  # asked, but its check could not be paid for
+                    c.outcome, c.detail = "not_generated:budget", "its answerability check would pass max_cost_usd"
+                else:
+                    c.outcome, c.detail = "not_generated:budget", "the judge's max_cost_usd was reached first"
+            finally:
+                if bar is not None:
+                    bar.update(1)
+
+    watch = asyncio.ensure_future(client.watch())
+    tasks = [asyncio.ensure_future(guarded(c)) for c in candidates]
+    try:
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        raise
+    finally:
+        watch.cancel()
+        if bar is not None:
+            bar.close()
+    fatal = next((r for r in results if isinstance(r, BaseException)), None)
+    if fatal is not None:
+        raise fatal
+    return usage
+
+
+def generate(judge: Any, candidates: list[Candidate], limits: Limits, progress: bool = False) -> Usage:
+    """:func:`agenerate` on the judge's own event loop (closed on every way out, as the judge metrics do)."""
+    try:
+        return run_sync(agenerate(judge, candidates, limits, progress))
+    except BaseException:
+        shutdown()
+        raise

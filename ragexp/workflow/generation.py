@@ -1,0 +1,203 @@
+"""The work behind ``python -m ragexp.generate`` (docs/testset.md): corpus → chunks → seeded, stratified
+sample → questions asked and checked through the judge's client → filters → BM25 round trip → the test set
+(ragexp records, JSONL), ``generation_report.json``, a console summary and an MLflow run.
+
+Every item asked for ends in exactly one outcome (:mod:`ragexp.testset.generator`), so the report's
+``asked`` is always ``kept`` + the sums of ``filtered``, ``failed`` and ``not_generated``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from ragexp.datasets.corpus import read_corpus
+from ragexp.errors import ConfigError, DataError
+from ragexp.testset import checks
+from ragexp.testset.generator import PROMPT_VERSION, Candidate, Limits, generate
+from ragexp.testset.passages import Neighbours, as_dict, chunk_passages, difficulty, eligible, kind_plan, sample
+
+KINDS = ("factoid", "descriptive", "multi", "unanswerable")
+#: outcome groups of the report, in the order they are printed
+GROUPS = ("filtered", "failed", "not_generated")
+
+
+def _kinds(shares: Mapping[str, Any]) -> dict[str, float]:
+    bad = [k for k in shares if k not in KINDS]
+    if bad:
+        raise ConfigError(f"kinds: unknown question kind {bad[0]!r}; the kinds are {', '.join(KINDS)}")
+    out = {k: float(v or 0) for k, v in shares.items()}
+    if any(v < 0 for v in out.values()) or not any(v > 0 for v in out.values()):
+        raise ConfigError(f"kinds: expected non-negative shares, at least one positive, got {dict(shares)}")
+    return out
+
+
+def _int(value: Any, name: str, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"{name}: expected an integer ≥ {low}, got {value!r}")
+    return value
+
+
+def record_of(c: Candidate, judge_model: str, chunker_name: str) -> dict[str, Any]:
+    """The kept candidate as a ragexp record (docs/records.md) with its provenance."""
+    gt_contexts = []
+    for p, ev in zip(c.passages, c.evidence + [""] * len(c.passages)):
+        found = ev and " ".join(ev.split()) in " ".join(p.text.split())
+        gt_contexts.append(ev if found else p.text)
+    docs = list(dict.fromkeys(p.doc_id for p in c.passages))
+    rec: dict[str, Any] = {
+        "id": c.id, "query": c.question,
+        "reference_answers": [c.answer] if c.answerable else None,
+        "gt_contexts": gt_contexts if c.answerable else None,
+        "gt_context_ids": docs if c.answerable else None,
+        "gt_chunk_ids": [p.id for p in c.passages],
+        "gt_spans": [as_dict(p) for p in c.passages],
+        "question_type": c.kind, "answerable": c.answerable,
+        "source_ids": docs, "language": c.language,
+        "answerability_verdict": c.verdict,
+        "generator": {"model": judge_model, "prompt": f"testset_question.{PROMPT_VERSION}",
+                      "check_prompt": f"testset_answerable.{PROMPT_VERSION}", "chunker": chunker_name},
+    }
+    return {k: v for k, v in rec.items() if v is not None}
+
+
+def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str, Any]:
+    """Build the test set of ``cfg`` (conf/generate.yaml, resolved to plain values); return the report."""
+    from hydra.utils import instantiate
+
+    from ragexp.judge import build_judge
+
+    import importlib.util
+
+    absent = [m for m in ("bm25s", "langdetect") if importlib.util.find_spec(m) is None]
+    if absent:
+        raise ConfigError(f"ragexp.generate needs {', '.join(absent)}: pip install 'ragexp[generate]'")
+    n = _int(cfg.get("n"), "n")
+    seed = _int(cfg.get("seed", 0), "seed", 0)
+    min_words = _int(cfg.get("min_words", 30), "min_words")
+    shares = _kinds(cfg.get("kinds") or {"factoid": 1})
+    f = cfg.get("filters") or {}
+    limits = Limits(q_words=tuple(f.get("question_words", (4, 40))), a_max_words=int(f.get("answer_max_words", 80)))
+    dup = float(f.get("duplicate_similarity", 0.8))
+    out = Path(str(cfg.get("out") or "testset.jsonl"))
+    report_path = Path(str(cfg.get("report") or out.with_name("generation_report.json")))
+    corpus_cfg = cfg.get("corpus") or {}
+    corpus = read_corpus(corpus_cfg.get("path"), columns=corpus_cfg.get("columns"), format=corpus_cfg.get("format"))
+    chunker = instantiate(cfg.get("chunker") or {"_target_": "ragexp.pipeline.chunking.Chunker"})
+    passages = chunk_passages(corpus.docs, chunker)
+    pool, too_short = eligible(passages, min_words)
+    if not pool:
+        raise DataError(f"documents too short to ask about: none of the {len(passages)} passages has {min_words} words "
+                        "or more (set min_words lower, or a larger chunker.size)", path=corpus.source)
+    tracking = cfg.get("tracking") or {}
+    if tracking.get("enabled", True):
+        from ragexp.tracking.testset import check_testset_store
+
+        check_testset_store(tracking)  # before any paid call
+    judge = build_judge(cfg.get("judge"))
+    plan = kind_plan(n, shares, seed)
+    picked = sample(pool, n, seed)
+    candidates: list[Candidate] = []
+    short_of = n - len(picked)
+    multi_items = [i for i, k in enumerate(plan[:len(picked)]) if k == "multi"]
+    partners = Neighbours(pool).partners([picked[i] for i in multi_items]) if multi_items else []
+    partner_of = dict(zip(multi_items, partners))
+    no_partner = 0
+    for i, (kind, p) in enumerate(zip(plan, picked)):
+        ps = [p]
+        if kind == "multi":
+            if partner_of.get(i) is None:
+                kind, no_partner = "factoid", no_partner + 1
+            else:
+                ps.append(partner_of[i])
+        candidates.append(Candidate(i, kind, ps))
+    for i in range(len(picked), n):
+        c = Candidate(i, plan[i], [])
+        c.outcome = "not_generated:too_few_passages"
+        c.detail = f"the corpus has {len(pool)} passages of {min_words}+ words; each is asked about once"
+        candidates.append(c)
+    usage = generate(judge, [c for c in candidates if c.outcome == "pending"], limits, progress)
+    made = [c for c in candidates if c.outcome == "generated"]
+    for c, twin in zip(made, checks.near_duplicates([c.question for c in made], dup)):
+        if twin is not None:
+            c.drop("near_duplicate", f"repeats item {made[twin].index}: {made[twin].question!r}")
+    kept = [c for c in candidates if c.outcome == "generated"]
+    index = Neighbours(passages) if kept else None
+    ranks = index.ranks([c.question for c in kept], [{p.id for p in c.passages} for c in kept]) if index else []
+    records = []
+    for c, rank in zip(kept, ranks):
+        c.outcome = "kept"
+        rec = record_of(c, judge.settings.model, chunker.name)
+        rec["bm25_rank"], rec["difficulty"] = rank, difficulty(rank) if c.answerable else "n/a"
+        records.append(rec)
+    report = _report(cfg, n, candidates, records, corpus, passages, pool, too_short, no_partner, short_of, usage, dup)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    print_report(report, out, report_path)
+    if tracking.get("enabled", True):
+        from ragexp.tracking.testset import log_testset
+
+        run_id = log_testset(tracking, out, report_path, cfg, report, records)
+        print(f"MLflow run {run_id} (the test set as a dataset, the report and config as artifacts)")
+    return report
+
+
+def _count(candidates: list[Candidate], group: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in candidates:
+        g, _, reason = c.outcome.partition(":")
+        if g == group:
+            out[reason] = out.get(reason, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _report(cfg, n, candidates, records, corpus, passages, pool, too_short, no_partner, short_of, usage, dup):
+    groups = {g: _count(candidates, g) for g in GROUPS}
+    kept = len(records)
+    total = kept + sum(sum(v.values()) for v in groups.values())
+    assert total == n, (total, n)  # every item asked for has exactly one outcome
+    by = lambda key: {v: sum(1 for r in records if r.get(key) == v) for v in sorted({str(r.get(key)) for r in records})}  # noqa: E731
+    return {
+        "asked": n, "generated": sum(1 for c in candidates if c.question), "kept": kept, **groups,
+        "adds_up": f"asked {n} = kept {kept} + filtered {sum(groups['filtered'].values())} + failed "
+                   f"{sum(groups['failed'].values())} + not generated {sum(groups['not_generated'].values())}",
+        "kept_by_kind": by("question_type"), "kept_by_difficulty": by("difficulty"),
+        "answerability_checks": sum(1 for c in candidates if c.verdict is not None),
+        "corpus": {"source": corpus.source, "documents": len(corpus.docs), "empty_files_skipped": corpus.skipped,
+                   "passages": len(passages), "eligible_passages": len(pool), "too_short_passages": too_short,
+                   "documents_asked_about": len({p.doc_id for c in candidates for p in c.passages})},
+        "multi_without_partner_asked_as_factoid": no_partner,
+        "rules": {"sampling": "seeded round robin over documents in shuffled order (docs/testset.md)",
+                  "pairing": "partner = BM25's top passage for the passage's text in another document",
+                  "near_duplicate": f"keyword-set Jaccard >= {dup} or the same normalised text",
+                  "difficulty": "BM25 rank of a gold chunk for the question: 1 easy, 2-5 medium, else hard",
+                  "language": "writing system differs, or langdetect >= 0.9 for another language (6+ words)"},
+        "judge": {k.split("/", 1)[1]: v for k, v in usage.as_metrics().items()},
+        "items": [{"index": c.index, "id": c.id if c.question else None, "kind": c.kind, "outcome": c.outcome,
+                   "detail": c.detail, "passages": [p.id for p in c.passages], "question": c.question or None,
+                   "answerability_verdict": c.verdict} for c in candidates],
+    }
+
+
+def print_report(report: Mapping[str, Any], out: Path, report_path: Path) -> None:
+    print(f"ragexp.generate: {report['kept']} of {report['asked']} questions kept in {out} "
+          f"({report['generated']} generated; {report['answerability_checks']} answerability checks)")
+    for group in GROUPS:
+        for reason, k in report[group].items():
+            print(f"  {group.replace('_', ' ')}: {reason:<20} {k}")
+    print(f"  {report['adds_up']}")
+    if report["kept_by_kind"]:
+        print("  kept by kind: " + ", ".join(f"{k} {v}" for k, v in report["kept_by_kind"].items())
+              + "; by difficulty: " + ", ".join(f"{k} {v}" for k, v in report["kept_by_difficulty"].items()))
+    j = report["judge"]
+    print(f"  judge: {j['calls']:.0f} calls, {j['cache_hits']:.0f} cache hits, ${j['cost_usd']:.4f}")
+    print(f"  report: {report_path}")
+    if report["kept"] < report["asked"]:
+        print(f"ragexp.generate: {report['asked'] - report['kept']} fewer than asked; the reasons are above and, "
+              f"per item, in {report_path}", file=sys.stderr)
