@@ -47,9 +47,21 @@ def test_demo_sweep_ranks_strong_first_and_weak_differs(tmp_path):
 def test_a_sweep_that_names_no_metric_says_which_one_ranks_it_and_how_to_choose(tmp_path):
     proc = run_cli("-m", "dataset.system=strong,weak", "metric=answer", "stats.resamples=1000", "progress=false",
                    cwd=tmp_path)
-    assert "sweep leaderboard · exact_match" in proc.stdout
-    assert ("ranked by exact_match, the suite's first metric: rank by the one you care about with "
-            "stats.primary=<metric key>") in " ".join(proc.stdout.split())
+    assert "sweep leaderboard · answer_token_f1" in proc.stdout  # the suite's headline, not its first metric
+    assert ("Ranked by answer_token_f1, the suite's first headline metric; to rank by another, add "
+            "stats.primary=<metric key>.") in " ".join(proc.stdout.split())
+
+
+@pytest.mark.integration
+def test_a_board_ranked_where_two_systems_look_alike_says_the_headline_metrics_tell_them_apart(tmp_path):
+    proc = run_cli("-m", "dataset.system=strong,weak", "stats.primary=token_precision", "stats.resamples=1000",
+                   "progress=false", cwd=tmp_path)
+    out = " ".join(proc.stdout.split())
+    assert "sweep leaderboard · token_precision" in out and "within noise" in out
+    # the default suite's headline metrics stand beside the ranking one, and the note says where they differ
+    assert "answer_token_f1" in out and "context_recall" in out
+    assert ("dataset.system=weak is within noise of the best on token_precision, but differs from the best on "
+            "answer_token_f1") in out
 
 
 def _entry(name, values, higher=True):
@@ -95,6 +107,8 @@ def test_which_metric_and_direction():
     assert choose_metric("ndcg/k10", "mrr/k5", summaries) == "ndcg/k10"
     assert choose_metric(None, "mrr/k5", summaries) == "mrr/k5"
     assert choose_metric(None, None, summaries) == "token_precision"
+    headed = [{"metrics": {"token_precision": 0.1, "answer_token_f1": 0.5}, "headline": ["answer_token_f1"]}]
+    assert choose_metric(None, None, headed) == "answer_token_f1"  # the suite's headline before its first metric
     assert higher_is_better("ndcg/k10") and not higher_is_better("avg_latency")
     assert not higher_is_better("latency/generate")
 

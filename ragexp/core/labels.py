@@ -6,7 +6,7 @@ items where the judge and people disagree.
 
 Only samples the judge scored ``ok`` are paired; a labelled sample the judge failed on is counted in
 ``labelled_not_scored``. The corrected mean uses the labelled pairs and the judge's values on every
-other ``ok`` sample.
+other ``ok`` sample. This module computes; the sentences that say it are :mod:`ragexp.report.agreement`'s.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from ragexp.common.records import HUMAN_SCALES
 #: the agreement key of the keyword verdict (keyword_overlap above the confusion metrics' threshold)
 VERDICT_KEY = "keyword_verdict"
 CONFUSION_METRICS = ("accuracy", "precision", "recall", "f1")
-SYMBOLS = {"kappa": "κ", "kappa_quadratic": "quadratic κ", "alpha_ordinal": "α", "ac1": "AC1",
-           "percent_agreement": "agreement", "spearman": "Spearman ρ", "kendall_tau_b": "Kendall τ-b"}
 #: rows of the disagreements table kept per metric (the largest disagreements first)
 MAX_DISAGREEMENTS = 1000
 DISAGREEMENT_COLUMNS = ("metric", "id", "query", "answer", "judge", "human", "reason")
@@ -138,47 +136,6 @@ def trust_metrics(trust: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def _num(v: float | None) -> str:
-    return "—" if v is None else f"{v:.2f}"
-
-
-def trust_lines(trust: Mapping[str, Any]) -> list[str]:
-    """One sentence per metric: the headline agreement, the corrected mean and the labels hint.
-
-    >>> iv = {"mean": 0.62, "ci_low": 0.48, "ci_high": 0.74}
-    >>> trust_lines({"agreement": {"answer_consistency_binary": {"n": 120, "headline": "kappa",
-    ...     "statistics": {"kappa": iv}, "corrected": {"mean": 0.72, "ci_low": 0.66, "ci_high": 0.78,
-    ...     "judge_mean": 0.81, "n_labelled": 120, "n_total": 2000},
-    ...     "labels_needed": {"target_halfwidth": 0.05, "corrected_mean": 430, "kappa": 700}}}})[0]
-    'judge agrees with people on answer_consistency_binary: κ 0.62 [0.48, 0.74] over 120 labels'
-    """
-    lines = []
-    for key, e in (trust.get("agreement") or {}).items():
-        if not e.get("n"):
-            lines.append(f"{key}: {e.get('labelled_not_scored', 0)} labelled samples, none scored by the judge")
-            continue
-        iv = e["statistics"][e["headline"]]
-        who = "the keyword verdict agrees with `label`" if e.get("against") else f"judge agrees with people on {key}"
-        lines.append(f"{who}: {SYMBOLS[e['headline']]} {_num(iv.get('mean'))} "
-                     f"[{_num(iv.get('ci_low'))}, {_num(iv.get('ci_high'))}] over {e['n']} labels")
-    for key, e in (trust.get("agreement") or {}).items():
-        c = e.get("corrected") or {}
-        if c.get("mean") is not None:
-            lines.append(f"{key}: judge {_num(c['judge_mean'])}; corrected {_num(c['mean'])} "
-                         f"[{_num(c['ci_low'])}, {_num(c['ci_high'])}] from {c['n_labelled']:,} labels of "
-                         f"{c['n_total']:,}")
-        need = e.get("labels_needed") or {}
-        parts = []
-        for k, v in need.items():
-            what = "the corrected mean" if k == "corrected_mean" else SYMBOLS.get(k, k)
-            if k != "target_halfwidth":
-                parts.append(f"{what}: out of reach by labels alone" if v is None else
-                             f"{what}: met" if v <= e["n"] else f"{what}: about {v:,} labels")
-        if parts:
-            lines.append(f"{key}: for ±{need['target_halfwidth']:g}, {'; '.join(parts)} (now {e['n']:,})")
-    return lines
-
-
 def _floats(values: Sequence[Any]) -> list[float]:
     return [float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else math.nan
             for v in values]
@@ -245,46 +202,3 @@ def compare_agreement(cols_b: Mapping[str, Sequence[Any]], cols_c: Mapping[str, 
             entry["corrected"] = corrected_difference(hb, jb, hc, jc, confidence=confidence)
         out[key] = entry
     return out
-
-
-def comparison_lines(section: Mapping[str, Any]) -> list[str]:
-    """The comparison report's lines on agreement and corrected means (one per metric and kind)."""
-    lines = []
-    for key, e in section.items():
-        d = e.get("agreement")
-        if d:
-            ci = "" if d["ci_low"] is None else f" [{_num(d['ci_low'])}, {_num(d['ci_high'])}]"
-            p = "" if d["p_value"] is None else f", p = {d['p_value']:.3g}"
-            lines.append(f"{key}: agreement with people ({SYMBOLS[d['statistic']]}) {_num(d['baseline'])} → "
-                         f"{_num(d['candidate'])}, difference {d['diff']:+.2f}{ci}{p} over {d['n']} labels")
-        elif "agreement" not in e:
-            lines.append(f"{key}: {e['n_labelled']} items labelled alike and ok in both runs: agreement not compared")
-        c = e.get("corrected")
-        if c:
-            lines.append(f"{key}: corrected difference {c['diff']:+.3f} [{_num(c['ci_low'])}, {_num(c['ci_high'])}], "
-                         f"p = {c['p_value']:.3g} (judge's own {c['judge_diff']:+.3f}; {c['n_labelled']} labels of "
-                         f"{c['n']})")
-    return lines
-
-
-def trust_rows(trust: Mapping[str, Any]) -> tuple[dict[str, float | None], dict[str, Any]]:
-    """Rows for the run's console table: each metric's headline agreement statistic
-    (``<metric>: agreement (κ)``, over its labels) and corrected mean (``<metric>: corrected mean``,
-    over its labels), with their intervals."""
-    from ragexp.stats.intervals import Interval
-
-    values: dict[str, float | None] = {}
-    intervals: dict[str, Any] = {}
-    for key, e in (trust.get("agreement") or {}).items():
-        if not e.get("n"):
-            continue
-        iv, name = e["statistics"][e["headline"]], f"{key}: agreement ({SYMBOLS[e['headline']]})"
-        values[name] = iv.get("mean")
-        intervals[name] = Interval(iv.get("mean"), iv.get("stderr"), iv.get("ci_low"), iv.get("ci_high"), e["n"],
-                                   iv.get("method"))
-        c = e.get("corrected") or {}
-        if c.get("mean") is not None:
-            values[f"{key}: corrected mean"] = c["mean"]
-            intervals[f"{key}: corrected mean"] = Interval(c["mean"], c.get("stderr"), c.get("ci_low"), c.get("ci_high"),
-                                                     c["n_labelled"], "ppi++")
-    return values, intervals

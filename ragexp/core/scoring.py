@@ -22,7 +22,7 @@ from ragexp.metrics.base import MetricInfo, Score, info_for, mean_ok, status_cou
 from ragexp.common.records import Record, present_fields
 
 #: Keys of the ``metric`` node that are settings of the suite, not metrics.
-SUITE_KEYS = ("_all_that_apply_",)
+SUITE_KEYS = ("_all_that_apply_", "_headline_")
 
 
 @dataclass

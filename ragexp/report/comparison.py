@@ -87,7 +87,7 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
     for line in lines + notes:
         console.print(f"[dim]{line}[/dim]", highlight=False, soft_wrap=True)
     if result.get("agreement"):  # the judges against people's labels (docs/judge-trust.md)
-        from ragexp.core.labels import comparison_lines
+        from ragexp.report.agreement import comparison_lines
 
         console.print("[bold]Agreement with people[/bold]", highlight=False)
         for line in comparison_lines(result["agreement"]):

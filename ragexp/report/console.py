@@ -109,15 +109,20 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
 
     level = round(100 * float(board.get("confidence", 0.95)), 2)
     direction = "higher is better" if board.get("higher_is_better", True) else "lower is better"
+    others = list(board.get("headline", [board["metric"]]))[1:]
+    caption = (f"Ranked by {board['metric']}; Δ vs best: paired over the same questions, with p Holm-adjusted; "
+               f"'differs' when p < {1 - float(board.get('confidence', 0.95)):.2g}, else the gap is within noise.")
+    if others:
+        caption += f" {', '.join(others)}: mean, and whether it differs from that metric's best run."
     table = Table(title=f"ragexp sweep leaderboard · {board['metric']} ({direction})", title_justify="left",
-                  caption=f"difference from the best: paired over sample ids, {level:g}% CI, p Holm-adjusted; "
-                          f"'differs' when p < {1 - float(board.get('confidence', 0.95)):.2g}",
-                  caption_justify="left")
+                  caption=caption, caption_justify="left")
     widest = max((len(str(r.get("label") or r["run_name"])) for r in board["rows"]), default=3)
-    table.add_column("run", overflow="fold", min_width=min(widest, 40))
+    table.add_column("run", overflow="fold", min_width=min(widest, 30))
     for name in ("mean", f"{level:g}% CI", "n", "Δ vs best", "p (Holm)"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
+    for key in others:
+        table.add_column(key, justify="right", no_wrap=True)
     for r in board["rows"]:
         ci = f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]" if r.get("ci_low") is not None else ""
         if r.get("best"):
@@ -128,9 +133,18 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
             verdict = r.get("note", "")
         delta = f"{r['diff_vs_best']:+.4f}" if r.get("diff_vs_best") is not None else ""
         p = f"{r['p_holm']:.3g}" if r.get("p_holm") is not None else ""
-        table.add_row(str(r.get("label") or r["run_name"]), _fmt(r.get("mean")), ci, _fmt(r.get("n")), delta, p, verdict)
+        also = []
+        for key in others:
+            o = (r.get("also") or {}).get(key) or {}
+            said = ("best" if o.get("best") else "[red]differs[/red]" if o.get("differs") else
+                    "within noise" if o.get("differs") is False else "")
+            also.append("—" if o.get("mean") is None else f"{o['mean']:.4f} {said}".rstrip())
+        table.add_row(str(r.get("label") or r["run_name"]), _fmt(r.get("mean")), ci, _fmt(r.get("n")), delta, p, verdict,
+                      *also)
     console = Console(file=sys.stdout, width=max(120, Console().width))
     console.print(table)
+    for line in board.get("mixed") or ():
+        console.print(f"[yellow]note: {line}[/yellow]", highlight=False, soft_wrap=True)
     if board.get("chosen_by"):
         console.print(board["chosen_by"], highlight=False, soft_wrap=True)
     if board.get("not_ranked"):

@@ -46,10 +46,11 @@ def dataset_source(source: str | None) -> str | None:
     return str(resolved) if path.exists() else str(source)
 
 
-def headline(metrics: Mapping[str, Any], primary: str | None = None) -> list[str]:
-    """The keys the description shows: ``stats.primary`` first, then the first key of each metric
-    family (``ndcg/k1`` for ``ndcg/k1`` … ``ndcg/k10``), at most :data:`MAX_ROWS`."""
-    keys = [primary] if primary in metrics else []
+def headline(metrics: Mapping[str, Any], primary: str | None = None, lead: list[str] | None = None) -> list[str]:
+    """The keys the description shows: ``stats.primary`` first, the run's headline metrics (``lead``:
+    ``summary.json``'s ``headline``), then the first key of each metric family (``ndcg/k1`` for
+    ``ndcg/k1`` … ``ndcg/k10``), at most :data:`MAX_ROWS`."""
+    keys = list(dict.fromkeys(k for k in (primary, *(lead or ())) if k in metrics))
     families = {k.split("/")[0] for k in keys}
     for key in metrics:
         family = key.split("/")[0]
@@ -70,11 +71,11 @@ def run_description(summary: Mapping[str, Any]) -> str:
         head += f" · source `{summary['dataset_source']}`"
     lines = [head, ""]
     if summary.get("agreement"):  # what a judged run is worth comes first (docs/judge-trust.md)
-        from ragexp.core.labels import trust_lines
+        from ragexp.report.agreement import trust_lines
 
         trust = trust_lines({"agreement": summary["agreement"]})
         lines = [f"**{trust[0]}**", "", *(f"- {line}" for line in trust[1:]), "", *lines]
-    shown = headline(metrics, stats.get("primary"))
+    shown = headline(metrics, stats.get("primary"), summary.get("headline"))
     if shown:
         lines += [f"| metric | mean | {level} | n |", "|---|---|---|---|"]
         for key in shown:

@@ -43,6 +43,10 @@ def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
             text += "  best"
         elif r.get("p_holm") is not None:
             text += f"  p={r['p_holm']:.2g}" + (" differs" if r.get("differs") else " within noise")
+        for key, o in (r.get("also") or {}).items():  # the other headline metrics, in words
+            if o.get("mean") is not None:
+                said = "best" if o.get("best") else "differs" if o.get("differs") else "within noise"
+                text += f"  · {key} {_num(o['mean'])} {said}"
         ax.annotate(text, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=8.5,
                     color="0.2")
     best = next((r for r in rows if r.get("best")), None)
@@ -53,8 +57,11 @@ def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
     ax.set_ylim(-0.7, len(rows) - 0.3)
     direction = "higher is better" if board.get("higher_is_better", True) else "lower is better"
     ax.set_xlabel(f"{board['metric']}: mean and {level:g}% CI ({direction})")
-    ax.set_title(f"Sweep leaderboard on {board['metric']} — red: differs from the best "
-                 f"(paired, Holm-adjusted), grey: within noise", fontsize=10, loc="left")
+    title = (f"Sweep leaderboard on {board['metric']} — red: differs from the best "
+             f"(paired, Holm-adjusted), grey: within noise")
+    if board.get("mixed"):  # the ranking metric sees noise where another headline metric does not
+        title += "\n" + "\n".join(_short_label(m, 120) for m in board["mixed"][:3])
+    ax.set_title(title, fontsize=10, loc="left")
     ax.grid(axis="x", alpha=0.3)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
@@ -152,13 +159,14 @@ def _label(key: str, span: tuple[float, float]) -> str:
 
 
 def headline_metrics(keys: list[str], *, primary: str | None = None, objective: str | None = None,
-                     limit: int = HEADLINE_MAX) -> list[str]:
-    """The metrics a picture leads with: ``stats.primary``, the ``objective``, then the suite's metrics
+                     limit: int = HEADLINE_MAX, lead: list[str] | None = None) -> list[str]:
+    """The metrics a picture leads with: ``stats.primary``, the ``objective``, the run's headline metrics
+    (``lead``: ``summary.json``'s ``headline``), then the suite's metrics
     in their order, one key per metric (``hit_rate/k1`` stands for ``hit_rate/k3``…) before any second
     cut-off, bounded metrics only (a latency is not a score); at most ``limit``."""
     ranges = _ranges(keys)
     bounded = [k for k in keys if ranges[k] is not None]
-    chosen = [k for k in (primary, objective) if k and k in keys]
+    chosen = [k for k in (primary, objective, *(lead or ())) if k and k in keys]
     seen = {k.split("/", 1)[0] for k in chosen}
     first: dict[str, str] = {}  # each metric's first key
     for k in bounded:
@@ -177,7 +185,7 @@ def run_plots(folder: str | Path, per_sample: Any, summary: dict[str, Any], *,
     intervals = summary.get("intervals") or {}
     keys = [k for k in (summary.get("metrics") or {}) if (intervals.get(k) or {}).get("mean") is not None]
     primary = (summary.get("stats") or {}).get("primary")
-    headline = headline_metrics(keys, primary=primary, objective=objective)
+    headline = headline_metrics(keys, primary=primary, objective=objective, lead=summary.get("headline"))
     n = summary.get("n_samples", len(next(iter(per_sample.values()), [])))
     title = f"{summary.get('dataset', '')} · {n} samples"
     ranges = _ranges(keys)
@@ -398,7 +406,8 @@ def sweep_heatmap(board: dict[str, Any], summaries: dict[str, dict[str, Any] | N
         keys += [k for k in (s or {}).get("metrics") or {} if k not in keys]
     rows = [(str(r.get("label") or r["run_name"]), (summaries.get(r["run_id"]) or {}).get("intervals"))
             for r in board["rows"]]
-    return heatmap(rows, headline_metrics(keys, primary=metric), f"Sweep of {len(rows)} runs", path)
+    return heatmap(rows, headline_metrics(keys, primary=metric, lead=board.get("headline")), f"Sweep of {len(rows)} runs",
+                   path)
 
 
 #: the agreement picture of a run with human labels (docs/judge-trust.md)

@@ -46,15 +46,48 @@ class Entry:
 
 
 def choose_metric(primary: str | None, objective: str | None, summaries: list[Mapping[str, Any]]) -> str | None:
-    """``stats.primary``, else the objective, else the first metric of the first child's summary."""
+    """``stats.primary``, else the objective, else the first headline metric of the children's summaries
+    (the suite's ``_headline_``, :mod:`ragexp.core.headline`), else the first metric of the first child's summary."""
     if primary:
         return str(primary)
     if objective:
         return str(objective)
     for s in summaries:
+        if s.get("headline"):
+            return str(s["headline"][0])
+    for s in summaries:
         if s.get("metrics"):
             return next(iter(s["metrics"]))
     return None
+
+
+def other_headlines(metric: str, summaries: list[Mapping[str, Any]]) -> list[str]:
+    """The children's headline metrics other than the board's ``metric``, in their order."""
+    keys: list[str] = []
+    for s in summaries:
+        keys += [str(k) for k in s.get("headline") or () if k != metric and str(k) not in keys]
+    return keys
+
+
+def headline_columns(board: dict[str, Any], others: dict[str, dict[str, Any]]) -> None:
+    """Each row of ``board`` gets ``also``: for every other headline metric, its mean and whether it
+    differs from that metric's best (``others``: that metric's own board); ``board["mixed"]`` says in
+    sentences where the ranking metric sees noise but another headline metric a real difference."""
+    mixed = []
+    for key, other in others.items():
+        by_run = {r["run_id"]: r for r in other["rows"]}
+        for row in board["rows"]:
+            o = by_run.get(row["run_id"]) or {}
+            row.setdefault("also", {})[key] = {
+                "mean": o.get("mean"), "ci_low": o.get("ci_low"), "ci_high": o.get("ci_high"),
+                "best": bool(o.get("best")), "differs": o.get("differs"), "p_holm": o.get("p_holm")}
+            if row.get("differs") is False and o.get("differs"):
+                mixed.append(f"{row.get('label') or row['run_name']} is within noise of the best on {board['metric']}, "
+                             f"but differs from the best on {key} ({o['mean']:.4f} against {other['rows'][0]['mean']:.4f}, "
+                             f"p {o['p_holm']:.3g}): look at both before choosing")
+    board["headline"] = [board["metric"], *others]
+    if mixed:
+        board["mixed"] = mixed
 
 
 def higher_is_better(key: str) -> bool:
@@ -126,7 +159,8 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
 
 def _child_entry(child: Any, metric: str, summary: Mapping[str, Any] | None, read: Any,
                  corrected: bool = False) -> Entry:
-    from ragexp.core.results import FULL_TABLE_FILE, read_parquet_columns, status_column
+    from ragexp.core.results import FULL_TABLE_FILE, status_column
+    from ragexp.tracking.tables import read_parquet_columns
 
     entry = Entry(child.info.run_id, child.info.run_name or child.info.run_id[:8], child.info.status)
     if summary is None:
@@ -214,14 +248,21 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
             print("[ragexp] no leaderboard: no child run logged a summary with metrics")
             return None
         correct = bool(stats.get("correct_with_labels", False))
-        entries = [_child_entry(c, metric, summaries[c.info.run_id], read, correct) for c in ordered]
-        board = rank(entries, metric=metric, higher=higher_is_better(metric),
-                     resamples=int(stats.get("resamples", 10_000)), confidence=float(stats.get("confidence", 0.95)),
-                     seed=int(stats.get("seed", 0)), corrected=correct and any(e.human for e in entries))
+        present = [s for s in (summaries[c.info.run_id] for c in ordered) if s]
+        boards = {}
+        for key in [metric, *other_headlines(metric, present)]:
+            entries = [_child_entry(c, key, summaries[c.info.run_id], read, correct) for c in ordered]
+            boards[key] = rank(entries, metric=key, higher=higher_is_better(key),
+                               resamples=int(stats.get("resamples", 10_000)),
+                               confidence=float(stats.get("confidence", 0.95)),
+                               seed=int(stats.get("seed", 0)), corrected=correct and any(e.human for e in entries))
+        board = boards.pop(metric)
         _add_labels(board["rows"])
+        headline_columns(board, {k: b for k, b in boards.items() if any(r.get("mean") is not None for r in b["rows"])})
         if not primary and not objective:  # nobody named the metric: say which one was taken, and how to choose
-            board["chosen_by"] = (f"ranked by {metric}, the suite's first metric: rank by the one you care about "
-                                  f"with stats.primary=<metric key> (or objective=<metric key>)")
+            named = any(metric in (s.get("headline") or ()) for s in present)
+            board["chosen_by"] = (f"Ranked by {metric}, " + ("the suite's first headline metric" if named else
+                                  "the suite's first metric") + "; to rank by another, add stats.primary=<metric key>.")
         on_disk = unlogged_jobs(sweep_dir, children)
         if on_disk:
             board["not_ranked"] = (f"{len(on_disk) - len(children)} job(s) of this sweep saved results but have no "

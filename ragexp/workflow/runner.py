@@ -282,7 +282,7 @@ def print_step(plan: Plan, records: list[Record], scored: Scored, intervals: dic
         footer.append(f"Results (summary.json, per_sample.parquet: every sample) in {folder}")
     shown = dict(scored.values)
     if scored.trust:  # agreement first under the table; the headline agreement and the corrected means as rows
-        from ragexp.core.labels import trust_lines, trust_rows
+        from ragexp.report.agreement import trust_lines, trust_rows
 
         footer = ["[bold]Agreement with people[/bold] (agreement.json)", *trust_lines(scored.trust), *footer]
         rows, extra_intervals = trust_rows(scored.trust)

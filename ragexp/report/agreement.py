@@ -1,0 +1,125 @@
+"""The sentences of people's labels against the run's own values (docs/judge-trust.md): the lines
+under the run's table, the comparison's lines, and the agreement rows of the table. The numbers are
+computed by :mod:`ragexp.core.labels`; this module only says them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+#: how each agreement statistic is written
+SYMBOLS = {"kappa": "κ", "kappa_quadratic": "quadratic κ", "alpha_ordinal": "α", "ac1": "AC1",
+           "percent_agreement": "agreement", "spearman": "Spearman ρ", "kendall_tau_b": "Kendall τ-b"}
+
+
+def _num(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}"
+
+
+def _who(key: str, e: Mapping[str, Any]) -> str:
+    return "the keyword verdict" if e.get("against") else f"the judge's {key}"
+
+
+def trust_lines(trust: Mapping[str, Any]) -> list[str]:
+    """Sentences under the run's table: for each metric, the headline agreement, the corrected mean and
+    how many labels a target precision needs.
+
+    >>> iv = {"mean": 0.62, "ci_low": 0.48, "ci_high": 0.74}
+    >>> lines = trust_lines({"agreement": {"answer_consistency_binary": {"n": 120, "headline": "kappa",
+    ...     "statistics": {"kappa": iv}, "corrected": {"mean": 0.72, "ci_low": 0.66, "ci_high": 0.78,
+    ...     "judge_mean": 0.81, "n_labelled": 120, "n_total": 2000},
+    ...     "labels_needed": {"target_halfwidth": 0.05, "corrected_mean": 430, "kappa": 700}}}})
+    >>> print("\\n".join(lines))
+    judge agrees with people on answer_consistency_binary: κ 0.62 [0.48, 0.74] over 120 labels (κ: 1 = always agree, 0 = no better than chance)
+    answer_consistency_binary corrected with people's labels: 0.72 [0.66, 0.78] (the judge alone: 0.81; 120 labelled of 2,000 samples)
+    To know the judge's answer_consistency_binary within ±0.05, label about 430 for its corrected mean and about 700 for κ (120 labelled now).
+    """
+    lines = []
+    for key, e in (trust.get("agreement") or {}).items():
+        if not e.get("n"):
+            lines.append(f"{key}: {e.get('labelled_not_scored', 0)} samples carry people's labels, but the judge scored "
+                         f"none of them: no agreement to report")
+            continue
+        iv = e["statistics"][e["headline"]]
+        who = "the keyword verdict agrees with `label`" if e.get("against") else f"judge agrees with people on {key}"
+        scale = " (κ: 1 = always agree, 0 = no better than chance)" if e["headline"] == "kappa" else ""
+        lines.append(f"{who}: {SYMBOLS[e['headline']]} {_num(iv.get('mean'))} "
+                     f"[{_num(iv.get('ci_low'))}, {_num(iv.get('ci_high'))}] over {e['n']} labels{scale}")
+    for key, e in (trust.get("agreement") or {}).items():
+        c = e.get("corrected") or {}
+        if c.get("mean") is not None:
+            lines.append(f"{key} corrected with people's labels: {_num(c['mean'])} [{_num(c['ci_low'])}, "
+                         f"{_num(c['ci_high'])}] (the judge alone: {_num(c['judge_mean'])}; {c['n_labelled']:,} "
+                         f"labelled of {c['n_total']:,} samples)")
+        need = e.get("labels_needed") or {}
+        if need:
+            lines.append(labels_hint(key, e, need))
+    return [line for line in lines if line]
+
+
+def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
+    """One sentence: how many labelled samples bring each statistic within ``±target_halfwidth``."""
+    hw, n = need["target_halfwidth"], e["n"]
+    wants, met, beyond = [], [], []
+    for k, v in need.items():
+        if k == "target_halfwidth":
+            continue
+        what = "its corrected mean" if k == "corrected_mean" else SYMBOLS.get(k, k)
+        if v is None:
+            beyond.append(what)
+        elif v <= n:
+            met.append(what)
+        else:
+            wants.append((what, v))
+    parts = []
+    if wants:
+        said = " and ".join(f"about {v:,} for {what}" for what, v in wants)
+        parts.append(f"To know {_who(key, e)} within ±{hw:g}, label {said} ({n:,} labelled now).")
+    if met:
+        parts.append(f"{' and '.join(met)} of {_who(key, e)}: already within ±{hw:g} with {n:,} labels.")
+    if beyond:
+        parts.append(f"{' and '.join(beyond)} of {_who(key, e)}: more labels alone cannot bring it within ±{hw:g}.")
+    return " ".join(parts)
+
+
+def comparison_lines(section: Mapping[str, Any]) -> list[str]:
+    """The comparison report's lines on agreement and corrected means (one per metric and kind)."""
+    lines = []
+    for key, e in section.items():
+        d = e.get("agreement")
+        if d:
+            ci = "" if d["ci_low"] is None else f" [{_num(d['ci_low'])}, {_num(d['ci_high'])}]"
+            p = "" if d["p_value"] is None else f", p = {d['p_value']:.3g}"
+            lines.append(f"{key}: agreement with people ({SYMBOLS[d['statistic']]}) {_num(d['baseline'])} → "
+                         f"{_num(d['candidate'])}, difference {d['diff']:+.2f}{ci}{p} over {d['n']} labels")
+        elif "agreement" not in e:
+            lines.append(f"{key}: {e['n_labelled']} items labelled alike and ok in both runs: agreement not compared")
+        c = e.get("corrected")
+        if c:
+            lines.append(f"{key}: corrected difference {c['diff']:+.3f} [{_num(c['ci_low'])}, {_num(c['ci_high'])}], "
+                         f"p = {c['p_value']:.3g} (judge's own {c['judge_diff']:+.3f}; {c['n_labelled']} labels of "
+                         f"{c['n']})")
+    return lines
+
+
+def trust_rows(trust: Mapping[str, Any]) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """Rows for the run's console table: each metric's headline agreement statistic
+    (``<metric>: agreement (κ)``, over its labels) and corrected mean (``<metric>: corrected mean``,
+    over its labels), with their intervals."""
+    from ragexp.stats.intervals import Interval
+
+    values: dict[str, float | None] = {}
+    intervals: dict[str, Any] = {}
+    for key, e in (trust.get("agreement") or {}).items():
+        if not e.get("n"):
+            continue
+        iv, name = e["statistics"][e["headline"]], f"{key}: agreement ({SYMBOLS[e['headline']]})"
+        values[name] = iv.get("mean")
+        intervals[name] = Interval(iv.get("mean"), iv.get("stderr"), iv.get("ci_low"), iv.get("ci_high"), e["n"],
+                                   iv.get("method"))
+        c = e.get("corrected") or {}
+        if c.get("mean") is not None:
+            values[f"{key}: corrected mean"] = c["mean"]
+            intervals[f"{key}: corrected mean"] = Interval(c["mean"], c.get("stderr"), c.get("ci_low"), c.get("ci_high"),
+                                                     c["n_labelled"], "ppi++")
+    return values, intervals
