@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ragexp.core.results import read_parquet_columns
+from ragexp.tracking.tables import read_parquet_columns
 from ragexp.errors import ConfigError
 from ragexp.core.results import detail_column, status_column
 

@@ -15,8 +15,9 @@ import pandas as pd
 import pytest
 
 from ragexp.core.pairing import RunTable, compare_tables
-from ragexp.core.results import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys, read_parquet_columns,
+from ragexp.core.results import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys,
                                  split_json_parts, status_column, table_columns, trim)
+from ragexp.tracking.tables import read_parquet_columns
 
 LONG_QUERY = "Which city is the capital of France, " + "and which river crosses it on its way to the sea? " * 8
 LONG_ANSWER = "Paris, " + "the city on the Seine, " * 20
@@ -39,7 +40,7 @@ def split_json(columns):
 
 def _read(path: Path) -> pd.DataFrame:
     if path.suffix == ".parquet":  # read as plain columns: list cells stay lists
-        from ragexp.core.results import read_parquet_columns
+        from ragexp.tracking.tables import read_parquet_columns
 
         columns = read_parquet_columns(path)
         return pd.DataFrame(columns, columns=list(columns))

@@ -8,8 +8,6 @@ dataset, and the digest of the questions that tells two runs over the same evalu
 
 from __future__ import annotations
 
-import contextlib
-import os
 from itertools import islice
 from pathlib import Path
 from typing import Any, Iterator
@@ -157,90 +155,6 @@ def split_json_parts(columns: dict[str, list], rows_per_part: int = 1000) -> Ite
     yield "]}"
 
 
-@contextlib.contextmanager
-def replacing(path: Path) -> Iterator[Path]:
-    """A private temporary path to write ``path``'s new content to: renamed onto ``path`` when the block
-    ends, removed when it fails, so no reader sees half a file and no ``.tmp`` is left behind."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-
-
-def write_parquet(path: Path, columns: dict[str, list], row_group: int = 10_000) -> None:
-    """The full per-sample table as Parquet (zstd), converted and written in row groups of ``row_group`` rows.
-    Each column has one type: numbers float64 (int64 when all whole), text string, lists lists of strings
-    (a ``K/samples`` column lists of float64); a column that mixes kinds holds their text."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    kinds = {name: "floats" if name.endswith(SAMPLES_SUFFIX) else _arrow_kind(values)
-             for name, values in columns.items()}
-    types = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(), "str": pa.string(),
-             "list": pa.list_(pa.string()), "floats": pa.list_(pa.float64())}
-    schema = pa.schema([(name, types[k]) for name, k in kinds.items()])
-    n = len(next(iter(columns.values()), []))
-    def cells(values: list, kind: str) -> Any:
-        try:  # most columns convert as they are; a cell of another kind (a number among texts) is turned to text
-            return pa.array(values, type=types[kind])
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            return pa.array([_arrow_cell(v, kind) for v in values], type=types[kind])
-
-    with replacing(path) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-        for start in range(0, n, row_group):
-            writer.write_batch(pa.record_batch([cells(values[start:start + row_group], kinds[name])
-                                                for name, values in columns.items()], schema=schema))
-
-
-def _arrow_kind(values: list) -> str:
-    seen = {type(v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v)
-            for v in values if v is not None}
-    for kind, types in (("bool", {bool}), ("int", {int}), ("float", {int, float}), ("list", {list, tuple})):
-        if seen and seen <= types:
-            return kind
-    return "str"
-
-
-def _arrow_cell(value: Any, kind: str) -> Any:
-    if value is None:
-        return None
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if kind == "float":
-        return float(value)
-    if kind == "floats":
-        return [None if x is None else float(x) for x in value]
-    if kind == "list":
-        return [x if isinstance(x, str) else str(x) for x in value]
-    if kind == "str" and not isinstance(value, str):
-        return str(value)
-    return value
-
-
-def read_parquet_columns(path: Path, names: list[str] | None = None) -> dict[str, list]:
-    """A table written by :func:`write_parquet` back as plain columns (those of ``names`` it has, if given)."""
-    import pyarrow.parquet as pq
-
-    with pq.ParquetFile(path) as table:  # not read_table, which imports pyarrow.dataset (~1 s)
-        have = table.schema_arrow.names
-        return table.read(columns=None if names is None else [n for n in names if n in have]).to_pydict()
-
-
-def table_writers(folder: Path, full: dict[str, list], write: Any, rows: int | None = 5000
-                  ) -> Iterator[tuple[str, Any]]:
-    """``(file name, write)`` for each per-sample table, in the order to write them: ``per_sample.json``,
-    the table MLflow's artifact view shows (trimmed cells; the first ``rows`` rows, null: all), then
-    ``per_sample.parquet``, every record whole. ``write(path, parts)`` writes text atomically."""
-    n = len(next(iter(full.values()), []))
-    shown = full if rows is None or n <= rows else {c: v[:rows] for c, v in full.items()}
-    yield TABLE_FILE, lambda: write(Path(folder) / TABLE_FILE, split_json_parts(table_columns(shown)))
-    yield FULL_TABLE_FILE, lambda: write_parquet(Path(folder) / FULL_TABLE_FILE, full)
-
-
 def table_note(n: int, rows: int | None) -> str | None:
     """What the description says when ``per_sample.json`` shows only part of the run (None: all of it)."""
     if rows is None or n <= rows:
@@ -297,15 +211,31 @@ def outputs_digest(records) -> str:
 
 
 def _fields_digest(records, fields) -> str:
-    import hashlib
-    import json
+    digest = FieldsDigest(fields)
+    digest.update(records)
+    return digest.hexdigest()
 
-    h = hashlib.sha256()
-    encode = json.JSONEncoder(ensure_ascii=False, default=str).encode  # json.dumps with these options
-    for r in records:
-        h.update(_json_bytes([getattr(r, f) for f in fields], encode))
-        h.update(b"\n")
-    return h.hexdigest()[:16]
+
+class FieldsDigest:
+    """:func:`questions_digest` (``QUESTION_FIELDS``) or :func:`outputs_digest` (``("id", *OUTPUT_FIELDS)``)
+    taken chunk by chunk: ``update`` with the records in order, then ``hexdigest`` — the same value as over
+    the whole list at once (a streamed run never holds it)."""
+
+    def __init__(self, fields) -> None:
+        import hashlib
+        import json
+
+        self.fields = tuple(fields)
+        self._hash = hashlib.sha256()
+        self._encode = json.JSONEncoder(ensure_ascii=False, default=str).encode  # json.dumps with these options
+
+    def update(self, records) -> None:
+        for r in records:
+            self._hash.update(_json_bytes([getattr(r, f) for f in self.fields], self._encode))
+            self._hash.update(b"\n")
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()[:16]
 
 
 #: The control characters: JSON escapes them (``\n``, ``\u0001``), so a line holding one goes to the encoder

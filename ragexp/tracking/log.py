@@ -112,7 +112,7 @@ class RunRecord:
 def _write(path: Path, text: Any) -> None:
     """``text`` (a string, or an iterable of strings written one by one) into ``path`` atomically:
     a private temporary file renamed into place, removed when the write fails."""
-    from ragexp.core.results import replacing
+    from ragexp.tracking.tables import replacing
 
     with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for part in ([text] if isinstance(text, str) else text):
@@ -151,7 +151,8 @@ def save_results(
     """
     import yaml
 
-    from ragexp.core.results import split_json_parts, table_note, table_writers
+    from ragexp.core.results import split_json_parts, table_note
+    from ragexp.tracking.tables import table_writers
 
     folder = Path(folder)
     rows = tracking.get("table_rows", 5000)

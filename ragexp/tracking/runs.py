@@ -108,7 +108,8 @@ def load_run(client: Any, run: Any, role: str) -> RunTable:
 def _full_table(client: Any, run_id: str, tmp: str) -> dict[str, Any] | None:
     """The run's ``per_sample.parquet`` as an MLflow table (cells trimmed as ``per_sample.json``'s are),
     or None for a run logged without it."""
-    from ragexp.core.results import FULL_TABLE_FILE, read_parquet_columns, table_columns
+    from ragexp.core.results import FULL_TABLE_FILE, table_columns
+    from ragexp.tracking.tables import read_parquet_columns
 
     try:
         path = client.download_artifacts(run_id, FULL_TABLE_FILE, tmp)
