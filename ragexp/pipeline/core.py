@@ -112,6 +112,7 @@ class RAGPipeline:
             r.contexts = [c.text for c in chunks]
             r.context_ids = [c.doc_id if self.context_ids == "source" else c.id for c in chunks]
             r.extra["chunk_ids"] = [c.id for c in chunks]
+            r.extra["context_scores"] = [float(s) for _, s in hits]  # the retriever's, for the run's traces
         elif self.retriever.top_k is not None:
             k = self.retriever.top_k
             r.contexts = r.contexts[:k] if r.contexts is not None else None

@@ -151,6 +151,7 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
     judge_failed_step(plan, scored, folder, outcome)
     if save:
         log_step(tracking, folder, summary, record)
+        traces_step(tracking, plan, records, per_sample, summary, cfg)
     return outcome
 
 
@@ -349,6 +350,9 @@ def check_store_step(tracking: dict[str, Any]) -> None:
     if not tracking.get("enabled", True):
         return
     from ragexp.tracking.store import check_store, configure_http, resolve_uri
+    from ragexp.tracking.traces import check_cap
+
+    check_cap(tracking.get("traces"))  # tracking.traces: a bad cap said before any work
 
     configure_http(tracking)  # tracking.http_timeout_s / http_max_retries, for this job's MLflow calls
     check_store(resolve_uri(tracking.get("uri")), tracking.get("experiment") or "ragexp")
@@ -368,6 +372,23 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any], re
 
     print(f"MLflow run {run_id} logged to {redact_url(uri)}")
     print(f"Open it with:  {ui_command(uri)}")
+
+
+def traces_step(tracking: dict[str, Any], plan: Plan, records: list[Record], per_sample: dict[str, list],
+                summary: dict[str, Any], cfg: DictConfig) -> None:
+    """Each sample (up to ``tracking.traces``) as an MLflow trace linked to the logged run (docs/traces.md),
+    after the run is logged: a trace that fails to log is said in one line and a run tag, never fails the run."""
+    if not tracking.get("enabled", True) or not summary.get("run_id") or tracking.get("traces", 1) == 0:
+        return
+    from ragexp.common.secrets import scrub
+    from ragexp.tracking.traces import DEFAULT_CAP, log_run_traces
+
+    judge_model = scrub(str(cfg.judge.get("model"))) if plan.judge is not None and cfg.get("judge") else None
+    judges = {s.key: judge_model for s in plan.judge_specs} if judge_model else {}
+    line = log_run_traces(summary["tracking_uri"], summary["run_id"], records, per_sample, summary["dataset_digest"],
+                          judges, cap=tracking.get("traces", DEFAULT_CAP), seed=plan.stats.get("seed") or 0)
+    if line:
+        print(line)
 
 
 def results_folder() -> Path:

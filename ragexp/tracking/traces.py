@@ -1,0 +1,417 @@
+"""Every sample of a run as an MLflow trace linked to the run (docs/traces.md), through MLflow's public
+tracing and assessment APIs (``mlflow.start_span``, ``mlflow.log_feedback``, ``mlflow.log_expectation``).
+
+One trace per sample: a root span (inputs ``{"query": ...}``, the same bytes for the same record in every
+run, so MLflow's comparison of two runs pairs the rows; outputs ``{"answer": ...}``), a ``RETRIEVER``
+span whose outputs are the passages in MLflow's document form, a span per pipeline stage with its
+measured duration when ragexp ran the pipeline, and the record id and dataset digest as trace tags. On
+it: each metric's per-sample value as feedback (a deterministic metric from a ``CODE`` source named by
+the metric, a judge metric from the judge model as ``LLM_JUDGE`` source with the judge's reasons as
+rationale, a status other than ``ok`` as feedback carrying that error and no value), the references as
+expectations, people's labels as ``HUMAN`` feedback.
+
+The feedback is added while the trace is still open, so each trace reaches the store in one write
+with everything on it, in MLflow's background export (flushed every :data:`FLUSH_EVERY` traces, so
+its queue never overflows and drops one). ``tracking.traces`` caps how many samples become traces
+(:func:`choose`: every one up to the cap, above it a seeded sample stratified by status). Logging
+traces happens after the run is logged: a failure is recorded on the run (tag
+``ragexp.traces_failed``) and said in one line, and never fails the run; the values stay in the
+per-sample table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ragexp.common.secrets import scrub, scrub_columns
+from ragexp.core.results import detail_column, metric_keys, status_column
+
+#: Samples that become traces when ``tracking.traces`` is not set (docs/performance.md, "Traces":
+#: measured so a default run with traces stays within 1.5x the wall time of one without).
+DEFAULT_CAP = 2000
+#: Traces started between two flushes of MLflow's export queue (its default size is 1,000: a trace
+#: put on a full queue is dropped).
+FLUSH_EVERY = 500
+#: Tags and names on every trace.
+RECORD_TAG, DIGEST_TAG, RUN_TAG = "ragexp.record_id", "ragexp.dataset_digest", "ragexp.run_id"
+TRACE_NAME = "ragexp"
+#: Run tags: how many samples became traces, and why some did not.
+COUNT_TAG, FAILED_TAG = "ragexp.traces", "ragexp.traces_failed"
+#: Timing keys of a record that are no stage of their own.
+_NOT_STAGES = ("total",)
+#: Stage names of ragexp's pipeline → MLflow span types.
+_SPAN_TYPES = {"retrieve": "RETRIEVER", "embed": "EMBEDDING", "rerank": "RERANKER", "compress": "PARSER",
+               "generate": "LLM"}
+
+
+@dataclass
+class TraceReport:
+    """What :func:`log_traces` did: samples in the run, chosen, logged, and why any were not."""
+
+    samples: int
+    chosen: int
+    logged: int = 0
+    failed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def note(self, cap: int | None) -> str | None:
+        """The sentence the run's description gets when not every sample is a trace."""
+        if self.chosen >= self.samples and not self.failed:
+            return None
+        parts = []
+        if self.chosen < self.samples:
+            parts.append(f"Traces: {self.chosen} of {self.samples} samples (tracking.traces={cap}), a seeded "
+                         "sample stratified by status; every sample is in per_sample.parquet.")
+        if self.failed:
+            parts.append(f"Traces: {self.chosen - self.logged} could not be logged ({self.failed[0]}); "
+                         "their values are in per_sample.parquet.")
+        return " ".join(parts)
+
+
+def sample_status(columns: Mapping[str, list], keys: Sequence[str]) -> list[str]:
+    """Each sample's stratum: ``ok`` when every metric is ``ok``, else its first other status."""
+    n = len(columns.get("id", []))
+    statuses = [columns[status_column(k)] for k in keys]
+    return [next((s[i] for s in statuses if s[i] != "ok"), "ok") for i in range(n)]
+
+
+def choose(strata: Sequence[str], cap: int | None, seed: int = 0) -> list[int]:
+    """Which samples become traces, in record order: all when ``cap`` is None or not below their number;
+    else ``cap`` of them drawn with ``seed``, each stratum (status) in proportion to its size and never
+    left out while the cap allows one per stratum.
+
+    >>> choose(["ok"] * 8 + ["error"] * 2, None)
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    >>> picked = choose(["ok"] * 98 + ["error"] * 2, 10, seed=1)
+    >>> len(picked), sum(i >= 98 for i in picked)
+    (10, 1)
+    """
+    n = len(strata)
+    if cap is None or cap >= n:
+        return list(range(n))
+    if cap <= 0:
+        return []
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(strata):
+        groups.setdefault(s, []).append(i)
+    # largest remainder, with one for each stratum first when the cap allows it
+    share = {s: cap * len(g) / n for s, g in groups.items()}
+    take = {s: min(len(groups[s]), max(1 if cap >= len(groups) else 0, math.floor(v))) for s, v in share.items()}
+    rest = sorted(groups, key=lambda s: (take[s] - share[s], s))
+    while sum(take.values()) > cap:  # the ones given a place they had no share for give it back first
+        s = max((s for s in rest if take[s] > 0), key=lambda s: (take[s] - share[s], s))
+        take[s] -= 1
+    for s in rest:
+        if sum(take.values()) >= cap:
+            break
+        if take[s] < len(groups[s]):
+            take[s] += 1
+    rng = random.Random(seed)
+    out: list[int] = []
+    for s in sorted(groups):
+        out.extend(rng.sample(groups[s], take[s]))
+    return sorted(out)
+
+
+def rationale(detail: Any) -> str | None:
+    """The judge's stated reasons out of a judge metric's detail (``{"reasons": [...]}``), else the detail."""
+    if detail is None:
+        return None
+    try:
+        parsed = json.loads(detail)
+    except (TypeError, ValueError):
+        return str(detail)
+    if isinstance(parsed, dict):
+        reasons = parsed.get("reasons")
+        if reasons is None and isinstance(parsed.get("first"), str):
+            return rationale(parsed["first"])
+        if isinstance(reasons, list):
+            return "\n".join(str(r) for r in reasons if r) or None
+        if isinstance(reasons, str):
+            return reasons
+    return str(detail)
+
+
+def documents(contexts: Sequence[str] | None, ids: Sequence[str] | None,
+              scores: Sequence[float] | None = None, chunk_ids: Sequence[str] | None = None) -> list[dict]:
+    """Passages in MLflow's document form (``page_content``; ``metadata.doc_uri``, ``chunk_id``, ``rank``,
+    ``score`` where known): the outputs of a ``RETRIEVER`` span.
+
+    >>> documents(["a text"], ["d1"], [0.5])
+    [{'page_content': 'a text', 'metadata': {'rank': 1, 'doc_uri': 'd1', 'score': 0.5}, 'id': 'd1'}]
+    """
+    texts = list(contexts) if contexts is not None else [None] * len(ids or [])
+    ids = list(ids) if ids is not None and len(ids) == len(texts) else None
+    scores = list(scores) if scores is not None and len(scores) == len(texts) else None
+    chunk_ids = list(chunk_ids) if chunk_ids is not None and len(chunk_ids) == len(texts) else None
+    out = []
+    for i, text in enumerate(texts):
+        meta: dict[str, Any] = {"rank": i + 1}
+        doc: dict[str, Any] = {"page_content": text if text is not None else "", "metadata": meta}
+        if ids is not None:
+            meta["doc_uri"] = str(ids[i])
+            doc["id"] = str(ids[i])
+        if chunk_ids is not None:
+            meta["chunk_id"] = str(chunk_ids[i])
+        if scores is not None and scores[i] is not None and math.isfinite(scores[i]):
+            meta["score"] = float(scores[i])
+        out.append(doc)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A cell as JSON-ready plain data (numpy arrays and scalars from a Parquet table become lists and numbers)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)
+
+
+@dataclass
+class TraceSource:
+    """What the traces of one run are made of: the per-sample table (:func:`ragexp.core.results.per_sample_columns`),
+    per sample the stage timings, the retriever's scores and chunk ids when ragexp ran the pipeline,
+    and which metric keys a judge scored (key → judge model)."""
+
+    columns: Mapping[str, list]
+    dataset_digest: str
+    judges: Mapping[str, str] = field(default_factory=dict)
+    timings: Sequence[Mapping[str, float] | None] | None = None
+    scores: Sequence[Sequence[float] | None] | None = None
+    chunk_ids: Sequence[Sequence[str] | None] | None = None
+
+
+def source_of(records: Sequence[Any], per_sample: Mapping[str, list], dataset_digest: str,
+              judges: Mapping[str, str]) -> TraceSource:
+    """A :class:`TraceSource` of a run's records (``ragexp.common.records.Record``) and its per-sample table."""
+    timings = [r.timings for r in records] if any(r.timings for r in records) else None
+    scores = ([r.extra.get("context_scores") for r in records]
+              if any(r.extra.get("context_scores") for r in records) else None)
+    chunks = [r.extra.get("chunk_ids") for r in records] if any(r.extra.get("chunk_ids") for r in records) else None
+    return TraceSource(per_sample, dataset_digest, dict(judges), timings, scores, chunks)
+
+
+def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *, cap: int | None = DEFAULT_CAP,
+               seed: int = 0) -> TraceReport:
+    """Log the chosen samples of ``source`` as traces linked to run ``run_id``; return what was logged.
+
+    Never raises for a trace that could not be logged: the report says how many and why."""
+    started = time.perf_counter()
+    columns = source.columns
+    keys = metric_keys(columns)
+    n = len(columns.get("id", []))
+    chosen = choose(sample_status(columns, keys), cap, seed)
+    report = TraceReport(samples=n, chosen=len(chosen))
+    if not chosen:
+        return report
+    rows = scrub_columns({name: [values[i] for i in chosen] for name, values in columns.items()})
+    try:
+        import mlflow
+        from mlflow.entities.trace_location import MlflowExperimentLocation
+    except ImportError as exc:  # pragma: no cover - mlflow is a core dependency
+        report.failed.append(f"mlflow cannot trace: {exc}")
+        return report
+    if uri.startswith("sqlite:"):  # one writer: MLflow's 10 export threads on one SQLite file wait on its lock
+        os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS", "1")
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        where = MlflowExperimentLocation(experiment_id)
+        ids = []
+        for j, i in enumerate(chosen):
+            try:
+                ids.append(_one_trace(mlflow, where, run_id, source, rows, j, i, keys))
+            except Exception as exc:  # noqa: BLE001 - one trace's failure is reported, never the run's
+                report.failed.append(f"record {rows['id'][j]}: {scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}")
+            if (j + 1) % FLUSH_EVERY == 0:
+                mlflow.flush_trace_async_logging()
+        mlflow.flush_trace_async_logging()
+        report.logged = _count_logged(uri, experiment_id, run_id, ids, report)
+    finally:
+        mlflow.set_tracking_uri(before)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _count_logged(uri: str, experiment_id: str, run_id: str, ids: list[str], report: TraceReport) -> int:
+    """How many of the traces started reached the store (MLflow's export logs a failure and goes on)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    found, token = 0, None
+    try:
+        while True:
+            page = client.search_traces(locations=[experiment_id], run_id=run_id, max_results=1000,
+                                        include_spans=False, page_token=token)
+            found += len(page)
+            token = page.token
+            if not token:
+                break
+    except Exception as exc:  # noqa: BLE001 - the store answered the writes but not this read
+        report.failed.append(f"could not count the traces logged: {scrub(str(exc).splitlines()[0])}")
+        return len(ids)
+    if found < len(ids):
+        report.failed.append(f"{len(ids) - found} of {len(ids)} traces did not reach the store (MLflow's "
+                             "warnings above say why)")
+    return found
+
+
+def _one_trace(mlflow: Any, where: Any, run_id: str, source: TraceSource, rows: Mapping[str, list], j: int,
+               i: int, keys: Sequence[str]) -> str:
+    """The trace of sample ``i`` (row ``j`` of the scrubbed ``rows``); returns its id."""
+    from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, SpanType
+
+    def cell(name: str) -> Any:
+        return _plain(rows[name][j]) if name in rows else None
+
+    record_id, query, answer = str(cell("id")), cell("query"), cell("answer")
+    timings = dict(source.timings[i] or {}) if source.timings is not None else {}
+    with mlflow.start_span(TRACE_NAME, span_type=SpanType.CHAIN, trace_destination=where, run_id=run_id) as root:
+        root.set_inputs({"query": query})
+        trace_id = root.trace_id
+        mlflow.update_current_trace(tags={RECORD_TAG: record_id, DIGEST_TAG: source.dataset_digest, RUN_TAG: run_id},
+                                    client_request_id=f"{run_id}:{record_id}")
+        latency = cell("latency_s")
+        if latency is not None:
+            root.set_attribute("ragexp.latency_s", latency)
+        if cell("pipeline_error"):
+            root.set_attribute("ragexp.pipeline_error", cell("pipeline_error"))
+        t = root.start_time_ns
+        stages = [s for s in timings if s not in _NOT_STAGES]
+        docs = documents(cell("contexts"), cell("context_ids"),
+                         _plain(source.scores[i]) if source.scores is not None and "compress" not in timings else None,
+                         _plain(source.chunk_ids[i]) if source.chunk_ids is not None and "compress" not in timings else None)
+        if "retrieve" not in stages and (cell("contexts") is not None or cell("context_ids") is not None):
+            stages.insert(0, "retrieve")  # passages the dataset brought: a retriever span without a duration
+        for stage in stages:
+            kind = _SPAN_TYPES.get(stage, SpanType.UNKNOWN)
+            inputs = {"query": query} if stage in ("retrieve", "embed", "rerank") else None
+            span = mlflow.start_span_no_context(stage, span_type=kind, parent_span=root, inputs=inputs, start_time_ns=t)
+            seconds = timings.get(stage)
+            end = t + int(seconds * 1e9) if seconds is not None else t
+            outputs = docs if stage == "retrieve" else {"answer": answer} if stage == "generate" else None
+            if stage == "compress":
+                outputs = docs
+            if seconds is not None:
+                span.set_attribute("ragexp.seconds", seconds)
+            span.end(outputs=outputs, end_time_ns=end)
+            t = end
+        for key in keys:
+            status = cell(status_column(key))
+            judge = source.judges.get(key)
+            src = (AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id=judge) if judge
+                   else AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=key))
+            detail = cell(detail_column(key))
+            if status == "ok":
+                mlflow.log_feedback(trace_id=trace_id, name=key, value=cell(key), source=src,
+                                    rationale=rationale(detail) if judge else None,
+                                    metadata={"detail": str(detail)[:1000]} if detail and not judge else None)
+            else:
+                mlflow.log_feedback(trace_id=trace_id, name=key, source=src,
+                                    error=AssessmentError(error_code=str(status).upper(),
+                                                          error_message=str(detail or status)))
+        _expectations(mlflow, trace_id, cell)
+        _people(mlflow, trace_id, rows, j)
+        root.set_outputs({"answer": answer})
+    return trace_id
+
+
+def _expectations(mlflow: Any, trace_id: str, cell: Any) -> None:
+    """The references as expectations: ``expected_response`` (one reference answer, else the list),
+    ``expected_retrieved_context`` (the ground-truth passages and ids, MLflow's names) and ``gt_context_ids``."""
+    refs = cell("reference_answers")
+    if refs:
+        mlflow.log_expectation(trace_id=trace_id, name="expected_response", value=refs[0] if len(refs) == 1 else refs)
+    texts, ids = cell("gt_contexts"), cell("gt_context_ids")
+    if texts or ids:
+        n = len(texts or ids)
+        expected = []
+        for k in range(n):
+            item: dict[str, Any] = {}
+            if texts and k < len(texts):
+                item["content"] = texts[k]
+            if ids and len(ids) == n:
+                item["doc_uri"] = str(ids[k])
+            expected.append(item)
+        mlflow.log_expectation(trace_id=trace_id, name="expected_retrieved_context", value=expected)
+    if ids:
+        mlflow.log_expectation(trace_id=trace_id, name="gt_context_ids", value=[str(x) for x in ids])
+
+
+def _people(mlflow: Any, trace_id: str, rows: Mapping[str, list], j: int) -> None:
+    """People's labels (``human/<metric>`` columns and ``label``) as feedback from a ``HUMAN`` source."""
+    from mlflow.entities import AssessmentSource, AssessmentSourceType
+
+    people = AssessmentSource(source_type=AssessmentSourceType.HUMAN, source_id="ragexp dataset labels")
+    for name in rows:
+        if name.startswith("human/") or name == "label":
+            value = _plain(rows[name][j])
+            if value is not None:
+                mlflow.log_feedback(trace_id=trace_id, name=name, value=value, source=people)
+
+
+def check_cap(value: Any) -> int | None:
+    """``tracking.traces`` checked: a whole number >= 0 (0: no traces) or null (every sample).
+
+    >>> check_cap(None), check_cap(50)
+    (None, 50)
+    >>> check_cap("many")
+    Traceback (most recent call last):
+    ...
+    ragexp.errors.ConfigError: tracking.traces: expected a whole number >= 0 (0: no traces) or null (every sample), got 'many'
+    """
+    from ragexp.errors import ConfigError
+
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise ConfigError("tracking.traces: expected a whole number >= 0 (0: no traces) or null (every sample), "
+                      f"got {value!r}")
+
+
+def log_run_traces(uri: str, run_id: str, records: Sequence[Any], per_sample: Mapping[str, list], dataset_digest: str,
+                   judges: Mapping[str, str], *, cap: int | None = DEFAULT_CAP, seed: int = 0) -> str | None:
+    """The traces of a logged run (:func:`log_traces`), with what they are on the run: tag ``ragexp.traces``
+    (``50 of 50``), a sentence in its description when not every sample is a trace, ``ragexp.traces_failed``
+    when some could not be logged. Returns the line to print when something is worth saying, else None.
+    Never raises: the run is logged, and its values are in its per-sample table whatever happens here."""
+    from ragexp.common.secrets import redact_url
+    from ragexp.tracking.store import bounded_http, open_client, retrying
+
+    cap = check_cap(cap)
+    try:
+        with bounded_http():
+            client = open_client(uri)
+            run = retrying(client.get_run, run_id)
+            report = log_traces(uri, run.info.experiment_id, run_id, source_of(records, per_sample, dataset_digest,
+                                                                               judges), cap=cap, seed=seed)
+            tags = {COUNT_TAG: f"{report.logged} of {report.samples}"}
+            note = report.note(cap)
+            if note:
+                tags["mlflow.note.content"] = (run.data.tags.get("mlflow.note.content", "") + "\n\n" + note).strip()
+            if report.failed:
+                tags[FAILED_TAG] = scrub("; ".join(report.failed[:3]))[:5000]
+            for key, value in tags.items():
+                retrying(client.set_tag, run_id, key, value)
+    except Exception as exc:  # noqa: BLE001 - the run is logged; its traces are extra
+        return (f"warning: the traces of run {run_id} could not be logged to {redact_url(uri)} "
+                f"({scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}); every value is in its "
+                "per-sample table")
+    if report.failed:
+        return f"warning: {note}"
+    if report.chosen < report.samples:
+        return (f"Traces: {report.logged} of {report.samples} samples (tracking.traces={cap}; "
+                "tracking.traces=null logs every one)")
+    return None
