@@ -444,7 +444,35 @@ class JudgeClient:
 
     async def _ask(self, messages: list[dict[str, str]], key: str, check: Callable[[str], Any] | None,
                    schema: str | None, sample: int) -> Completion:
-        """Send ``messages`` (with retries) and return the reply; see :meth:`complete`."""
+        """Send ``messages`` (with retries) and return the reply; see :meth:`complete`.
+
+        One verdict's attempts, in named parts: :meth:`_open` (circuit breaking: a fatal error or a hanging
+        server sends nothing more), :class:`Budget` (reserve, settle), :meth:`_send` (concurrency, rate limit,
+        the verdict's deadline, the structured-output form), :meth:`_after_failure` (classification, circuit
+        breaking, structured-output fallback, retry or give up) and :meth:`_received` (usage, budget, cache).
+        """
+        ask = _Attempts(self._request(messages, sample), self.worst_case(messages))
+        while True:
+            self._open()
+            self.budget.reserve(ask.worst)
+            try:
+                response = await self._send(ask, schema)
+            except (asyncio.CancelledError, KeyboardInterrupt, CallFailed):
+                self.budget.settle(ask.worst, 0.0)
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure is classified by _after_failure
+                self.budget.settle(ask.worst, 0.0)
+                delay = self._after_failure(ask, exc)
+                if delay is None:  # the same request in the next structured-output form: not a retry
+                    continue
+                log.debug("judge request failed (%s); retry %d in %.2f s", ask.last, ask.attempt + 1, delay)
+                await asyncio.sleep(delay)
+                ask.attempt += 1
+                continue
+            return self._received(ask, response, key, check)
+
+    def _request(self, messages: list[dict[str, str]], sample: int) -> dict[str, Any]:
+        """litellm's arguments for this verdict: no retries inside litellm or the OpenAI SDK."""
         kwargs: dict[str, Any] = dict(
             model=self.s.model, messages=messages, temperature=self.s.temperature, max_tokens=self.s.max_tokens,
             timeout=self.s.timeout_s, num_retries=0, max_retries=0, drop_params=True,
@@ -456,98 +484,111 @@ class JudgeClient:
         api_key = self.s.api_key()
         if api_key:
             kwargs["api_key"] = api_key
-        worst = self.worst_case(messages)
-        last = ""
-        deadline = None  # the verdict's total deadline, from its first request (queueing before it excluded)
-        attempt = -1
-        while attempt < self.s.max_retries:
-            attempt += 1
-            if self.fatal is not None:
-                raise self.fatal
-            if self.hung is not None:
-                raise CallFailed("timeout", self.hung)
-            self.budget.reserve(worst)
+        return kwargs
+
+    def _open(self) -> None:
+        """Circuit breaking: raise when no request may be sent (a rejected key, an unknown model, an unreachable
+        or hanging server)."""
+        if self.fatal is not None:
+            raise self.fatal
+        if self.hung is not None:
+            raise CallFailed("timeout", self.hung)
+
+    async def _send(self, ask: "_Attempts", schema: str | None) -> Any:
+        """One HTTP request: a concurrency slot, the rate limiter's turn, the timeout left by the verdict's deadline
+        (which starts at its first request, queueing before it excluded) and the structured-output form in use."""
+        kwargs = ask.kwargs
+        async with self.sem:
+            await self.limiter.acquire()
+            self._open()  # a fatal error or a hang may have come while this request waited for its turn
+            now = time.monotonic()
+            ask.deadline = ask.deadline or now + self.s.deadline_s
+            self.usage.calls += 1
+            if ask.attempt:
+                self.usage.retries += 1
+            kwargs["timeout"] = max(0.05, min(self.s.timeout_s, ask.deadline - now))
+            form = response_format(self.forms[0], schema) if schema is not None else None
+            kwargs.pop("response_format", None)
+            if form is not None:
+                kwargs["response_format"] = form
+            if not self.in_flight:
+                self.waiting_since = now
+            self.in_flight += 1
             try:
-                async with self.sem:
-                    await self.limiter.acquire()
-                    if self.fatal is not None:  # it happened while this request waited for its turn
-                        raise self.fatal
-                    if self.hung is not None:
-                        raise CallFailed("timeout", self.hung)
-                    now = time.monotonic()
-                    deadline = deadline or now + self.s.deadline_s
-                    self.usage.calls += 1
-                    if attempt:
-                        self.usage.retries += 1
-                    kwargs["timeout"] = max(0.05, min(self.s.timeout_s, deadline - now))
-                    form = response_format(self.forms[0], schema) if schema is not None else None
-                    kwargs.pop("response_format", None)
-                    if form is not None:
-                        kwargs["response_format"] = form
-                    if not self.in_flight:
-                        self.waiting_since = now
-                    self.in_flight += 1
-                    try:
-                        response = await asyncio.wait_for(self._litellm.acompletion(**kwargs),
-                                                          timeout=kwargs["timeout"] * 1.5 + 1)
-                    finally:
-                        self.in_flight -= 1
-            except (asyncio.CancelledError, KeyboardInterrupt, CallFailed):
-                self.budget.settle(worst, 0.0)
-                raise
-            except Exception as exc:  # noqa: BLE001 - every failure is classified below
-                self.budget.settle(worst, 0.0)
-                if exc is self.fatal:
-                    raise
-                try:
-                    status, retryable = classify(exc)
-                except (CredentialsError, ConfigError) as fatal:
-                    self.fatal = self.fatal or fatal
-                    raise self.fatal from None
-                if connection_failed(exc):
-                    self._unreachable(exc)
-                    if self.fatal is not None:
-                        raise self.fatal from None
-                else:
-                    self.refused = 0
-                    if status == "timeout":
-                        self._timed_out()
-                    else:
-                        self._replied()  # an error status is a reply: the server is there
-                if "response_format" in kwargs and refused_form(exc) and len(self.forms) > 1:
-                    self._fall_back(kwargs["response_format"], exc)
-                    attempt -= 1  # the same request in the next form: not a retry
-                    continue
-                last = short_error(exc)
-                wait_hint = retry_after(exc)
-                if status == "rate_limited" and wait_hint is not None:
-                    self.limiter.pause(wait_hint)
-                if not retryable or attempt == self.s.max_retries:
-                    tries = f" after {attempt + 1} attempts" if attempt else ""
-                    raise CallFailed(status, f"{last}{tries}") from None
-                delay = self.backoff(attempt + 1, wait_hint)
-                if time.monotonic() + delay >= deadline:
-                    raise CallFailed("timeout", f"no usable reply within judge.deadline_s={self.s.deadline_s:g} s "
-                                                f"({attempt + 1} attempts; the last: {last})") from None
-                log.debug("judge request failed (%s); retry %d in %.2f s", last, attempt + 1, delay)
-                await asyncio.sleep(delay)
-                continue
-            self.refused = 0
-            self._replied()
-            choice, u = response.choices[0], getattr(response, "usage", None)
-            text, finish = choice.message.content or "", getattr(choice, "finish_reason", None)
-            t_in, t_out = int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0)
-            cost = self.prices.cost(t_in, t_out)
-            self.budget.settle(worst, cost)
-            self.usage.answered += 1
-            self.usage.tokens_in += t_in
-            self.usage.tokens_out += t_out
-            self.usage.cost_usd += cost
-            reply = Completion(text, finish, t_in, t_out, cost)
-            if check is not None and _usable(check, text):
-                self.remember(key, reply)
-            return reply
-        raise CallFailed("api_error", last)  # pragma: no cover - the loop always returns or raises
+                return await asyncio.wait_for(self._litellm.acompletion(**kwargs), timeout=kwargs["timeout"] * 1.5 + 1)
+            finally:
+                self.in_flight -= 1
+
+    def _after_failure(self, ask: "_Attempts", exc: Exception) -> float | None:
+        """What a failed request means: raise (fatal, or the verdict fails for good), None (ask again at once in
+        the next structured-output form), or the seconds to wait before the next retry."""
+        if exc is self.fatal:
+            raise exc
+        try:
+            status, retryable = classify(exc)
+        except (CredentialsError, ConfigError) as fatal:
+            self.fatal = self.fatal or fatal
+            raise self.fatal from None
+        self._count(exc, status)
+        kwargs = ask.kwargs
+        if "response_format" in kwargs and refused_form(exc) and len(self.forms) > 1:
+            self._fall_back(kwargs["response_format"], exc)
+            return None
+        ask.last = short_error(exc)
+        wait_hint = retry_after(exc)
+        if status == "rate_limited" and wait_hint is not None:
+            self.limiter.pause(wait_hint)
+        if not retryable or ask.attempt == self.s.max_retries:
+            tries = f" after {ask.attempt + 1} attempts" if ask.attempt else ""
+            raise CallFailed(status, f"{ask.last}{tries}") from None
+        delay = self.backoff(ask.attempt + 1, wait_hint)
+        if time.monotonic() + delay >= ask.deadline:
+            raise CallFailed("timeout", f"no usable reply within judge.deadline_s={self.s.deadline_s:g} s "
+                                        f"({ask.attempt + 1} attempts; the last: {ask.last})") from None
+        return delay
+
+    def _count(self, exc: BaseException, status: str) -> None:
+        """Circuit breaking's counters: a failed connection, a timeout, or an error reply (the server is there)."""
+        if connection_failed(exc):
+            self._unreachable(exc)
+            if self.fatal is not None:
+                raise self.fatal from None
+            return
+        self.refused = 0
+        if status == "timeout":
+            self._timed_out()
+        else:
+            self._replied()  # an error status is a reply: the server is there
+
+    def _received(self, ask: "_Attempts", response: Any, key: str, check: Callable[[str], Any] | None) -> Completion:
+        """A reply: usage and budget settled from its token counts, cached when ``check`` says it is usable."""
+        self.refused = 0
+        self._replied()
+        choice, u = response.choices[0], getattr(response, "usage", None)
+        text, finish = choice.message.content or "", getattr(choice, "finish_reason", None)
+        t_in, t_out = int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0)
+        cost = self.prices.cost(t_in, t_out)
+        self.budget.settle(ask.worst, cost)
+        self.usage.answered += 1
+        self.usage.tokens_in += t_in
+        self.usage.tokens_out += t_out
+        self.usage.cost_usd += cost
+        reply = Completion(text, finish, t_in, t_out, cost)
+        if check is not None and _usable(check, text):
+            self.remember(key, reply)
+        return reply
+
+
+@dataclass
+class _Attempts:
+    """One verdict's requests: litellm's arguments, the worst-case cost reserved per attempt, the retry count,
+    the deadline (set at the first request) and the last failure's text."""
+
+    kwargs: dict[str, Any]
+    worst: float
+    attempt: int = 0
+    deadline: float = 0.0
+    last: str = ""
 
 
 def _usable(check: Callable[[str], Any] | None, text: str) -> bool:
