@@ -159,10 +159,13 @@ def test_ppi_clustered_standard_error_by_arithmetic():
     plain = ppi_mean(y, yh, yu)
     single = ppi_mean(y, yh, yu, clusters=list(range(360)))  # one record per cluster
     assert single.mean == plain.mean
-    assert single.stderr == pytest.approx(plain.stderr * math.sqrt(360 / 359), rel=1e-12)
+    # each part corrected for its own clusters: the 60 labelled ones and the 300 unlabelled ones
+    assert single.stderr == pytest.approx(math.sqrt(plain.resid_var / 60 * 60 / 59 + plain.imputed_var / 300
+                                                    * 300 / 299), rel=1e-12)
     # records repeated in pairs: each cluster's contribution doubles, the cluster count halves
     yy, hh, uu = np.repeat(y, 2), np.repeat(yh, 2), np.repeat(yu, 2)
     paired = ppi_mean(yy, hh, uu, lam=plain.lam, clusters=list(np.repeat(np.arange(360), 2)))
     lam = plain.lam
-    parts = np.concatenate([(y - lam * yh - (y - lam * yh).mean()) / 60, (lam * yu - (lam * yu).mean()) / 300])
-    assert paired.stderr == pytest.approx(math.sqrt(360 / 359 * (parts ** 2).sum()), rel=1e-12)
+    lab, rest = (y - lam * yh - (y - lam * yh).mean()) / 60, (lam * yu - (lam * yu).mean()) / 300
+    assert paired.stderr == pytest.approx(math.sqrt(60 / 59 * (lab ** 2).sum() + 300 / 299 * (rest ** 2).sum()),
+                                          rel=1e-12)

@@ -1,8 +1,12 @@
 """What would people have scored? The judge's mean corrected by the labelled records: PPI++ with power
 tuning (Angelopoulos, Duchi and Zrnic 2023), λ computed around the λ = 1 estimate as ppi-python's
 ``ppi_mean_ci`` does (tests check it against ppi-python). Definitions: docs/judge-trust.md,
-"What would people have scored? Corrected means". Clustered SE: each record contributes
-``(λŶ_i - mean)/N`` or ``(Y_i - λŶ_i - mean)/n``, and ``SE² = G/(G-1) · Σ_clusters (their sum)²``.
+"What would people have scored? Corrected means". Clustered SE: each labelled record contributes
+``√k_L · (Y_i - λŶ_i - mean)/n`` and each unlabelled one ``√k_U · (λŶ_i - mean)/N``, and
+``SE² = Σ_clusters (their sum)²``, where ``k = G/(G-1)`` is the finite-cluster correction of each part
+with G the clusters that part's records fall in (the sandwich of statsmodels' cluster-robust
+covariance of the two part means, each part corrected for its own clusters). Labels that fall in
+fewer than two clusters give no interval: their spread between clusters cannot be measured.
 
     >>> c = ppi_mean([1, 0, 1, 1], [1, 1, 1, 1], [1, 1, 0, 1, 1, 1])
     >>> c.n_labelled, c.n_total, round(c.judge_mean, 4), round(c.bias, 4)
@@ -18,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ragexp.stats.design import ClusterDesign, design_of
 from ragexp.stats.intervals import units_of
 
 
@@ -38,9 +43,14 @@ class Corrected:
     resid_var: float | None = None  # var(Y - λŶ) over the labelled records: what more labels buy down
     imputed_var: float | None = None  # var(λŶ) over the unlabelled ones: the part labels cannot remove
     note: str | None = None
+    design: ClusterDesign | None = None  # with clusters: the labels' clusters and design effect
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None or k in ("mean", "ci_low", "ci_high")}
+        d = {k: v for k, v in asdict(self).items()
+             if k != "design" and (v is not None or k in ("mean", "ci_low", "ci_high"))}
+        if self.design is not None:
+            d["design"] = self.design.as_dict()
+        return d
 
     def labels_for(self, halfwidth: float) -> int | None:
         """Labels needed for an interval of half-width ``halfwidth``, holding λ and the two variances:
@@ -52,6 +62,13 @@ class Corrected:
         """
         if self.resid_var is None or self.imputed_var is None or halfwidth <= 0:
             return None
+        if self.design is not None:  # clustered: the labelled part's variance grows with its clusters
+            if self.stderr is None:
+                return None
+            z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
+            labelled = self.design.deff * self.resid_var / self.n_labelled  # that part of stderr² now
+            rest = max(0.0, self.stderr ** 2 - labelled)
+            return self.design.labels_for(z * self.stderr, self.n_labelled, halfwidth, floor=z * math.sqrt(rest))
         z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
         unlabelled = self.n_total - self.n_labelled
         room = (halfwidth / z) ** 2 - (self.imputed_var / unlabelled if unlabelled else 0.0)
@@ -92,14 +109,26 @@ def ppi_mean(human: Sequence[float], judge_labelled: Sequence[float], judge_unla
     if clusters is not None:
         if len(clusters) != n + N:
             raise ValueError(f"clusters needs one label per labelled then unlabelled record ({n + N}), got {len(clusters)}")
-        parts = np.concatenate([(resid - resid.mean()) / n, (lam * yu - (lam * yu).mean()) / N if N else []])
         unit = units_of(clusters, n + N)
-        g = int(unit.max()) + 1
-        if g < 2:
+        g_l, g_u = len(np.unique(unit[:n])), len(np.unique(unit[n:]))
+        why = (f"the {n} labels fall in one cluster: no spread between labelled clusters to measure, no interval "
+               f"(label records of two clusters or more)" if g_l < 2 else
+               f"the {N} unlabelled records fall in one cluster: no spread between their clusters to measure, no "
+               f"interval" if N and lam > 0 and g_u < 2 else None)
+        if why:
             return Corrected(theta, None, None, None, n, n + N, judge_mean, bias, lam, confidence, resid_var,
-                             imputed_var, "one cluster: no spread between clusters, no interval")
-        se = math.sqrt(g / (g - 1) * float((np.bincount(unit, weights=parts) ** 2).sum()))
-        note = f"clustered standard error over {g} clusters" + (" (few: rough)" if g < 20 else "")
+                             imputed_var, why)
+        lab = (resid - resid.mean()) / n * math.sqrt(g_l / (g_l - 1))
+        rest = (lam * yu - (lam * yu).mean()) / N * math.sqrt(g_u / (g_u - 1)) if N and g_u > 1 else np.zeros(N)
+        se = math.sqrt(float((np.bincount(unit, weights=np.concatenate([lab, rest])) ** 2).sum()))
+        lab_var = float((np.bincount(unit[:n], weights=lab, minlength=int(unit.max()) + 1) ** 2).sum())
+        deff = lab_var / (resid_var / n) if resid_var > 0 else 1.0
+        design = design_of(unit[:n], unit, deff=deff)
+        note = (f"clustered standard error: the labels fall in {g_l} clusters (design effect {deff:.2f})"
+                + (f" (few: rough; ≥ 20 wanted)" if g_l < 20 else ""))
+        z = NormalDist().inv_cdf(0.5 + confidence / 2)
+        return Corrected(theta, se, theta - z * se, theta + z * se, n, n + N, judge_mean, bias, lam, confidence,
+                         resid_var, imputed_var, note, design)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     return Corrected(theta, se, theta - z * se, theta + z * se, n, n + N, judge_mean, bias, lam, confidence,
                      resid_var, imputed_var, note)
