@@ -38,6 +38,38 @@ def launch_dir() -> Path:
     return Path.cwd()
 
 
+def store_uri(configured: str | None = None) -> str:
+    """The MLflow store a run uses: ``configured`` (``tracking.uri``), else ``$MLFLOW_TRACKING_URI``, else
+    ``sqlite:///<launch dir>/mlflow.db``."""
+    import os
+
+    if configured:
+        return str(configured)
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(launch_dir() / 'mlflow.db').resolve()}"
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (its query string left out); None for any other store."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri[len("sqlite:///"):].split("?", 1)[0])
+
+
+def artifact_root(uri: str) -> str | None:
+    """Where a new experiment keeps its artifacts: beside a SQLite store, else the store's own default.
+
+    MLflow would put them in ``./mlruns`` of whatever directory the first run started from; kept
+    next to the database, runs and their artifacts stay together (and move together).
+
+    >>> artifact_root("sqlite:////data/runs/mlflow.db")
+    'file:///data/runs/mlruns'
+    >>> artifact_root("http://127.0.0.1:5000") is None
+    True
+    """
+    db = sqlite_path(uri)
+    return None if db is None else (db.resolve().parent / "mlruns").as_uri()
+
+
 def plain(node: Any) -> Any:
     """A config node (OmegaConf's DictConfig or ListConfig) as plain dicts and lists, resolved; any
     other value as it is (None stays None)."""

@@ -9,10 +9,11 @@ import importlib
 import inspect
 from typing import Any
 
-from ragexp.common.paths import plain
+from ragexp.common.paths import plain, store_uri
 from ragexp.errors import ConfigError
 
 BUILTIN = "ragexp.pipeline.core.RAGPipeline"
+TRACED = "ragexp.pipeline.traced.TracedPipeline"
 
 
 def _instantiate(node: Any, group: str, default: Any = None) -> Any:
@@ -52,6 +53,8 @@ def build_pipeline(cfg: Any, dataset: Any):
         raise ConfigError(f"pipeline: expected a mapping with a _target_ (see conf/pipeline/), got {pipe!r}")
     if pipe["_target_"] in (None, "???"):
         raise ConfigError("pipeline=custom needs your callable: pipeline._target_=my_module.my_function")
+    if pipe["_target_"] == TRACED:
+        return _traced(pipe, cfg)
     if pipe["_target_"] != BUILTIN:
         return _custom(pipe, cfg)
     return _builtin(pipe, cfg, dataset)
@@ -93,14 +96,44 @@ def _builtin(pipe: dict[str, Any], cfg: Any, dataset: Any):
         raise ConfigError(f"pipeline: {exc}") from None
 
 
-def _custom(pipe: dict[str, Any], cfg: Any):
-    from ragexp.pipeline.core import CustomPipeline
-
+def _own_stages_only(cfg: Any, kind: str) -> None:
+    """``pipeline=custom`` / ``traced`` replace the built-in stages: a stage chosen too is a ConfigError."""
     for group, off in (("retriever", "none"), ("compressor", "none"), ("generator", "precomputed")):
         node = plain(cfg.get(group)) or {}
         if node.get("name", off) != off:
-            raise ConfigError(f"pipeline=custom replaces the built-in stages; drop {group}={node.get('name')} "
-                              f"(your callable does the retrieval and generation)")
+            raise ConfigError(f"pipeline={kind} replaces the built-in stages; drop {group}={node.get('name')} "
+                              f"(your {'app' if kind == 'traced' else 'callable'} does the retrieval and generation)")
+
+
+def _traced(pipe: dict[str, Any], cfg: Any):
+    from ragexp.common.spans import SpanReading
+    from ragexp.pipeline.traced import TracedPipeline
+
+    _own_stages_only(cfg, "traced")
+    if pipe.get("factory") in (None, "", "???"):
+        raise ConfigError("pipeline=traced needs your app's factory: pipeline.factory=my_app:build (a function "
+                          "returning the chain or query engine; pipeline.kwargs are its keyword arguments)")
+    kwargs = pipe.get("kwargs") or {}
+    if not isinstance(kwargs, dict):
+        raise ConfigError(f"pipeline.kwargs: expected a mapping of keyword arguments, got {kwargs!r}")
+    known = {"_target_", "factory", "kwargs", "call", "autolog", "experiment", "tracking_uri", "query_key",
+             "answer_key", "context_id"}
+    unknown = sorted(set(pipe) - known)
+    if unknown:
+        raise ConfigError(f"pipeline=traced: unknown key(s) {', '.join(unknown)}; your app's arguments go under "
+                          f"pipeline.kwargs (e.g. +pipeline.kwargs.{unknown[0]}=...)")
+    reading = SpanReading(query_key=pipe.get("query_key"), answer_key=pipe.get("answer_key"),
+                          context_id=pipe.get("context_id") or "id")
+    tracking = plain(cfg.get("tracking")) or {}
+    return TracedPipeline(pipe["factory"], kwargs, call=pipe.get("call") or "auto", autolog=pipe.get("autolog", "auto"),
+                          experiment=pipe.get("experiment") or f"{tracking.get('experiment') or 'ragexp'} app traces",
+                          tracking_uri=store_uri(tracking.get("uri")), reading=reading)
+
+
+def _custom(pipe: dict[str, Any], cfg: Any):
+    from ragexp.pipeline.core import CustomPipeline
+
+    _own_stages_only(cfg, "custom")
     target = pipe["_target_"]
     produces = pipe.get("_produces_") or ("contexts", "context_ids", "answer")
     kwargs = {k: v for k, v in pipe.items() if not k.startswith("_")}

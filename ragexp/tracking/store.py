@@ -17,18 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
-from ragexp.common.paths import launch_dir
+from ragexp.common.paths import artifact_root, sqlite_path, store_uri  # noqa: F401 - artifact_root: used here and by cli.ui
 
 T = TypeVar("T")
 
 
 def resolve_uri(configured: str | None = None) -> str:
-    if configured:
-        return str(configured)
-    env = os.environ.get("MLFLOW_TRACKING_URI")
-    if env:
-        return env
-    return f"sqlite:///{(launch_dir() / 'mlflow.db').resolve()}"
+    """The store a run uses (:func:`ragexp.common.paths.store_uri`: the dataset ``mlflow_traces`` reads the same)."""
+    return store_uri(configured)
 
 
 def ui_command(uri: str) -> str:
@@ -81,21 +77,6 @@ def retrying(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
                 raise
             time.sleep(delay + random.random() * delay)
             delay = min(delay * 2, 2.0)
-
-
-def artifact_root(uri: str) -> str | None:
-    """Where a new experiment keeps its artifacts: beside a SQLite store, else the store's own default.
-
-    MLflow would put them in ``./mlruns`` of whatever directory the first run started from; kept
-    next to the database, runs and their artifacts stay together (and move together).
-
-    >>> artifact_root("sqlite:////data/runs/mlflow.db")
-    'file:///data/runs/mlruns'
-    >>> artifact_root("http://127.0.0.1:5000") is None
-    True
-    """
-    db = sqlite_path(uri)
-    return None if db is None else (db.resolve().parent / "mlruns").as_uri()
 
 
 #: MLflow 3's experiment kind: its UI opens a "custom model development" experiment on the runs
@@ -185,13 +166,6 @@ def first_line(exc: BaseException) -> str:
         if needle in low:
             return said
     return text.splitlines()[0][:300]
-
-
-def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URI (its query string left out); None for any other store."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    return Path(uri[len("sqlite:///"):].split("?", 1)[0])
 
 
 def require_existing_store(uri: str) -> None:
