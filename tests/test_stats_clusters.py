@@ -106,3 +106,11 @@ def test_cluster_design_by_arithmetic():
         return 0.2 ** 2 * 4 / n * (1 + (m - 1) * d.rho) / (1 + (d.size_now - 1) * d.rho)
 
     assert hw2(need) <= 0.1 ** 2 < hw2(need - 1)
+
+
+def test_agreement_with_labels_in_one_cluster_says_so():
+    from ragexp.stats.agreement import judge_agreement
+
+    a = judge_agreement("m", [1, 0, 0], [1, 1, 0], clusters=["q1"] * 3, resamples=200)
+    kappa = a.statistics["kappa"]
+    assert kappa.ci_low is None and "the 3 labels fall in one cluster" in kappa.note

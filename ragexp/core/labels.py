@@ -46,32 +46,49 @@ def _pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[A
             out[spec.key] = {"idx": idx, "human": human, "judge": judge, "unlabelled": rest, "rest_idx": rest_idx,
                              "failed": failed,
                              "kind": HUMAN_SCALES.get(name, (None,))[0], "scale": HUMAN_SCALES.get(name)}
-    confusion = next((s for s in specs if s.info.name in CONFUSION_METRICS), None)
-    if confusion is not None and any(r.label is not None for r in records):
-        from ragexp.metrics.keyword import confusion as count
-
-        opts = {k: confusion.options[k] for k in ("threshold", "inclusive", "stopwords") if k in confusion.options}
-        idx, human, judge = [], [], []
-        for i, r in enumerate(records):
-            c = count([r.label], [r.answer], [r.reference_answers], **opts)
-            if not c["skipped"]:
-                idx.append(i), human.append(float(r.label)), judge.append(float(c["tp"] + c["fp"]))
-        if idx:
-            out[VERDICT_KEY] = {"idx": idx, "human": human, "judge": judge, "unlabelled": [], "rest_idx": [], "failed": 0,
-                                "kind": "binary", "scale": ("binary", 0, 1), "against": "label"}
+    verdicts = label_verdicts(specs, records)
+    if verdicts is not None and verdicts[0]:
+        out[VERDICT_KEY] = verdict_pairs(*verdicts)
     return out
+
+
+def label_verdicts(specs: Sequence[Any], records: Sequence[Any]) -> tuple[list[int], list[float], list[float]] | None:
+    """The records' ``label`` against the keyword confusion's verdict on their answer: the indices, labels and
+    verdicts (1.0 judged correct) of the labelled records it judges; None without a confusion metric or a label.
+    A streamed run (ragexp.core.streaming) takes them chunk by chunk."""
+    confusion = next((s for s in specs if s.info.name in CONFUSION_METRICS), None)
+    if confusion is None or not any(r.label is not None for r in records):
+        return None
+    from ragexp.metrics.keyword import confusion as count
+
+    opts = {k: confusion.options[k] for k in ("threshold", "inclusive", "stopwords") if k in confusion.options}
+    idx, human, judge = [], [], []
+    for i, r in enumerate(records):
+        c = count([r.label], [r.answer], [r.reference_answers], **opts)
+        if not c["skipped"]:
+            idx.append(i), human.append(float(r.label)), judge.append(float(c["tp"] + c["fp"]))
+    return idx, human, judge
+
+
+def verdict_pairs(idx: list[int], human: list[float], judge: list[float]) -> dict[str, Any]:
+    """The pairs :func:`judge_trust` measures the keyword verdict's agreement with ``label`` on."""
+    return {"idx": idx, "human": human, "judge": judge, "unlabelled": [], "rest_idx": [], "failed": 0,
+            "kind": "binary", "scale": ("binary", 0, 1), "against": "label"}
 
 
 def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[Any], *,
                 clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
-                seed: int = 0, target_halfwidth: float | None = 0.05) -> dict[str, Any]:
-    """``{"agreement": {key: {...}}, "disagreements": {column: [...]}}``, empty when nothing is labelled."""
+                seed: int = 0, target_halfwidth: float | None = 0.05, pairs: Mapping[str, Any] | None = None
+                ) -> dict[str, Any]:
+    """``{"agreement": {key: {...}}, "disagreements": {column: [...]}}``, empty when nothing is labelled.
+    ``pairs``: what :func:`_pairs` gives, taken beforehand (a streamed run: ``records`` then maps the index
+    of each disagreement it may show to its id, query and answer)."""
     from ragexp.stats.agreement import judge_agreement, labels_for_halfwidth
     from ragexp.stats.ppi import ppi_mean
 
     section: dict[str, Any] = {}
     table: dict[str, list] = {c: [] for c in DISAGREEMENT_COLUMNS}
-    for key, p in _pairs(specs, scores, records).items():
+    for key, p in (_pairs(specs, scores, records) if pairs is None else pairs).items():
         if not p["idx"]:
             section[key] = {"metric": key, "n": 0, "labelled_not_scored": p["failed"], "statistics": {}}
             continue
@@ -91,12 +108,30 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
             need: dict[str, int | None] = {}
             if "corrected" in entry:
                 need["corrected_mean"] = c.labels_for(target_halfwidth)
+            agreeing = None if clusters is None else _agreement_design(a.kind, p, clusters)
             if head.ci_low is not None:
-                need[a.headline] = labels_for_halfwidth((head.ci_high - head.ci_low) / 2, a.n, target_halfwidth)
+                hw = (head.ci_high - head.ci_low) / 2
+                need[a.headline] = (labels_for_halfwidth(hw, a.n, target_halfwidth) if agreeing is None else
+                                    agreeing.labels_for(hw, a.n, target_halfwidth))
             entry["labels_needed"] = {"target_halfwidth": target_halfwidth, **need}
+            design = c.design if "corrected" in entry and c.design is not None else agreeing
+            if design is not None:  # the hint follows the clusters the labels fall in (docs/judge-trust.md)
+                entry["labels_needed"]["clustered"] = design.as_dict()
         section[key] = entry
         _disagreements(table, key, a.kind, p, records, scores.get(key))
     return {"agreement": section, "disagreements": table} if section else {}
+
+
+def _agreement_design(kind: str, p: Mapping[str, Any], clusters: Sequence[Any]):
+    """The clusters of the labelled pairs and the design effect of agreeing (equal values; for shares the
+    difference of the two), against the clusters of every record the judge scored."""
+    from ragexp.stats.design import design_effect, design_of
+
+    h, j = p["human"], p["judge"]
+    values = [hv - jv for hv, jv in zip(h, j)] if kind == "continuous" else [float(hv == jv) for hv, jv in zip(h, j)]
+    labelled = [clusters[i] for i in p["idx"]]
+    deff = design_effect(values, labelled)
+    return design_of(labelled, [clusters[i] for i in p["idx"] + p["rest_idx"]], deff=1.0 if deff is None else deff)
 
 
 def _disagreements(table: dict[str, list], key: str, kind: str, p: dict[str, Any], records, scores) -> None:

@@ -62,7 +62,7 @@ def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
     hw, n = need["target_halfwidth"], e["n"]
     wants, met, beyond = [], [], []
     for k, v in need.items():
-        if k == "target_halfwidth":
+        if k in ("target_halfwidth", "clustered"):
             continue
         what = "its corrected mean" if k == "corrected_mean" else SYMBOLS.get(k, k)
         if v is None:
@@ -79,6 +79,10 @@ def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
         parts.append(f"{' and '.join(met)} of {_who(key, e)}: already within ±{hw:g} with {n:,} labels.")
     if beyond:
         parts.append(f"{' and '.join(beyond)} of {_who(key, e)}: more labels alone cannot bring it within ±{hw:g}.")
+    cl = need.get("clustered")
+    if cl and parts:
+        parts.append(f"(Clustered: the labels fall in {cl['clusters']:,} clusters, design effect "
+                     f"{cl['design_effect']:.2f}; the counts assume new labels drawn at random among the records.)")
     return " ".join(parts)
 
 

@@ -221,7 +221,9 @@ def judge_agreement(metric: str, human: Sequence[float], judge: Sequence[float],
     units = int(unit_of.max()) + 1 if n else 0
     stats: dict[str, Interval] = {}
     if n < 2 or units < 2 or shape[0] * shape[1] > MAX_CELLS:
-        note = ("fewer than two labelled items: no interval" if n < 2 or units < 2 else
+        note = ("fewer than two labelled items: no interval" if n < 2 else
+                f"the {n} labels fall in one cluster: no spread between clusters to measure, no interval"
+                if units < 2 else
                 f"{shape[0] * shape[1]:,} distinct value pairs: no bootstrap interval (at most {MAX_CELLS:,})")
         for name in STATISTICS[kind]:
             value = points.get(name, math.nan)
