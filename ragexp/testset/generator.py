@@ -74,6 +74,45 @@ class Limits:
     a_max_words: int = 80
 
 
+async def check_answerable(client: JudgeClient, contexts: list[str], question: str, usage: Usage
+                           ) -> tuple[dict[str, Any] | None, str, str]:
+    """The answerability filter's verdict on ``question`` from ``contexts`` alone: ``(verdict, "ok", "")`` or
+    ``(None, status, detail)`` for a failed call or an unreadable reply."""
+    ap = load_prompt("testset_answerable", PROMPT_VERSION)
+    messages = ap.render(contexts=contexts, question=question)
+    try:
+        reply = await client.complete(messages, ap.id, check=read_answerable)
+        return read_answerable(reply.text), "ok", ""
+    except CallFailed as exc:
+        usage.fail(exc.status)
+        return None, exc.status, str(exc)[:300]
+    except ParseError as exc:
+        usage.fail("parse_error")
+        return None, "parse_error", f"{exc}; reply: {reply.text[:200]!r}"
+
+
+def answerability(judge: Any, items: list[tuple[list[str], str]]) -> tuple[list[tuple[dict | None, str, str]], Usage]:
+    """:func:`check_answerable` on every ``(contexts, question)`` through the judge's client (its cache, limits and
+    budget): the filter measured on its own, e.g. against people's labels (docs/testset.md, "How far to trust it")."""
+
+    async def all_of() -> tuple[list[tuple[dict | None, str, str]], Usage]:
+        usage = Usage()
+        client = JudgeClient(judge.settings, judge.cache, judge.prices, usage, Budget(judge.settings.max_cost_usd))
+        gate = asyncio.Semaphore(max(8, 4 * judge.settings.max_concurrency))
+
+        async def one(contexts: list[str], question: str) -> tuple[dict | None, str, str]:
+            async with gate:
+                return await check_answerable(client, contexts, question, usage)
+
+        return list(await asyncio.gather(*[one(c, q) for c, q in items])), usage
+
+    try:
+        return run_sync(all_of())
+    except BaseException:
+        shutdown()
+        raise
+
+
 async def _one(client: JudgeClient, c: Candidate, limits: Limits, usage: Usage) -> None:
     qp = load_prompt("testset_question", PROMPT_VERSION)
     contexts = [p.text for p in c.passages]
@@ -98,18 +137,9 @@ async def _one(client: JudgeClient, c: Candidate, limits: Limits, usage: Usage) 
     c.language, why = checks.language(c.question, "\n".join(contexts))
     if why:
         return c.drop("language", why)
-    ap = load_prompt("testset_answerable", PROMPT_VERSION)
-    messages = ap.render(contexts=contexts, question=c.question)
-    try:
-        reply = await client.complete(messages, ap.id, check=read_answerable)
-        c.verdict = read_answerable(reply.text)
-    except CallFailed as exc:
-        usage.fail(exc.status)
-        c.outcome, c.detail = f"failed:{exc.status}", f"answerability check: {str(exc)[:300]}"
-        return
-    except ParseError as exc:
-        usage.fail("parse_error")
-        c.outcome, c.detail = "failed:parse_error", f"answerability check: {exc}; reply: {reply.text[:200]!r}"
+    c.verdict, status, detail = await check_answerable(client, contexts, c.question, usage)
+    if c.verdict is None:
+        c.outcome, c.detail = f"failed:{status}", f"answerability check: {detail}"
         return
     if c.verdict["answerable"] != c.answerable:
         return c.drop("answerability", "the check found it answerable from its passages" if not c.answerable

@@ -1,0 +1,191 @@
+"""``python -m ragexp.generate`` and ``dataset.corpus=``: a test set from a corpus, through the stand-in judge
+(tests/judge_server.py, a real OpenAI-compatible server, so litellm and the judge's client run for real)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import cli
+from conftest import CONF, DATA
+from judge_server import JudgeServer, Reply
+
+SQUAD = DATA / "squad2" / "dev-v2.0.json"
+
+
+def squad_corpus(path: Path) -> dict[str, str]:
+    from ragexp.datasets.squad2 import load_squad2
+
+    docs = load_squad2(str(SQUAD)).corpus
+    with open(path, "w", encoding="utf-8") as fh:
+        for k, v in docs.items():
+            fh.write(json.dumps({"id": k, "text": v}) + "\n")
+    return docs
+
+
+TEXTS = ["The red bridge over the Tamar was finished in 1901 by railway engineers from Plymouth.",
+         "Stone walls around the orchard kept sheep away from the young apple trees until 1955.",
+         "An iron foundry in Coalbrookdale cast the cylinders for early steam pumping engines.",
+         "Old maps of the harbour show three wooden piers where fishing boats unloaded herring.",
+         "A long tunnel beneath the Alps shortened the journey between Milan and Zurich by hours."]
+
+
+def generate_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    cli._require("integration", "starts ragexp.generate as a process")
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return subprocess.run([sys.executable, "-m", "ragexp.generate", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def adds_up(report: dict) -> bool:
+    return report["asked"] == report["kept"] + sum(sum(report[g].values()) for g in ("filtered", "failed", "not_generated"))
+
+
+def config(tmp_path: Path, corpus: Path, url: str, **over) -> dict:
+    cfg = {"corpus": {"path": str(corpus)}, "n": 10, "seed": 0, "min_words": 5,
+           "kinds": {"factoid": 0.4, "descriptive": 0.3, "multi": 0.3},
+           "filters": {"question_words": [4, 40], "answer_max_words": 80, "duplicate_similarity": 0.8},
+           "chunker": {"_target_": "ragexp.pipeline.chunking.Chunker", "name": "none", "size": None},
+           "judge": {**yaml.safe_load((CONF / "judge" / "openai_compatible.yaml").read_text()), "api_base": url,
+                     "cache_path": str(tmp_path / "judge.sqlite"), "max_retries": 0, "backoff_s": 0.05},
+           "out": str(tmp_path / "testset.jsonl"), "tracking": {"enabled": False}}
+    for k, v in over.items():
+        cfg[k] = {**cfg[k], **v} if k in ("judge", "filters") else v
+    return cfg
+
+
+@pytest.mark.integration
+def test_squad_paragraphs_to_a_test_set_that_ragexp_evaluates(tmp_path):
+    corpus = tmp_path / "squad_paragraphs.jsonl"
+    docs = squad_corpus(corpus)
+    with JudgeServer() as server:
+        args = [f"corpus.path={corpus}", "n=40", "judge=openai_compatible", f"judge.api_base={server.url}",
+                "out=testset.jsonl", "progress=false", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}"]
+        first = generate_cli(*args, cwd=tmp_path)
+        assert first.returncode == 0, first.stderr[-3000:]
+        paid = server.calls
+        records = [json.loads(line) for line in (tmp_path / "testset.jsonl").read_text().splitlines()]
+        report = json.loads((tmp_path / "generation_report.json").read_text())
+        assert report["asked"] == 40 and adds_up(report) and report["kept"] == len(records) > 0
+        assert paid == report["generated"] + report["answerability_checks"]  # one call each, nothing re-asked
+        assert all(g in docs for r in records for g in r["gt_context_ids"])
+        assert all(r["gt_chunk_ids"][0].split("#")[0] in docs for r in records)
+        assert {r["question_type"] for r in records} == {"factoid", "descriptive", "multi"}
+        assert all(len(r["gt_context_ids"]) == 2 for r in records if r["question_type"] == "multi")
+        span = records[0]["gt_spans"][0]
+        assert docs[span["doc_id"]][span["start"]:span["end"]].strip()
+        from ragexp.workflow.generation import run_generation
+
+        cfg = config(tmp_path, corpus, server.url, n=40, min_words=30, out=str(tmp_path / "again.jsonl"),
+                     judge={"cache_path": str(tmp_path / ".ragexp_cache" / "judge.sqlite")},
+                     kinds={"factoid": 0.4, "descriptive": 0.3, "multi": 0.3, "unanswerable": 0.0})
+        again = run_generation(cfg, progress=False)  # the same command, in this process (one start-up less)
+        assert server.calls == paid  # a re-run asks nothing new: every reply comes from the judge cache
+        assert again["judge"]["cache_hits"] == paid and again["kept"] == len(records)
+    assert (tmp_path / "again.jsonl").read_text() == (tmp_path / "testset.jsonl").read_text()  # seeded: the same set
+    client, found = cli.runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert len(found) == 1 and found[0].data.metrics["testset/kept"] == len(records)
+    assert found[0].inputs.dataset_inputs[0].tags[0].value == "testset"
+    assert {a.path for a in client.list_artifacts(found[0].info.run_id)} >= {"testset.jsonl", "generation_report.json",
+                                                                              "generate_config.json"}
+    run = cli.run_cli("dataset=records", "dataset.path=testset.jsonl", f"dataset.corpus={corpus}", "retriever=bm25",
+                      "tracking.enabled=false", "progress=false", cwd=tmp_path)
+    said = run.stdout + run.stderr
+    assert "warning" not in said.lower()
+    for field in ("query", "reference_answers", "gt_contexts", "gt_context_ids"):
+        assert f"'{field}'" not in said.split("dataset 'records' has")[0]  # no metric skipped for a field of ours
+    assert "hit_rate/k5" in said
+
+
+def test_duplicated_documents_give_no_duplicate_questions(tmp_path):
+    texts = TEXTS
+    corpus = tmp_path / "dups.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"{c}{i}", "text": t}) + "\n" for i, t in enumerate(texts) for c in "ab"))
+    from ragexp.workflow.generation import run_generation
+
+    with JudgeServer() as server:
+        report = run_generation(config(tmp_path, corpus, server.url, kinds={"factoid": 1}), progress=False)
+    queries = [json.loads(line)["query"] for line in Path(tmp_path / "testset.jsonl").read_text().splitlines()]
+    assert len(queries) == len(set(queries)) == report["kept"] == 5
+    assert report["filtered"]["near_duplicate"] == 5 and adds_up(report)
+
+
+def test_a_judge_that_returns_garbage_gives_per_item_statuses(tmp_path, capsys):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "text": f"Document {i} tells how the mill at Ashford ground "
+                                                          f"{i * 10} sacks of grain each day."}) + "\n" for i in range(6)))
+    from ragexp.workflow.generation import run_generation
+
+    with JudgeServer(script=lambda r: Reply(text="I would rather talk about turtles.")) as server:
+        report = run_generation(config(tmp_path, corpus, server.url, n=6), progress=False)
+    assert report["kept"] == 0 and report["failed"] == {"parse_error": 6} and adds_up(report)
+    assert all("no JSON object" in item["detail"] for item in report["items"])
+    assert "6 fewer than asked" in capsys.readouterr().err
+
+
+def test_unanswerable_questions_on_request_and_a_budget_stop_accounted_for(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(TEXTS)))
+    from ragexp.workflow.generation import run_generation
+
+    with JudgeServer() as server:
+        report = run_generation(config(tmp_path, corpus, server.url, n=4, kinds={"unanswerable": 1}), progress=False)
+        records = [json.loads(line) for line in Path(tmp_path / "testset.jsonl").read_text().splitlines()]
+        assert report["kept"] == 4 and all(r["answerable"] is False and "reference_answers" not in r for r in records)
+        assert all(r["answerability_verdict"]["answerable"] is False for r in records)
+        budget = {"max_cost_usd": 0.0005, "cost_per_million_in": 1000.0, "cost_per_million_out": 1000.0,
+                  "max_concurrency": 1, "cache": False}
+        report = run_generation(config(tmp_path, corpus, server.url, n=5, judge=budget), progress=False)
+    assert report["not_generated"].get("budget", 0) > 0 and adds_up(report)
+
+
+@pytest.mark.parametrize("content, said", [
+    (b"", "the corpus is empty"),
+    (bytes(range(256)) * 4, "not UTF-8 text"),
+    (b'{"id": "a", "body": "text"}\n', "row 1, field 'text'"),
+    (b'{"id": "a", "text": "too short to ask"}\n', "documents too short to ask about"),
+])
+def test_bad_corpora_are_one_line(tmp_path, content, said):
+    from ragexp.errors import DataError
+    from ragexp.workflow.generation import run_generation
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_bytes(content)
+    with pytest.raises(DataError, match=said) as err:
+        run_generation(config(tmp_path, corpus, "http://127.0.0.1:9/v1", min_words=30), progress=False)
+    assert "\n" not in str(err.value) and str(corpus) in str(err.value)
+
+
+def test_dataset_corpus_for_records_reports_unknown_ids(tmp_path, capsys):
+    from omegaconf import OmegaConf
+
+    from ragexp.workflow.runner import load_dataset
+
+    folder = tmp_path / "docs"
+    (folder / "guides").mkdir(parents=True)
+    (folder / "guides" / "setup.md").write_text("# Setup\nInstall it with pip.")
+    (folder / "faq.txt").write_text("Questions and answers.")
+    (folder / "empty.txt").write_text("  \n")
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": "1", "query": "How to install?", "gt_context_ids": ["guides/setup.md"]}) + "\n"
+                 + json.dumps({"id": "2", "query": "What else?", "gt_context_ids": ["faq.txt", "gone.md"]}) + "\n")
+    cfg = OmegaConf.create({"_target_": "ragexp.datasets.records.load_records", "path": str(q), "corpus": str(folder),
+                            "corpus_columns": None})
+    ds = load_dataset(cfg)
+    assert ds.corpus == {"faq.txt": "Questions and answers.", "guides/setup.md": "# Setup\nInstall it with pip."}
+    err = capsys.readouterr().err
+    assert "1 of 3 gt_context_ids are not in the corpus" in err and "'gone.md'" in err
+    assert ds.info["gt_ids_not_in_corpus"] == 1
+    table = tmp_path / "docs.csv"
+    table.write_text('doc,body\nguides/setup.md,"Install it, with pip."\nfaq.txt,Questions.\ngone.md,Back again.\n')
+    cfg = OmegaConf.merge(cfg, {"_target_": "ragexp.datasets.mapped.load_mapped", "corpus": str(table),
+                                "corpus_columns": {"id": "doc", "text": "body"}})
+    ds = load_dataset(cfg)
+    assert ds.corpus["guides/setup.md"] == "Install it, with pip." and ds.info["gt_ids_not_in_corpus"] == 0
