@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import os
+import re
 import time
 
 from ragexp.errors import ConfigError, CredentialsError
@@ -102,6 +103,19 @@ def classify(exc: BaseException, who: str = "judge") -> tuple[str, bool]:
     return "api_error", False  # 400s: a context too long, a content filter… the same request fails again
 
 
+#: A traceback a library wrote into an exception's message (litellm's "Invalid response object Traceback …"):
+#: its frames go, its last line (the exception) stays.
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):\n(?:(?:[ \t][^\n]*)?\n)*([^\s][^\n]*)")
+#: litellm's dump of the arguments it was converting, after such a traceback.
+_RECEIVED_ARGS = re.compile(r"\s*received_args=.*", re.S)
+
+
 def short_error(exc: BaseException, limit: int = 300) -> str:
-    text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    """``Type: message`` on one line, at most ``limit`` characters, without an embedded traceback's frames.
+
+    >>> short_error(ValueError("bad reply Traceback (most recent call last):\\n  File 'x', line 1\\nKeyError: 'a'\\n"))
+    "ValueError: bad reply (KeyError: 'a')"
+    """
+    text = _RECEIVED_ARGS.sub("", _TRACEBACK.sub(r"(\1)", str(exc)))
+    text = f"{type(exc).__name__}: {text}".replace("\n", " ").strip()
     return text if len(text) <= limit else text[: limit - 3] + "..."

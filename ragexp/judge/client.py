@@ -224,14 +224,13 @@ def structured_forms(settings: JudgeSettings) -> list[str]:
     return [v]
 
 
-def response_format(form: str, kind: str) -> dict[str, Any] | None:
-    """The ``response_format`` of ``form`` asking for verdict ``kind``'s JSON (None for ``text``)."""
-    from ragexp.judge.parse import SCHEMAS
-
+def response_format(form: str, kind: Any) -> dict[str, Any] | None:
+    """The ``response_format`` of ``form`` asking for the JSON of ``kind`` (a
+    :class:`~ragexp.metrics.judged.VerdictKind`: its name and schema); None for ``text``."""
     if form == "json_schema":
-        return {"type": "json_schema", "json_schema": {"name": f"ragexp_{kind}", "schema": SCHEMAS[kind], "strict": True}}
+        return {"type": "json_schema", "json_schema": {"name": f"ragexp_{kind.name}", "schema": kind.schema, "strict": True}}
     if form == "json_object_schema":
-        return {"type": "json_object", "schema": SCHEMAS[kind]}
+        return {"type": "json_object", "schema": kind.schema}
     return None
 
 
@@ -255,21 +254,90 @@ class RateLimiter:
         self._paused_until = 0.0
         self._lock: asyncio.Lock | None = None
 
-    def pause(self, seconds: float) -> None:
-        """Hold new requests for ``seconds`` from now (a server said Retry-After)."""
-        self._paused_until = max(self._paused_until, time.monotonic() + max(0.0, seconds))
+    def pause(self, seconds: float) -> bool:
+        """Hold new requests for ``seconds`` from now (a server said Retry-After); True when that moves the
+        end of the pause later."""
+        until = time.monotonic() + max(0.0, seconds)
+        if until <= self._paused_until:
+            return False
+        self._paused_until = until
+        return True
 
-    async def acquire(self) -> None:
+    def paused_for(self) -> float:
+        """Seconds the current pause still holds requests (0 when none)."""
+        return max(0.0, self._paused_until - time.monotonic())
+
+    async def acquire(self, limit: float | None = None) -> None:
+        """Wait for this request's turn. ``limit`` (a ``time.monotonic()`` moment): raise :class:`Paused` at once
+        when a server's pause ends after it, instead of waiting for nothing."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:  # one waiter at a time keeps the spacing exact
             while True:
                 now = time.monotonic()
+                if limit is not None and self._paused_until > limit:
+                    raise Paused(self._paused_until - now)
                 start = max(now, self._next, self._paused_until)
                 if start <= now:
                     break
-                await asyncio.sleep(start - now)
+                await asyncio.sleep(min(start - now, 1.0))  # a longer pause a later 429 sets is seen within 1 s
             self._next = time.monotonic() + self.interval
+
+
+class Paused(Exception):
+    """A server's Retry-After pause ends after this verdict's deadline: waiting for it would be waiting for nothing."""
+
+    def __init__(self, seconds: float):
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+class BadReply(Exception):
+    """A 200 reply without a text to read: no ``choices``, a null message, no content, tool calls instead of text.
+    ``status_code`` 200 makes :func:`~ragexp.common.http.classify` retry it (a body that could not be read);
+    ``retryable=False`` (tool calls: the same request gets them again) is recorded at once."""
+
+    def __init__(self, message: str, retryable: bool = True):
+        super().__init__(message)
+        self.status_code = 200 if retryable else None
+
+
+def reply_text(response: Any) -> tuple[str, str | None]:
+    """(text, finish_reason) of a chat reply, or :class:`BadReply` naming what the reply lacked.
+
+    >>> reply_text({"choices": []})
+    Traceback (most recent call last):
+    ...
+    ragexp.judge.client.BadReply: the judge's reply held no choices (an empty "choices" list)
+    """
+    choices = _field(response, "choices")
+    if not choices:
+        raise BadReply('the judge\'s reply held no choices (an empty "choices" list)'
+                       if choices is not None else 'the judge\'s reply held no "choices"')
+    choice = choices[0]
+    finish = _field(choice, "finish_reason")
+    message = _field(choice, "message")
+    if message is None:
+        raise BadReply(f"the judge's reply held a null message (finish_reason {finish!r})")
+    content = _field(message, "content")
+    calls = _field(message, "tool_calls") or _field(message, "function_call")
+    if not content and calls:
+        if not isinstance(calls, list):
+            calls = [calls]
+        names = sorted({str(_field(_field(c, "function") or c, "name") or "?")[:40] for c in calls})
+        raise BadReply(f"the judge replied with tool calls ({', '.join(names)}) instead of text", retryable=False)
+    if content is None:
+        raise BadReply(f"the judge's reply message held no content (finish_reason {finish!r})")
+    if not isinstance(content, str):  # a list of content parts: their texts, in order
+        content = "".join(str(_field(part, "text") or "") for part in content) if isinstance(content, list) else str(content)
+    return content, finish
+
+
+def _field(obj: Any, name: str) -> Any:
+    """``obj[name]`` of a dict, ``obj.name`` of litellm's response objects, None when absent."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
 
 
 class JudgeClient:
@@ -292,7 +360,8 @@ class JudgeClient:
         self.hung: str | None = None  # why no further request is sent to a server that never answers
         self.last_reply = time.monotonic()  # the last HTTP reply of any status
         self.in_flight = 0
-        self.waiting_since = 0.0  # when in_flight last went from 0 to 1
+        self.waiting = 0  # requests queued for a slot or the rate limiter's turn, or in flight
+        self.waiting_since = 0.0  # when waiting last went from 0 to 1
         self._litellm = _quiet_litellm()
         self.forms = structured_forms(settings)  # the first is in use; a refusal moves to the next
         self.structured = self.forms[0] != "text"
@@ -347,11 +416,18 @@ class JudgeClient:
         if self.refused == 0:
             self.refused_since = now
         self.refused += 1
-        if self.refused >= UNREACHABLE_AFTER and now - self.refused_since >= UNREACHABLE_SPAN * self.s.backoff_s:
+        if self.refused >= UNREACHABLE_AFTER and now - self.refused_since >= self.outage_span():
             self.fatal = self.fatal or JudgeUnreachable(
                 f"judge '{self.s.name}' cannot be reached at {self._where()}: {self.refused} connections in a row failed "
                 f"over {now - self.refused_since:.1f} s ({short_error(root_cause(exc), 160)}); start the server or fix "
                 "judge.api_base")
+
+    def outage_span(self) -> float:
+        """Seconds of failed connections after which the judge counts as unreachable: the shortest time one
+        verdict's retries wait (half of each back-off cap: 7.5 s at the defaults), so that an outage shorter than
+        that is retried as documented, never under :data:`UNREACHABLE_SPAN` first back-offs."""
+        caps = (min(self.s.max_backoff_s, self.s.backoff_s * 2 ** i) / 2 for i in range(self.s.max_retries))
+        return max(UNREACHABLE_SPAN * self.s.backoff_s, sum(caps))
 
     def _fall_back(self, sent: dict[str, Any], exc: BaseException) -> None:
         """The server refused the structured-output form in use: the next one, once for the run, recorded."""
@@ -383,19 +459,35 @@ class JudgeClient:
     async def watch(self) -> None:
         """Log one line whenever requests have waited :data:`STALL_WARN_S` (or half of ``timeout_s``: a request
         that times out and is sent again restarts the wait) without a reply."""
-        stall = min(STALL_WARN_S, self.s.timeout_s / 2)
+        stall = self.stall_s()
         told = 0.0
         while True:
             await asyncio.sleep(min(1.0, stall / 4))
             since = max(self.last_reply, self.waiting_since)
-            if self.in_flight and time.monotonic() - since >= stall and told < since:
+            if self.waiting and time.monotonic() - since >= stall and told < since:
                 told = since
-                log.warning("judge '%s': no reply from %s for %.0f s with %d requests waiting (each waits at most "
-                            "judge.timeout_s=%g s, a verdict at most judge.deadline_s=%g s)", self.s.name, self._where(),
-                            time.monotonic() - since, self.in_flight, self.s.timeout_s, self.s.deadline_s)
+                paused = self.limiter.paused_for()
+                held = f", held {paused:.0f} s more by the server's Retry-After" if paused else ""
+                log.warning("judge '%s': no reply from %s for %.0f s with %d requests waiting (%d in flight%s; each "
+                            "waits at most judge.timeout_s=%g s, a verdict at most judge.deadline_s=%g s)", self.s.name,
+                            self._where(), time.monotonic() - since, self.waiting, self.in_flight, held,
+                            self.s.timeout_s, self.s.deadline_s)
+
+    def stall_s(self) -> float:
+        """Seconds without a reply after which a wait is told in a line (:data:`STALL_WARN_S`, or half of
+        ``timeout_s`` when that is shorter)."""
+        return min(STALL_WARN_S, self.s.timeout_s / 2)
+
+    def _paused(self, seconds: float) -> None:
+        """A 429 asked every request to wait ``seconds``: a pause longer than the stall window is told in one line."""
+        before = self.limiter.paused_for()  # a long pause already told: not told again when a sibling's 429 extends it
+        if self.limiter.pause(seconds) and seconds >= self.stall_s() and before < self.stall_s():
+            log.warning("judge '%s': the server at %s answered 429 asking to wait %.0f s (Retry-After); %d requests "
+                        "held until then, a verdict whose judge.deadline_s=%g s ends first is recorded as rate_limited",
+                        self.s.name, self._where(), seconds, self.waiting, self.s.deadline_s)
 
     async def complete(self, messages: list[dict[str, str]], prompt: str, key: str | None = None,
-                       check: Callable[[str], Any] | None = None, schema: str | None = None, sample: int = 0
+                       check: Callable[[str], Any] | None = None, schema: Any = None, sample: int = 0
                        ) -> Completion:
         """The reply to ``messages`` (``key``: their :meth:`key`, when the caller has it already), asked at most
         once across the processes sharing a PostgreSQL cache: while another job holds the question's claim (it
@@ -443,7 +535,7 @@ class JudgeClient:
         return self._cached(key, check)  # the reply may have landed just before
 
     async def _ask(self, messages: list[dict[str, str]], key: str, check: Callable[[str], Any] | None,
-                   schema: str | None, sample: int) -> Completion:
+                   schema: Any, sample: int) -> Completion:
         """Send ``messages`` (with retries) and return the reply; see :meth:`complete`.
 
         One verdict's attempts, in named parts: :meth:`_open` (circuit breaking: a fatal error or a hanging
@@ -455,21 +547,26 @@ class JudgeClient:
         while True:
             self._open()
             self.budget.reserve(ask.worst)
+            ask.held = ask.worst
             try:
-                response = await self._send(ask, schema)
+                return self._received(ask, await self._send(ask, schema), key, check)
             except (asyncio.CancelledError, KeyboardInterrupt, CallFailed):
-                self.budget.settle(ask.worst, 0.0)
+                self._settle(ask, 0.0)
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure is classified by _after_failure
-                self.budget.settle(ask.worst, 0.0)
+                self._settle(ask, 0.0)
                 delay = self._after_failure(ask, exc)
                 if delay is None:  # the same request in the next structured-output form: not a retry
                     continue
                 log.debug("judge request failed (%s); retry %d in %.2f s", ask.last, ask.attempt + 1, delay)
                 await asyncio.sleep(delay)
                 ask.attempt += 1
-                continue
-            return self._received(ask, response, key, check)
+
+    def _settle(self, ask: "_Attempts", cost: float) -> None:
+        """The attempt's reservation against the budget, replaced by what it cost (once)."""
+        if ask.held is not None:
+            self.budget.settle(ask.held, cost)
+            ask.held = None
 
     def _request(self, messages: list[dict[str, str]], sample: int) -> dict[str, Any]:
         """litellm's arguments for this verdict: no retries inside litellm or the OpenAI SDK."""
@@ -494,30 +591,41 @@ class JudgeClient:
         if self.hung is not None:
             raise CallFailed("timeout", self.hung)
 
-    async def _send(self, ask: "_Attempts", schema: str | None) -> Any:
+    async def _send(self, ask: "_Attempts", schema: Any) -> Any:
         """One HTTP request: a concurrency slot, the rate limiter's turn, the timeout left by the verdict's deadline
         (which starts at its first request, queueing before it excluded) and the structured-output form in use."""
         kwargs = ask.kwargs
-        async with self.sem:
-            await self.limiter.acquire()
-            self._open()  # a fatal error or a hang may have come while this request waited for its turn
-            now = time.monotonic()
-            ask.deadline = ask.deadline or now + self.s.deadline_s
-            self.usage.calls += 1
-            if ask.attempt:
-                self.usage.retries += 1
-            kwargs["timeout"] = max(0.05, min(self.s.timeout_s, ask.deadline - now))
-            form = response_format(self.forms[0], schema) if schema is not None else None
-            kwargs.pop("response_format", None)
-            if form is not None:
-                kwargs["response_format"] = form
-            if not self.in_flight:
-                self.waiting_since = now
-            self.in_flight += 1
-            try:
-                return await asyncio.wait_for(self._litellm.acompletion(**kwargs), timeout=kwargs["timeout"] * 1.5 + 1)
-            finally:
-                self.in_flight -= 1
+        if not self.waiting:
+            self.waiting_since = time.monotonic()
+        self.waiting += 1
+        try:
+            async with self.sem:
+                try:  # a server's pause is waited for only when it ends within the verdict's deadline
+                    await self.limiter.acquire(limit=ask.deadline or time.monotonic() + self.s.deadline_s)
+                except Paused as p:
+                    raise CallFailed("rate_limited", f"the server at {self._where()} asked every request to wait "
+                                     f"{p.seconds:.0f} s more (429 Retry-After), past this verdict's judge.deadline_s="
+                                     f"{self.s.deadline_s:g} s; run again later: only the missing verdicts are asked"
+                                     + (f" (the last: {ask.last})" if ask.last else "")) from None
+                self._open()  # a fatal error or a hang may have come while this request waited for its turn
+                now = time.monotonic()
+                ask.deadline = ask.deadline or now + self.s.deadline_s
+                self.usage.calls += 1
+                if ask.attempt:
+                    self.usage.retries += 1
+                kwargs["timeout"] = max(0.05, min(self.s.timeout_s, ask.deadline - now))
+                form = response_format(self.forms[0], schema) if schema is not None else None
+                kwargs.pop("response_format", None)
+                if form is not None:
+                    kwargs["response_format"] = form
+                self.in_flight += 1
+                try:
+                    return await asyncio.wait_for(self._litellm.acompletion(**kwargs),
+                                                  timeout=kwargs["timeout"] * 1.5 + 1)
+                finally:
+                    self.in_flight -= 1
+        finally:
+            self.waiting -= 1
 
     def _after_failure(self, ask: "_Attempts", exc: Exception) -> float | None:
         """What a failed request means: raise (fatal, or the verdict fails for good), None (ask again at once in
@@ -537,11 +645,15 @@ class JudgeClient:
         ask.last = short_error(exc)
         wait_hint = retry_after(exc)
         if status == "rate_limited" and wait_hint is not None:
-            self.limiter.pause(wait_hint)
+            self._paused(wait_hint)
         if not retryable or ask.attempt == self.s.max_retries:
             tries = f" after {ask.attempt + 1} attempts" if ask.attempt else ""
             raise CallFailed(status, f"{ask.last}{tries}") from None
         delay = self.backoff(ask.attempt + 1, wait_hint)
+        if wait_hint is not None and time.monotonic() + wait_hint >= ask.deadline:
+            raise CallFailed(status, f"the server asked to wait {wait_hint:.0f} s (Retry-After), past judge.deadline_s="
+                                     f"{self.s.deadline_s:g} s ({ask.attempt + 1} attempts; the last: {ask.last}); run "
+                                     "again later: only the missing verdicts are asked") from None
         if time.monotonic() + delay >= ask.deadline:
             raise CallFailed("timeout", f"no usable reply within judge.deadline_s={self.s.deadline_s:g} s "
                                         f"({ask.attempt + 1} attempts; the last: {ask.last})") from None
@@ -561,18 +673,19 @@ class JudgeClient:
             self._replied()  # an error status is a reply: the server is there
 
     def _received(self, ask: "_Attempts", response: Any, key: str, check: Callable[[str], Any] | None) -> Completion:
-        """A reply: usage and budget settled from its token counts, cached when ``check`` says it is usable."""
+        """A reply: usage and budget settled from its token counts, cached when ``check`` says it is usable; a reply
+        without a text to read (:func:`reply_text`) raises :class:`BadReply` after its tokens are counted."""
         self.refused = 0
         self._replied()
-        choice, u = response.choices[0], getattr(response, "usage", None)
-        text, finish = choice.message.content or "", getattr(choice, "finish_reason", None)
-        t_in, t_out = int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0)
+        u = _field(response, "usage")
+        t_in, t_out = int(_field(u, "prompt_tokens") or 0), int(_field(u, "completion_tokens") or 0)
         cost = self.prices.cost(t_in, t_out)
-        self.budget.settle(ask.worst, cost)
+        self._settle(ask, cost)
         self.usage.answered += 1
         self.usage.tokens_in += t_in
         self.usage.tokens_out += t_out
         self.usage.cost_usd += cost
+        text, finish = reply_text(response)
         reply = Completion(text, finish, t_in, t_out, cost)
         if check is not None and _usable(check, text):
             self.remember(key, reply)
@@ -589,6 +702,7 @@ class _Attempts:
     attempt: int = 0
     deadline: float = 0.0
     last: str = ""
+    held: float | None = None  # the budget reservation of the attempt under way
 
 
 def _usable(check: Callable[[str], Any] | None, text: str) -> bool:
