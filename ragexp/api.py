@@ -58,19 +58,43 @@ class _Shown:
                 f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
+class _LoadedOnUse:
+    """A field holding a DataFrame, or the path of a Parquet file read into one the first time it is used
+    (a streamed run's per-sample table: docs/performance.md, "Scale")."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = "_" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            raise AttributeError(self.name)  # no default: the dataclass field stays required
+        value = obj.__dict__[self.name]
+        if isinstance(value, Path):
+            from ragexp.core.results import frame_of
+            from ragexp.tracking.tables import read_parquet_columns
+
+            value = obj.__dict__[self.name] = frame_of(read_parquet_columns(value))
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+
 @dataclass(eq=False, repr=False)  # DataFrames inside: equality would be ambiguous
 class EvaluationResult(_Shown):
     """What :func:`evaluate` returns.
 
     ``per_sample``: one row per input row, in input order (id, query, answer, then every metric's
     value, status and detail) — the table ``python -m ragexp`` logs as ``per_sample.parquet``
-    (``per_sample.json`` is its copy trimmed for the UI).
+    (``per_sample.json`` is its copy trimmed for the UI). After a streamed run (a big file: docs/performance.md,
+    "Scale") it is read from that Parquet file the first time it is used (with ``log=False``, a
+    temporary file removed when the process exits).
     ``metrics``: one row per aggregate key: ``value`` (the mean over ``ok`` samples, or the
     dataset-level value), ``ci_low``, ``ci_high``, ``stderr`` and ``n`` (how many samples it is over).
     ``summary``: the run's ``summary.json`` as a dict. ``run_id``: the MLflow run, None when not logged.
     """
 
-    per_sample: Any
+    per_sample: Any = _LoadedOnUse()
     metrics: Any
     summary: dict[str, Any]
     run_id: str | None = None
@@ -202,7 +226,9 @@ def _result(outcome: Any, config: dict[str, Any]) -> EvaluationResult:
     metrics = metrics.astype({col: float for col in ("value", "ci_low", "ci_high", "stderr")})
     from ragexp.core.results import frame_of
 
-    return EvaluationResult(per_sample=frame_of(outcome.per_sample), metrics=metrics, summary=summary,
+    table = outcome.per_sample
+    per_sample = table.path if hasattr(table, "finish") else frame_of(table)  # a streamed run's Parquet file
+    return EvaluationResult(per_sample=per_sample, metrics=metrics, summary=summary,
                             run_id=summary.get("run_id"), tracking_uri=summary.get("tracking_uri"),
                             config=copy.deepcopy(config))
 

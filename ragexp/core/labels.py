@@ -108,30 +108,12 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
             need: dict[str, int | None] = {}
             if "corrected" in entry:
                 need["corrected_mean"] = c.labels_for(target_halfwidth)
-            agreeing = None if clusters is None else _agreement_design(a.kind, p, clusters)
             if head.ci_low is not None:
-                hw = (head.ci_high - head.ci_low) / 2
-                need[a.headline] = (labels_for_halfwidth(hw, a.n, target_halfwidth) if agreeing is None else
-                                    agreeing.labels_for(hw, a.n, target_halfwidth))
+                need[a.headline] = labels_for_halfwidth((head.ci_high - head.ci_low) / 2, a.n, target_halfwidth)
             entry["labels_needed"] = {"target_halfwidth": target_halfwidth, **need}
-            design = c.design if "corrected" in entry and c.design is not None else agreeing
-            if design is not None:  # the hint follows the clusters the labels fall in (docs/judge-trust.md)
-                entry["labels_needed"]["clustered"] = design.as_dict()
         section[key] = entry
         _disagreements(table, key, a.kind, p, records, scores.get(key))
     return {"agreement": section, "disagreements": table} if section else {}
-
-
-def _agreement_design(kind: str, p: Mapping[str, Any], clusters: Sequence[Any]):
-    """The clusters of the labelled pairs and the design effect of agreeing (equal values; for shares the
-    difference of the two), against the clusters of every record the judge scored."""
-    from ragexp.stats.design import design_effect, design_of
-
-    h, j = p["human"], p["judge"]
-    values = [hv - jv for hv, jv in zip(h, j)] if kind == "continuous" else [float(hv == jv) for hv, jv in zip(h, j)]
-    labelled = [clusters[i] for i in p["idx"]]
-    deff = design_effect(values, labelled)
-    return design_of(labelled, [clusters[i] for i in p["idx"] + p["rest_idx"]], deff=1.0 if deff is None else deff)
 
 
 def _disagreements(table: dict[str, list], key: str, kind: str, p: dict[str, Any], records, scores) -> None:

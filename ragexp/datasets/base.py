@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -215,10 +216,11 @@ def read_table(path: Path, fmt: str | None = None) -> tuple[list[str], Iterator[
     if fmt is None:
         raise DataError(f"cannot tell the format from the suffix '{path.suffix}': expected one of "
                         f"{', '.join(TABLE_FORMATS)} (or set dataset.format)", path=str(path))
-    if fmt == "jsonl":
-        items = list(iter_jsonl(path))
-        columns = list(items[0][1]) if items and isinstance(items[0][1], dict) else []
-        return columns, iter(items)
+    if fmt == "jsonl":  # read as the rows are used: a streamed run never holds the file's rows
+        items = iter_jsonl(path)
+        first = next(items, None)
+        columns = list(first[1]) if first is not None and isinstance(first[1], dict) else []
+        return columns, itertools.chain([first] if first is not None else [], items)
     if fmt == "json":
         data = read_json(path)
         if not isinstance(data, list):
@@ -277,19 +279,52 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+class RecordSink:
+    """Where :func:`build` hands validated records while :func:`streamed` is active: called with each
+    chunk of ``size`` records (a list) in file order, the last chunk possibly shorter."""
+
+    size: int = 2000
+
+    def __call__(self, chunk: list[Record]) -> None:  # pragma: no cover - an interface
+        raise NotImplementedError
+
+
+_SINK: list[RecordSink] = []
+
+
+@contextlib.contextmanager
+def streamed(sink: RecordSink) -> Iterator[None]:
+    """Within the block, every adapter's :func:`build` hands its validated records to ``sink`` chunk by
+    chunk and keeps none (the ids excepted, for the duplicate check): the returned Dataset's ``records``
+    is empty and ``info["streamed"]`` says how many there were. A streamed run (docs/performance.md,
+    "Scale") reads its file this way. The garbage collector runs while the sink works."""
+    _SINK.append(sink)
+    try:
+        yield
+    finally:
+        _SINK.pop()
+
+
 @collector_paused()
 def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None = None,
           label: bool | None = None, corpus: dict[str, str] | None = None, split: tuple = ("all", 0.5, 0),
           **info: Any) -> Dataset:
     """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels; ``split`` is
     ``(dataset.split, split_fraction, split_seed)`` (:mod:`ragexp.datasets.split`). The garbage collector
-    is paused meanwhile (:func:`collector_paused`)."""
+    is paused meanwhile (:func:`collector_paused`). Within :func:`streamed`, the records go to its sink."""
+    import gc
+
     records: list[Record] = []
     seen: dict[str, int] = {}
+    sink = _SINK[-1] if _SINK else None
+    handed = 0
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise DataError(f"dataset.limit must be a positive integer or null, got {limit!r}")
+    if sink is not None and tuple(split)[0] != "all":
+        raise DataError(f"dataset.split={split[0]} needs every record at once: a streamed run reads all of them "
+                        "(set execution.mode=memory)", path=str(source))
     for row, raw in raws:
-        if limit is not None and len(records) >= limit:
+        if limit is not None and handed + len(records) >= limit:
             break
         if label is not None and isinstance(raw, dict) and raw.get("label") is None:
             raw = {**raw, "label": label}
@@ -301,6 +336,24 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
                             path=str(source), row=row, field="id")
         seen[record.id] = row
         records.append(record)
-    if not records:
+        if sink is not None and len(records) >= sink.size:
+            handed += len(records)
+            gc.enable()
+            try:
+                sink(records)
+            finally:
+                gc.disable()
+            records = []
+    if sink is not None and records:
+        handed += len(records)
+        gc.enable()
+        try:
+            sink(records)
+        finally:
+            gc.disable()
+        records = []
+    if not records and not handed:
         raise DataError("the dataset is empty: expected at least one record", path=str(source))
+    if sink is not None:
+        return Dataset(name=name, records=[], source=str(source), corpus=corpus, info={**info, "streamed": handed})
     return Dataset(name=name, records=split_records(records, *split), source=str(source), corpus=corpus, info=info)

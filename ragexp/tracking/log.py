@@ -136,6 +136,7 @@ def save_results(
     sweep_dir: str | None = None,
     overrides: Sequence[str] | None = None,
     agreement: Mapping[str, Any] | None = None,
+    dataset_shape: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the run's results to ``folder`` before anything is logged, so no MLflow failure loses them.
 
@@ -147,7 +148,9 @@ def save_results(
     saying what was saved where. ``overrides``: those a config composed outside a Hydra job was
     composed with (``ragexp.evaluate``), read as a job's are (:func:`ragexp.tracking.params.composed_context`).
     ``agreement``: agreement with human labels (docs/judge-trust.md): ``agreement.json``, the
-    disagreements table and the confusion picture.
+    disagreements table and the confusion picture. A streamed run (:mod:`ragexp.workflow.streaming`)
+    gives ``per_sample`` as a :class:`ragexp.tracking.tables.StreamedTable` (its Parquet file moved
+    here) and ``dataset_shape`` instead of ``dataset_frame``.
     """
     import yaml
 
@@ -156,7 +159,8 @@ def save_results(
 
     folder = Path(folder)
     rows = tracking.get("table_rows", 5000)
-    n = len(next(iter(per_sample.values()), []))
+    streamed = hasattr(per_sample, "finish")
+    n = per_sample.rows if streamed else len(next(iter(per_sample.values()), []))
     saved: list[str] = []
 
     def step(name: str, write: Any) -> None:
@@ -170,15 +174,23 @@ def save_results(
     step(MANIFEST_FILE, lambda: (folder.mkdir(parents=True, exist_ok=True), _write(
         folder / MANIFEST_FILE, json.dumps(_manifest(folder, config, tracking, run_name, dataset_name, dataset_digest,
                                                      dataset_frame, metrics, extra_metrics, summary,
-                                                     hydra_dir, sweep_dir, table_note(n, rows), overrides),
+                                                     hydra_dir, sweep_dir, table_note(n, rows), overrides,
+                                                     dataset_shape),
                                            indent=2, ensure_ascii=False))))
     step(SUMMARY_FILE, lambda: _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2,
                                                                         ensure_ascii=False, default=str)))
     step(CONFIG_FILE, lambda: _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False,
                                                                           allow_unicode=True)))
-    full = scrub_columns(dict(per_sample))
-    for name, write in table_writers(folder, full, _write, rows=rows):
-        step(name, write)
+    if streamed:  # its cells were scrubbed chunk by chunk
+        from ragexp.core.results import FULL_TABLE_FILE, table_columns
+
+        step(TABLE_FILE, lambda: _write(folder / TABLE_FILE, split_json_parts(table_columns(per_sample.shown()))))
+        step(FULL_TABLE_FILE, lambda: per_sample.finish(folder / FULL_TABLE_FILE))
+        full = per_sample.plot_columns
+    else:
+        full = scrub_columns(dict(per_sample))
+        for name, write in table_writers(folder, full, _write, rows=rows):
+            step(name, write)
     if agreement:  # agreement with human labels: agreement.json, the disagreements table
         step(AGREEMENT_FILE, lambda: _write(folder / AGREEMENT_FILE, json.dumps(
             redact(dict(agreement["agreement"])), indent=2, ensure_ascii=False)))
@@ -210,8 +222,8 @@ def _manifest(folder: Path, config: Mapping[str, Any], tracking: Mapping[str, An
               dataset_name: str, dataset_digest: str, dataset_frame: Mapping[str, list] | None,
               metrics: Mapping[str, float | None],
               extra_metrics: Mapping[str, float], summary: Mapping[str, Any], hydra_dir: Path | None,
-              sweep_dir: str | None, note: str | None = None, overrides: Sequence[str] | None = None
-              ) -> dict[str, Any]:
+              sweep_dir: str | None, note: str | None = None, overrides: Sequence[str] | None = None,
+              dataset_shape: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``mlflow_run.json`` holds: where to log, the run's name, tags, params, metrics, dataset input."""
     from ragexp.report.describe import dataset_source, run_description
     from ragexp.tracking.params import composed_context, hydra_context, run_params
@@ -241,8 +253,9 @@ def _manifest(folder: Path, config: Mapping[str, Any], tracking: Mapping[str, An
     for k, v in (tracking.get("tags") or {}).items():
         tags[str(k)] = scrub(str(v))
     values = {k: float(v) for k, v in {**metrics, **extra_metrics}.items() if v is not None and math.isfinite(v)}
-    dataset = ({"name": dataset_name, "digest": dataset_digest, "source": source, **_dataset_shape(dataset_frame)}
-               if dataset_frame is not None else None)
+    shape = dataset_shape if dataset_shape is not None else (
+        _dataset_shape(dataset_frame) if dataset_frame is not None else None)
+    dataset = {"name": dataset_name, "digest": dataset_digest, "source": source, **shape} if shape is not None else None
     return {
         "tracking_uri": redact_url(uri),  # never its credentials: log_run restores them (docs/guarantees.md)
         "experiment": tracking.get("experiment") or "ragexp",

@@ -14,7 +14,8 @@ keyword arguments, and options of a group share the names of what they share (BM
 ``retriever.k1`` under ``retriever=bm25`` and ``retriever=hybrid``), so the compare view lines them
 up. Never params: ``_target_`` (the option implies it; a changed group ``_target_`` is shown in
 the group's value, ``pipeline: custom (my_rag.KeywordRAG)``), where and how the run is logged
-(``tracking``), ``run_name``, ``progress``, ``data_dir`` (a machine's folder; the dataset's digest
+(``tracking``), ``run_name``, ``progress``, ``execution`` (how the run is carried out: the same numbers),
+``data_dir`` (a machine's folder; the dataset's digest
 and source tell data apart). The whole composed config stays in the ``config.yaml`` artifact.
 
 What an option brings by itself is what Hydra composes from the run's group choices alone
@@ -42,7 +43,7 @@ from typing import Any, Iterable, Mapping
 from ragexp.common.secrets import MAX_PARAM_LEN, redact, scrub
 
 #: Top-level keys that are never params: where and how the run is logged or shown, and machine paths.
-NOT_PARAMS = frozenset({"tracking", "run_name", "progress", "data_dir", "hydra"})
+NOT_PARAMS = frozenset({"tracking", "run_name", "progress", "execution", "data_dir", "hydra"})
 REMOVED = "(removed)"
 _MISSING = object()
 

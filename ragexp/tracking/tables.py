@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -217,3 +218,46 @@ class ParquetStream:
             with contextlib.suppress(OSError):
                 part.unlink()
         self._parts = []
+
+
+class StreamedTable:
+    """A streamed run's per-sample table: ``per_sample.parquet`` appended chunk by chunk
+    (:class:`ParquetStream`), its first ``rows`` rows kept for ``per_sample.json`` (null: all), and
+    ``plot_columns`` (metric key → values, NaN where not ok) for the run's pictures."""
+
+    def __init__(self, path: Path, metric_keys: list[str], rows: int | None = 5000) -> None:
+        self.stream = ParquetStream(path, metric_keys)
+        self.limit = rows
+        self.first: dict[str, list] = {}
+        self.kept = 0
+        self.plot_columns: dict[str, Any] = {}
+        self.path: Path | None = None  # the finished Parquet file
+
+    @property
+    def rows(self) -> int:
+        return self.stream.rows
+
+    def append(self, columns: dict[str, list]) -> None:
+        n = len(next(iter(columns.values()), []))
+        take = n if self.limit is None else max(0, min(n, self.limit - self.kept))
+        if take:
+            for name in columns.keys() | self.first.keys():
+                self.first.setdefault(name, [None] * self.kept).extend(
+                    columns[name][:take] if name in columns else [None] * take)
+            self.kept += take
+        self.stream.append(columns)
+
+    def shown(self) -> dict[str, list]:
+        """The first rows in the table's column order (``per_sample.json``)."""
+        return {name: self.first.get(name, [None] * self.kept) for name in self.stream._kinds()}
+
+    def finish(self, path: Path) -> Path:
+        """The Parquet file finished and moved to ``path``."""
+        done = self.stream.close()
+        if Path(path) != done:
+            shutil.move(done, path)
+        self.path = Path(path)
+        return self.path
+
+    def abort(self) -> None:
+        self.stream.abort()

@@ -103,12 +103,27 @@ class Scored:
 
 
 @dataclass
+class Facts:
+    """What the summary says of the records: how many, which fields, the two digests (:func:`facts_of`)."""
+
+    n: int
+    fields: list[str]
+    inputs: str  # ragexp.core.results.questions_digest
+    outputs: str  # ragexp.core.results.outputs_digest
+
+
+def facts_of(records: list[Record]) -> Facts:
+    return Facts(len(records), present_fields(records), questions_digest(records), outputs_digest(records))
+
+
+@dataclass
 class Outcome:
     """What a run computed, for a caller in the same process (``ragexp.evaluate``): the summary, the
     full per-sample table and the intervals, without reading the results folder back."""
 
     summary: dict[str, Any]
-    per_sample: dict[str, list]  # plain columns: ragexp.core.results.per_sample_columns, untrimmed
+    per_sample: Any  # plain columns (ragexp.core.results.per_sample_columns, untrimmed), or a streamed run's
+    # ragexp.tracking.tables.StreamedTable (its Parquet file: ragexp.evaluate loads it when asked)
     intervals: dict[str, Any]  # aggregate key → ragexp.stats.intervals.Interval
     records: list[Record]
     folder: Path | None
@@ -132,6 +147,13 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
     tracking = OmegaConf.to_container(cfg.tracking, resolve=True) if cfg.get("tracking") else {}
     if not save:
         tracking = {**tracking, "enabled": False}
+    from ragexp.workflow import streaming
+
+    if streaming.why_not(cfg, dataset) is None:  # a big file: chunk by chunk (ragexp/workflow/streaming.py)
+        outcome = streaming.execute(cfg, tracking, save=save, show=show, overrides=overrides, record=record,
+                                    started=started)
+        if outcome is not None:
+            return outcome
     plan = check_step(cfg, tracking, dataset)  # every check, before any work
     records = pipeline_step(plan, bars)
     scored = score_step(plan, records, bars)
@@ -217,17 +239,19 @@ def score_step(plan: Plan, records: list[Record], show: bool) -> Scored:
 
 
 def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Scored,
-                 intervals: dict[str, Any]) -> dict[str, Any]:
-    """``summary.json``: the aggregates with their intervals and counts, and what they were computed on."""
-    inputs = questions_digest(records)
+                 intervals: dict[str, Any], facts: Facts | None = None) -> dict[str, Any]:
+    """``summary.json``: the aggregates with their intervals and counts, and what they were computed on
+    (``facts``: a streamed run's, which keeps no record)."""
+    facts = facts or facts_of(records)
+    inputs = facts.inputs
     summary: dict[str, Any] = {
         "dataset": plan.dataset.name,
         "dataset_source": plan.dataset.source,
         "dataset_digest": inputs,  # the inputs: the run's MLflow dataset digest
         "questions_digest": inputs,  # the same value, the name compare reads
-        "outputs_digest": outputs_digest(records),  # what the system produced: contexts, their ids, answers
-        "n_samples": len(records),
-        "fields": present_fields(records),
+        "outputs_digest": facts.outputs,  # what the system produced: contexts, their ids, answers
+        "n_samples": facts.n,
+        "fields": facts.fields,
         "metrics": scored.values,
         # the keys every report leads with: stats.primary, then the suite's _headline_ (ragexp.core.headline)
         "headline": headline_keys(declared(cfg.get("metric")), list(scored.values), plan.stats.get("primary")),
@@ -422,7 +446,7 @@ def _job_label() -> str:
 
 
 #: Overrides that say where and how a job runs, not which system it evaluates: left out of a child run's name.
-PLUMBING_KEYS = ("data_dir", "progress", "tracking", "hydra", "run_name")
+PLUMBING_KEYS = ("data_dir", "progress", "tracking", "hydra", "run_name", "execution", "report")
 
 
 def _is_plumbing(override: str) -> bool:

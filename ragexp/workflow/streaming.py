@@ -1,0 +1,304 @@
+"""A run over a big file in bounded memory (``execution.mode=stream``, or ``auto`` from
+``execution.stream_from_mb``): the runner's steps, with the records read, scored and written chunk by chunk.
+
+1. check: the metrics; then one pass over the file validates every record (a bad row stops the run
+   before any scoring, as in memory) and notes what the checks need — how many records, which
+   fields are present, the questions and outputs digests, the MLflow dataset's shape;
+2. score: a second pass hands chunks of ``execution.chunk_records`` records to
+   :func:`ragexp.core.streaming.score_chunk`, in this process or in ``execution.processes`` forked
+   processes (None: one per core while a core is free), and each chunk's per-sample rows go to
+   ``per_sample.parquet`` (:class:`ragexp.tracking.tables.ParquetStream`) as it comes back, in order;
+3. the aggregates, intervals, summary, results folder, table and MLflow run as in
+   :mod:`ragexp.workflow.runner`, from the numbers the run kept (:class:`ragexp.core.streaming.Tally`).
+
+What is kept: 8 bytes per record per sample metric, 16 per confusion metric, the ids (for the
+duplicate check) and ``tracking.table_rows`` rows for ``per_sample.json``. Runs with a pipeline, a
+judge, ``stats.cluster_by`` or a split are run in memory (the line printed says why). Definitions
+and figures: docs/performance.md, "Scale".
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from ragexp.common.paths import plain
+from ragexp.common.records import FIELDS
+from ragexp.core.results import OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
+from ragexp.core.streaming import ChunkPart, Tally, score_chunk, streamable
+from ragexp.datasets.base import RecordSink, streamed
+
+#: the settings of ``conf/execution/local.yaml``
+DEFAULTS = {"mode": "auto", "chunk_records": 2000, "processes": None, "stream_from_mb": 64}
+
+
+def settings(cfg: DictConfig) -> dict[str, Any]:
+    """``cfg.execution`` with its defaults."""
+    return {**DEFAULTS, **(plain(cfg.get("execution")) or {})}
+
+
+def why_not(cfg: DictConfig, dataset: Any) -> str | None:
+    """Why this run is not streamed (None: it is): ``execution.mode``, data given in memory, no file,
+    a file under ``execution.stream_from_mb`` in ``auto`` mode, or a feature that needs every record at once."""
+    ex = settings(cfg)
+    mode = ex["mode"]
+    if mode not in ("auto", "stream", "memory", "ray"):
+        from ragexp.errors import ConfigError
+
+        raise ConfigError(f"execution.mode must be one of auto, stream, memory, ray; got {mode!r}")
+    if mode == "memory" or dataset is not None:
+        return "in memory"
+    ds = cfg.get("dataset") or {}
+    path = ds.get("path") if hasattr(ds, "get") else None
+    if not path or not Path(str(path)).is_file():
+        return "no dataset file"
+    if mode == "auto" and Path(str(path)).stat().st_size < float(ex["stream_from_mb"]) * 2 ** 20:
+        return "a small file"
+    if ds.get("split", "all") != "all":
+        return "dataset.split"
+    if (plain(cfg.get("stats")) or {}).get("cluster_by"):
+        return "stats.cluster_by"
+    return None
+
+
+class _Survey(RecordSink):
+    """The check pass: what the checks and the summary need of every record, keeping none."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.n = 0
+        self.present: set[str] = set()
+        self.questions, self.outputs = FieldsDigest(QUESTION_FIELDS), FieldsDigest(("id", *OUTPUT_FIELDS))
+        self.shape: dict[str, list] = {}  # field → [first truthy value, first non-None value, a record lacks it]
+        self.labelled = False
+
+    def __call__(self, chunk: list) -> None:
+        self.questions.update(chunk)
+        self.outputs.update(chunk)
+        for f in FIELDS:
+            if f not in self.present and any(r.present(f) for r in chunk):
+                self.present.add(f)
+        for r in chunk:
+            for f in FIELDS:
+                if f not in self.shape and r.has(f):
+                    self.shape[f] = [None, None, self.n > 0]
+            for f, s in self.shape.items():
+                v = getattr(r, f) if r.has(f) else None
+                if v is None:
+                    s[2] = True
+                else:
+                    if s[1] is None:
+                        s[1] = v
+                    if s[0] is None and v:
+                        s[0] = v
+            self.n += 1
+        self.labelled = self.labelled or any(r.label is not None or r.human for r in chunk)
+
+    def fields(self) -> list[str]:
+        return [f for f in FIELDS if f in self.present]
+
+    def dataset_shape(self) -> dict[str, Any]:
+        """What ``ragexp.tracking.log`` keeps of the MLflow dataset input (its ``_dataset_shape``)."""
+        kinds = {}
+        for f, (truthy, first, lacking) in self.shape.items():
+            if f in QUESTION_FIELDS:
+                v = truthy if truthy is not None else first
+                kind = "" if isinstance(v, str) else [""] if v else []
+                kinds[f] = [kind, None if lacking else kind]
+        return {"rows": self.n, "kinds": kinds}
+
+
+class _Present:
+    """A stand-in record for :func:`ragexp.core.scoring.check_fields`: the fields some record has."""
+
+    def __init__(self, fields: list[str]) -> None:
+        self._fields = set(fields)
+
+    def present(self, f: str) -> bool:
+        return f in self._fields
+
+
+_SPECS: list = []
+
+
+def _fork_init(specs: list) -> None:
+    global _SPECS
+    _SPECS = specs
+
+
+def _score_in_worker(chunk: list) -> ChunkPart:
+    return score_chunk(chunk, _SPECS)
+
+
+def processes_for(setting: Any) -> int:
+    """``execution.processes``, or with None one process per core while a core is free (load average below
+    the cores - 1/2), where the system forks."""
+    import multiprocessing
+
+    if setting is not None:
+        return max(1, int(setting))
+    if "fork" not in multiprocessing.get_all_start_methods() or multiprocessing.current_process().daemon:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores if os.getloadavg()[0] < cores - 0.5 else 1
+
+
+class _Scorer(RecordSink):
+    """The score pass: each chunk scored (here or in a pool of forked processes), its rows written."""
+
+    def __init__(self, size: int, specs: list, table: Any, processes: int, bar: Any) -> None:
+        self.size = size
+        self.specs = specs
+        self.table = table
+        self.tally = Tally(specs)
+        self.bar = bar
+        self.pool = None
+        self.pending: collections.deque = collections.deque()
+        self.processes = processes
+        if processes > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(processes, multiprocessing.get_context("fork"), _fork_init, (specs,))
+
+    def __call__(self, chunk: list) -> None:
+        if self.pool is None:
+            self._take(score_chunk(chunk, self.specs))
+            return
+        self.pending.append(self.pool.submit(_score_in_worker, chunk))
+        while len(self.pending) > 2 * self.processes:  # a bounded number of chunks in flight
+            self._take(self.pending.popleft().result())
+
+    def finish(self) -> None:
+        while self.pending:
+            self._take(self.pending.popleft().result())
+        self.close()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
+
+    def _take(self, part: ChunkPart) -> None:
+        from ragexp.common.secrets import scrub_columns
+
+        self.tally.add(part)
+        self.table.append(scrub_columns(part.table))
+        if self.bar is not None:
+            self.bar.update(part.n)
+
+
+def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool, overrides: Sequence[str] | None,
+            record: Any, started: float) -> Any:
+    """The runner's steps over the file in chunks; an :class:`ragexp.workflow.runner.Outcome` whose
+    ``per_sample`` is a :class:`ragexp.tracking.tables.StreamedTable`, or None when the metrics or the
+    pipeline need every record at once (the caller runs in memory)."""
+    from ragexp.core.scoring import build_metrics, check_fields
+    from ragexp.errors import ConfigError
+    from ragexp.pipeline import build_pipeline
+    from ragexp.stats.settings import stats_settings
+    from ragexp.tracking.tables import StreamedTable
+    from ragexp.workflow import runner
+
+    ex = settings(cfg)
+    specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))
+    if not specs:
+        raise ConfigError("no metric configured: choose one with metric=<name> (see conf/metric/)")
+    if streamable(specs) is not None:
+        return None
+    size = max(1, int(ex["chunk_records"]))
+    survey = _Survey(size)
+    with streamed(survey):  # every record read and checked, none kept
+        dataset = runner.load_dataset(cfg.dataset)
+    if build_pipeline(cfg, dataset) is not None:
+        return None
+    specs, skipped = check_fields(specs, [_Present(survey.fields())], dataset.name, all_that_apply)
+    stats_cfg = stats_settings(plain(cfg.get("stats")))
+    runner.check_store_step(tracking)
+
+    folder = runner.results_folder() if save else Path(tempfile.mkdtemp(prefix="ragexp_stream_"))
+    if not save:
+        atexit.register(shutil.rmtree, folder, True)
+    folder.mkdir(parents=True, exist_ok=True)
+    sample_keys = [s.key for s in specs if s.info.level == "sample"]
+    table = StreamedTable(folder / "per_sample.parquet", sample_keys, rows=tracking.get("table_rows", 5000))
+    bar = _bar(show and bool(cfg.get("progress", True)), survey.n)
+    scorer = _Scorer(size, specs, table, processes_for(ex["processes"]), bar)
+    try:
+        with streamed(scorer):
+            runner.load_dataset(cfg.dataset)
+        scorer.finish()
+    except BaseException:
+        scorer.close()
+        table.abort()
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    tally = scorer.tally
+    import numpy as np
+
+    table.plot_columns = {k: np.frombuffer(v, dtype=np.float64) for k, v in tally.values.items()}
+    values, counts = tally.aggregate()
+    intervals = tally.intervals(resamples=stats_cfg["resamples"], confidence=stats_cfg["confidence"],
+                                seed=stats_cfg["seed"], method=stats_cfg["method"])
+    extra = tally.stage_latencies()
+    for key, c in counts.items():
+        for status, n in c.items():
+            if status != "ok":
+                extra[f"status/{status}/{key}"] = float(n)
+    scored = runner.Scored({}, values, counts, extra, {}, list(tally.notes))
+    trust = tally.trust(resamples=stats_cfg["resamples"], confidence=stats_cfg["confidence"], seed=stats_cfg["seed"],
+                        target_halfwidth=stats_cfg.get("target_halfwidth"))
+    if trust:
+        from ragexp.core.labels import trust_metrics
+
+        scored.trust = trust
+        extra.update(trust_metrics(trust))
+    plan = runner.Plan(dataset, [], specs, skipped, None, None, [], stats_cfg)
+    facts = runner.Facts(survey.n, survey.fields(), survey.questions.hexdigest(), survey.outputs.hexdigest())
+    summary = runner.summary_step(cfg, plan, [], scored, intervals, facts)
+    if scored.trust:
+        summary["agreement"] = scored.trust["agreement"]
+    summary["execution"] = {"mode": "stream", "chunk_records": size, "processes": scorer.processes}
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    if save:
+        if record is not None:
+            record.saved = folder
+        from ragexp.tracking.log import save_results
+
+        hydra_dir, sweep_dir, job_name = runner._hydra_paths()
+        save_results(folder, config=OmegaConf.to_container(cfg, resolve=True), tracking=tracking,
+                     run_name=cfg.get("run_name") or job_name, dataset_name=dataset.name,
+                     dataset_digest=summary["dataset_digest"], dataset_frame=None,
+                     dataset_shape=survey.dataset_shape(), per_sample=table, metrics=values,
+                     extra_metrics={**extra, **runner.interval_metrics(intervals)}, summary=summary,
+                     hydra_dir=hydra_dir, sweep_dir=sweep_dir, overrides=overrides, agreement=scored.trust)
+        summary["results_folder"] = str(folder)
+    else:
+        table.finish(folder / "per_sample.parquet")
+    if show:
+        runner.print_step(plan, range(survey.n), scored, intervals, summary, folder if save else None)
+    outcome = runner.Outcome(summary, table, intervals, [], folder if save else None)
+    if save:
+        runner.log_step(tracking, folder, summary, record)
+    return outcome
+
+
+def _bar(enabled: bool, total: int) -> Any:
+    if not enabled:
+        return None
+    import sys
+
+    from tqdm.auto import tqdm
+
+    return tqdm(desc="metrics", total=total, file=sys.stderr, leave=False, dynamic_ncols=True, disable=None,
+                mininterval=0.5)

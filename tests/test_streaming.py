@@ -1,0 +1,86 @@
+"""A streamed run (execution.mode=stream: records read, scored and written in chunks, docs/performance.md
+"Scale") gives what the in-memory run gives, value for value: every per-sample cell, aggregate, status
+count, interval, the agreement with the labels, the results folder's tables and what is logged."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from realistic_records import record, write_records  # noqa: E402
+
+import ragexp  # noqa: E402
+from ragexp.tracking.tables import read_parquet_columns  # noqa: E402
+
+#: what differs between two runs of the same numbers: the time taken, how the run was carried out, where
+VARYING = ("seconds", "execution", "results_folder", "run_id", "tracking_uri")
+
+
+def _same_summary(a: dict, b: dict) -> None:
+    a = {k: v for k, v in a.items() if k not in VARYING}
+    b = {k: v for k, v in b.items() if k not in VARYING}
+    assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+@pytest.mark.slow
+def test_streamed_evaluate_equals_in_memory_on_20k_records(tmp_path):
+    path = write_records(tmp_path / "records.jsonl", 20_000)
+    streamed = ragexp.evaluate(path, log=False, execution={"mode": "stream"})
+    memory = ragexp.evaluate(path, log=False, execution={"mode": "memory"})
+    assert streamed.summary["execution"]["mode"] == "stream" and "execution" not in memory.summary
+    _same_summary(streamed.summary, memory.summary)
+    assert streamed.summary["agreement"]["keyword_verdict"]["n"] > 10_000  # the labels were compared
+    assert streamed.metrics.equals(memory.metrics)  # values, intervals (one shared draw), stderr, n
+    assert list(streamed.per_sample.columns) == list(memory.per_sample.columns)
+    assert streamed.per_sample.equals(memory.per_sample)
+
+
+def _uneven(path: Path, n: int) -> Path:
+    """Realistic records where later chunks bring what the first lack: no latency before row 300, a
+    whole-number latency (an int among floats), a record without a label, no references in one."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            r = record(i)
+            if i < 300:
+                del r["latency_s"]
+            if i == 700:
+                r["latency_s"] = 2
+            if i == 900:
+                del r["label"]
+            if i == 950:
+                r["reference_answers"] = []
+            fh.write(json.dumps(r) + "\n")
+    return path
+
+
+@pytest.mark.integration
+def test_streamed_results_folder_equals_in_memory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = _uneven(tmp_path / "records.jsonl", 1_200)
+    store = f"sqlite:///{tmp_path}/mlflow.db"
+    common = dict(log=store, tracking={"table_rows": 500, "plots": False}, stats={"resamples": 2000})
+    streamed = ragexp.evaluate(path, execution={"mode": "stream", "chunk_records": 250, "processes": 2}, **common)
+    memory = ragexp.evaluate(path, execution={"mode": "memory"}, **common)
+    assert streamed.summary["execution"] == {"mode": "stream", "chunk_records": 250, "processes": 2}
+    _same_summary(streamed.summary, memory.summary)
+    a, b = Path(streamed.summary["results_folder"]), Path(memory.summary["results_folder"])
+    assert (a / "per_sample.json").read_text() == (b / "per_sample.json").read_text()
+    assert read_parquet_columns(a / "per_sample.parquet") == read_parquet_columns(b / "per_sample.parquet")
+    assert (a / "agreement.json").read_text() == (b / "agreement.json").read_text()
+    ma, mb = (json.loads((f / "mlflow_run.json").read_text()) for f in (a, b))
+    for key in ("params", "metrics", "dataset", "experiment"):
+        assert ma[key] == mb[key], key
+    assert not list(a.glob(".*part*"))  # no part file left behind
+    assert streamed.per_sample.equals(memory.per_sample)
+    assert streamed.run_id and memory.run_id and streamed.run_id != memory.run_id
+
+
+def test_a_bad_row_stops_a_streamed_run_before_any_scoring(tmp_path):
+    path = write_records(tmp_path / "records.jsonl", 600, broken=True)
+    with pytest.raises(ragexp.errors.DataError) as err:
+        ragexp.evaluate(path, log=False, execution={"mode": "stream", "chunk_records": 100})
+    assert "row 301" in str(err.value) or ":301" in str(err.value)
