@@ -87,8 +87,10 @@ def per_sample_columns(records, scores: dict[str, list[Score]], cluster_by: str 
         columns[f"human/{key}"] = [(r.human or {}).get(key) for r in records]
     if any(r.latency_s is not None for r in records):
         columns["latency_s"] = [r.latency_s for r in records]
-    if any(r.extra.get("pipeline_error") for r in records):  # why a stage left a sample's fields empty
-        columns["pipeline_error"] = [r.extra.get("pipeline_error") or None for r in records]
+    # why a stage left a sample's fields empty; a traced app's trace, what of it was read, its retriever's scores
+    for name in ("pipeline_error", "trace_id", "trace_status", "context_scores"):
+        if any(r.extra.get(name) for r in records):
+            columns[name] = [r.extra.get(name) or None for r in records]
     for key, per in scores.items():
         columns[key] = [s.value for s in per]
         columns[status_column(key)] = [s.status for s in per]

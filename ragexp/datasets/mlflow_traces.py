@@ -78,7 +78,10 @@ def _client(uri: str):
         path = Path(uri.removeprefix("file://").removeprefix("file:"))
         if not path.is_dir():
             raise DataError(f"no MLflow store at {path} (dataset.tracking_uri={redact_url(uri)})")
-    return MlflowClient(tracking_uri=uri)
+    try:
+        return MlflowClient(tracking_uri=uri)
+    except Exception as exc:  # noqa: BLE001 - a store MLflow refuses (a retired file store, an unknown scheme)
+        raise DataError(f"cannot use the MLflow store {redact_url(uri)}: {' '.join(str(exc).split())[:200]}") from None
 
 
 def _experiment(client: Any, uri: str, experiment: str) -> Any:
@@ -105,12 +108,18 @@ def _traces(client: Any, experiment_id: str, where: str | None, run_id: str | No
     while limit is None or len(traces) < limit:
         size = PAGE if limit is None else min(PAGE, limit - len(traces))
         page = client.search_traces(locations=[experiment_id], filter_string=where, run_id=run_id, max_results=size,
-                                    order_by=["timestamp_ms ASC"], page_token=token)
-        traces += list(page)
+                                    order_by=["timestamp_ms ASC"], page_token=token,
+                                    flush=token is None)  # traces this process made are exported first
+        traces += page
         token = page.token
         if not token:
             break
     return traces
+
+
+def _started(trace: Any) -> tuple[int, int]:
+    spans = trace.data.spans if trace.data is not None else []
+    return trace.info.timestamp_ms or 0, min((s.start_time_ns or 0 for s in spans if s.parent_id is None), default=0)
 
 
 def load_mlflow_traces(experiment: str, *, tracking_uri: str | None = None, run_id: str | None = None,
@@ -144,6 +153,7 @@ def load_mlflow_traces(experiment: str, *, tracking_uri: str | None = None, run_
         raise DataError(f"no traces in experiment {found.name!r} of {redact_url(uri)}"
                         f"{' matching ' + narrowed if narrowed else ''}: log some with mlflow.<flavor>.autolog() "
                         "or @mlflow.trace first")
+    traces.sort(key=_started)  # the store orders by millisecond: ties by the root span's start
     tags = [(t.info.tags or {}).get(RECORD_TAG) for t in traces]
     use_tags = all(tags) and len(set(tags)) == len(tags)  # ragexp's own traces keep their record ids
     with collector_paused():
