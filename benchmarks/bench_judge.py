@@ -96,7 +96,7 @@ def main() -> int:
     from ragexp.core.scoring import build_metrics
     from ragexp.judge import build_judge
 
-    specs, _ = build_metrics({"retrieval_precision": {"_target_": "ragexp.metrics.judge.retrieval_precision"}})
+    specs, _ = build_metrics({"retrieval_precision": {"_target_": "ragexp.metrics.judged.relevance.retrieval_precision"}})
     rows = []
     ok = True
     with tempfile.TemporaryDirectory() as tmp:

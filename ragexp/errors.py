@@ -54,6 +54,10 @@ class JudgeFailed(RagexpError):
     """Every judge metric failed on every sample (timeouts, API errors, unreadable replies): nothing was measured."""
 
 
+class ParseError(ValueError):
+    """A judge's reply holds no verdict of the expected shape; the message says what was missing."""
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a ``timeout``, a CI cancel, a pre-emption), handled like Ctrl-C; exit status 143."""
 

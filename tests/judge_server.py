@@ -98,15 +98,18 @@ class Reply:
     hang: bool = False  # accept the request and never answer (until the server stops)
 
 
-#: the judge metrics that live outside ragexp.metrics.judge
-_MODULE = {"questeval_recall": "questeval", "questeval_precision": "questeval"}
+#: each judge metric's module in ragexp/metrics/judged/
+_MODULE = {"answer_similarity": "similarity", "retrieval_precision": "relevance", "augmentation_accuracy": "usage",
+           "augmentation_precision": "relevant_usage", "answer_consistency": "main_points",
+           "answer_consistency_binary": "full_support", "overall_score": "overall", "questeval_recall": "questeval",
+           "questeval_precision": "questeval"}
 
 
 def judge_specs(*names: str, **options: dict):
     """Built specs of the named judge metrics (``options[name]`` holds a metric's options), as tests score them."""
     from ragexp.core.scoring import build_metrics
 
-    cfg = {n: {"_target_": f"ragexp.metrics.{_MODULE.get(n, 'judge')}.{n}", **options.get(n, {})} for n in names}
+    cfg = {n: {"_target_": f"ragexp.metrics.judged.{_MODULE[n]}.{n}", **options.get(n, {})} for n in names}
     return build_metrics(cfg)[0]
 
 

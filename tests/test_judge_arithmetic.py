@@ -7,12 +7,15 @@ import math
 
 import pytest
 
-from ragexp.judge.parse import is_unanswerable
 from ragexp.metrics.base import REGISTRY, load_all
-from ragexp.metrics.judge import (TONIC_SCALE, answer_consistency_binary_value, answer_consistency_value,
-                                  answer_similarity_value, augmentation_accuracy_value, augmentation_precision_value,
-                                  overall_value, retrieval_precision_value)
-from ragexp.metrics.questeval import answer_f1, questeval_values
+from ragexp.metrics.judged.main_points import answer_consistency_value
+from ragexp.metrics.judged.full_support import answer_consistency_binary_value
+from ragexp.metrics.judged.similarity import answer_similarity_value
+from ragexp.metrics.judged.usage import augmentation_accuracy_value
+from ragexp.metrics.judged.relevant_usage import augmentation_precision_value
+from ragexp.metrics.judged.overall import overall_value, scales
+from ragexp.metrics.judged.questeval import answer_f1, is_unanswerable, questeval_values
+from ragexp.metrics.judged.relevance import retrieval_precision_value
 from ragexp.common.text import answer_tokens
 
 JUDGE_METRICS = {"answer_similarity", "retrieval_precision", "augmentation_accuracy", "augmentation_precision",
@@ -63,7 +66,8 @@ def test_similarity_binary_and_overall():
     assert overall_value({}) is None
     with pytest.raises(ValueError):
         overall_value({"token_f1": 0.5})
-    assert set(TONIC_SCALE) == JUDGE_METRICS - {"overall_score", "questeval_recall", "questeval_precision"}
+    assert set(scales()) == JUDGE_METRICS - {"overall_score", "questeval_recall", "questeval_precision"}
+    assert scales()["answer_similarity"] == 5.0 and REGISTRY["answer_consistency_binary"].binary
 
 
 def test_questeval_seed_example():

@@ -17,7 +17,6 @@ from ragexp.judge import build_judge
 from ragexp.judge.cache import JudgeCache
 from ragexp.judge.client import Budget, JudgeClient, Usage
 from ragexp.judge.templates import load_prompt
-from ragexp.metrics.judge import answer_consistency
 from ragexp.common.records import Record
 
 from judge_server import Reply, judge_specs
@@ -300,12 +299,13 @@ def test_inside_a_running_event_loop_like_a_notebook(server, make_judge):
     assert sync_scores["answer_consistency"][0].value == async_scores["answer_consistency"][0].value == 1 / 2
 
 
-def test_registered_metric_scores_one_record_given_a_judge(server, make_judge):
+def test_a_judge_scores_one_record_of_a_registered_metric(server, make_judge):
     judge = make_judge(judge_specs("answer_consistency"))
-    score = answer_consistency(CAPITAL_OF_FRANCE.answer, CAPITAL_OF_FRANCE.contexts, judge=judge)
+    score = judge.score_one("answer_consistency", {"answer": CAPITAL_OF_FRANCE.answer,
+                                                   "contexts": CAPITAL_OF_FRANCE.contexts}, {})
     assert (score.value, score.status) == (1 / 2, "ok")
-    with pytest.raises(ConfigError, match="asks an LLM judge"):
-        answer_consistency("a", ["b"])
+    with pytest.raises(ConfigError, match="prompt 'main_points' has no version 'v9'"):
+        judge.score_one("answer_consistency", {"answer": "a", "contexts": ["b"]}, {"prompt_version": "v9"})
 
 
 def test_missing_fields_are_reported_per_sample(server, make_judge):

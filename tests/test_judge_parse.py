@@ -7,8 +7,8 @@ import re
 import pytest
 
 from ragexp.errors import ConfigError
-from ragexp.judge.parse import ParseError, Verdict, parse_verdict
-from ragexp.judge.templates import PROMPT_DIR, load_prompt
+from ragexp.judge.parse import ParseError, Verdict, parse_verdict, verdict_kinds
+from ragexp.judge.templates import JUDGED, PROMPT_DIR, load_prompt
 
 from judge_server import Request, blocks, sensible, task_of
 
@@ -93,13 +93,12 @@ def test_unparseable_replies_say_why(kind, reply, why):
 
 
 def test_every_prompt_file_loads_and_names_its_reply_format():
-    files = sorted(PROMPT_DIR.glob("*.v1.txt"))
-    assert {f.name.split(".")[0] for f in files} == {"relevance", "usage", "similarity", "main_points", "support",
-                                                     "full_support", "questions", "answers",
-                                                     "testset_question", "testset_answerable"}  # ragexp.generate's
+    files = sorted([*PROMPT_DIR.glob("*.v1.txt"), *JUDGED.glob("*.v1.txt")])
+    assert {f.name.split(".")[0] for f in files} == {*verdict_kinds(), "testset_question", "testset_answerable"}
+    assert {f.name.split(".")[0] for f in JUDGED.glob("*.txt")} == set(verdict_kinds())  # each asked by a metric
     for f in files:
         name = f.name.split(".")[0]
-        p = load_prompt(name, "v1")
+        p = load_prompt(name, "v1", f.parent)
         assert p.system and p.user
         assert task_of(p.user) == name  # the test server tells tasks apart by the reply format named last
 

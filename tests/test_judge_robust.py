@@ -17,7 +17,7 @@ import pytest
 from ragexp.judge import build_judge
 from ragexp.judge.cache import JudgeCache
 from ragexp.judge.client import JudgeUnreachable
-from ragexp.judge.parse import SCHEMAS
+from ragexp.judge.parse import verdict_kinds
 from ragexp.common.records import Record
 
 from cli import run_cli, runs
@@ -169,10 +169,10 @@ def test_structured_output_is_asked_where_litellm_says_the_model_takes_it(tmp_pa
         assert {r.task for r in server.log} == {"similarity", "usage", "full_support"}
         for r in server.log:  # every request carried its verdict's schema
             assert r.body["response_format"]["type"] == "json_schema"
-            assert r.schema == SCHEMAS[r.task]
+            assert r.schema == verdict_kinds()[r.task].schema
         server.reset()
         build_judge(judge_cfg(server.url, tmp_path, structured_output=True), s).score(records, s)
-        assert server.calls == n_plain and all(r.schema == SCHEMAS[r.task] for r in server.log)  # forced on
+        assert server.calls == n_plain and all(r.schema == verdict_kinds()[r.task].schema for r in server.log)  # forced on
     assert {k: [x.value for x in v] for k, v in got.items()} == {k: [x.value for x in v] for k, v in truth.items()}
 
 

@@ -91,7 +91,7 @@ def test_clients_are_closed_after_an_error_at_once_and_after_a_success_by_shutdo
 
     from test_judge_robust import closed_port, judge_cfg
 
-    s = build_metrics({"retrieval_precision": {"_target_": "ragexp.metrics.judge.retrieval_precision"}})[0]
+    s = build_metrics({"retrieval_precision": {"_target_": "ragexp.metrics.judged.relevance.retrieval_precision"}})[0]
     records = [Record(id=str(i), query=f"Capital of France {i}?", contexts=["Paris is the capital of France."])
                for i in range(6)]
     with JudgeServer() as server:

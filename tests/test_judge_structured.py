@@ -11,7 +11,7 @@ import pytest
 from ragexp.common.records import Record
 from ragexp.errors import ConfigError
 from ragexp.judge import build_judge
-from ragexp.judge.parse import SCHEMAS
+from ragexp.judge.parse import verdict_kinds
 
 from judge_server import LLAMA_CPP_PYTHON, JudgeServer, judge_specs
 
@@ -32,7 +32,7 @@ def test_each_form_is_sent_as_its_servers_take_it(tmp_path, form):
         scores, usage = _judge(server, tmp_path, s, structured_output=form).score(RECORDS, s)
     assert {x.status for per in scores.values() for x in per} == {"ok"}
     assert {r.form for r in server.log} == {form}
-    assert all(r.schema == SCHEMAS[r.task] for r in server.log)
+    assert all(r.schema == verdict_kinds()[r.task].schema for r in server.log)
     if form == "json_object_schema":  # llama-cpp-python's spelling, passed through litellm as is
         assert all(set(r.body["response_format"]) == {"type", "schema"} for r in server.log)
 

@@ -255,7 +255,7 @@ def test_no_module_level_state_carries_messages_between_modules():
 
 @pytest.mark.parametrize("source", [
     "from ragexp.tracking import log\n\ndef stop():\n    log.STOPPED = True",
-    "from ragexp.judge import parse\n\ndef forget():\n    parse.KINDS.clear()",
+    "from ragexp.metrics import base\n\ndef forget():\n    base.REGISTRY.clear()",
     "from ragexp.metrics.base import REGISTRY\n\ndef forget():\n    REGISTRY.clear()",
     "from ragexp.metrics.base import REGISTRY\nREGISTRY['x'] = 1",
 ])

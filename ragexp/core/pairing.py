@@ -203,12 +203,14 @@ def _two_stage(cols_b: dict[str, tuple], cols_c: dict[str, tuple], values_b: Any
     replace the one-stage ones (module docstring, 3)."""
     import numpy as np
 
-    from ragexp.judge.engine import BINARY
+    from ragexp.metrics.base import load_all
     from ragexp.stats.twostage import two_stage_paired
 
+    registry = load_all()
     for j, key in enumerate(both):
         col = samples_column(key)
-        if "p_value" not in rows[key] or key.split("/", 1)[0] in BINARY or (col not in cols_b and col not in cols_c):
+        info = registry.get(key.split("/", 1)[0])
+        if "p_value" not in rows[key] or (info is not None and info.binary) or (col not in cols_b and col not in cols_c):
             continue
         verdicts = []
         for cols, values in ((cols_b, values_b), (cols_c, values_c)):

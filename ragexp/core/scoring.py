@@ -13,40 +13,15 @@ import importlib
 import itertools
 import math
 import warnings
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from ragexp.common.paths import plain
 from ragexp.errors import ConfigError, FieldsError
-from ragexp.metrics.base import MetricInfo, Score, info_for, mean_ok, status_counts
+from ragexp.metrics.base import MetricSpec, Score, info_for, mean_ok, status_counts
 from ragexp.common.records import Record, present_fields
 
 #: Keys of the ``metric`` node that are settings of the suite, not metrics.
 SUITE_KEYS = ("_all_that_apply_", "_headline_")
-
-
-@dataclass
-class MetricSpec:
-    """One metric as it will be computed and logged under ``key``."""
-
-    key: str
-    info: MetricInfo
-    options: dict[str, Any] = field(default_factory=dict)
-    matcher: Any = None  # a built matcher, for metrics with a ``matcher`` option
-
-    @property
-    def fields(self) -> tuple[str, ...]:
-        return self.info.required_fields(self.options)
-
-    def call_options(self) -> dict[str, Any]:
-        """The keyword arguments the metric function is called with (the built matcher included)."""
-        opts = dict(self.options)
-        if self.matcher is not None:
-            opts["matcher"] = self.matcher
-        return opts
-
-    def call(self, *args: Any) -> Any:
-        return self.info.fn(*args, **self.call_options())
 
 
 def _import_target(target: str, key: str) -> Callable[..., Any]:
@@ -461,11 +436,10 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
         per = scores.get(spec.key)
         if per is not None and any(s.samples and len(s.samples) > 1 for s in per):
             # judge.samples > 1: items, then verdicts within an item (docs/judge-trust.md, "Judge noise")
-            from ragexp.judge.engine import BINARY
             from ragexp.stats.twostage import two_stage_interval
 
             out[spec.key] = two_stage_interval(
-                [s.samples if s.status == "ok" and s.samples else () for s in per], binary=spec.info.name in BINARY,
+                [s.samples if s.status == "ok" and s.samples else () for s in per], binary=spec.info.binary,
                 clusters=clusters, resamples=opts["resamples"], confidence=opts["confidence"], seed=opts["seed"])
         elif per is not None:
             columns[spec.key] = [s.value if s.status == "ok" else None for s in per]

@@ -27,7 +27,7 @@ from typing import Any, Callable, NoReturn
 from ragexp.errors import ConfigError, CredentialsError
 from ragexp.judge.cache import CACHE_ERRORS, CacheError, JudgeCache, cache_key
 from ragexp.common.http import classify, connection_failed, retry_after, root_cause, short_error
-from ragexp.common.secrets import redact_url
+from ragexp.common.secrets import redact_url, scrub
 from ragexp.judge.loop import litellm_provider
 from ragexp.judge.settings import JudgeSettings
 
@@ -405,9 +405,10 @@ class JudgeClient:
             raise self.fatal from None
 
     def remember(self, key: str, reply: Completion) -> None:
-        """Cache ``reply`` under ``key`` (a reply that parsed: never an unreadable one)."""
+        """Cache ``reply`` under ``key`` (a reply that parsed: never an unreadable one), its text scrubbed as the
+        per-sample tables are (a key quoted in a reply never rests in the cache)."""
         if self.cache is not None:
-            self._cache_do("put", key, model=self.s.model, text=reply.text, finish_reason=reply.finish_reason,
+            self._cache_do("put", key, model=self.s.model, text=scrub(reply.text), finish_reason=reply.finish_reason,
                            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, cost_usd=reply.cost_usd)
 
     def _unreachable(self, exc: BaseException) -> None:

@@ -18,7 +18,7 @@ back once in a corrective re-ask.
     >>> parse_verdict("relevance", "I cannot decide.")
     Traceback (most recent call last):
     ...
-    ragexp.judge.parse.ParseError: no JSON object with a 'relevant' field (true or false) in the reply
+    ragexp.errors.ParseError: no JSON object with a 'relevant' field (true or false) in the reply
 """
 
 from __future__ import annotations
@@ -26,25 +26,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from ragexp.errors import ParseError
 from ragexp.judge.templates import TAGS
-from ragexp.metrics.questeval import is_unanswerable
+from ragexp.metrics.base import load_all
+from ragexp.metrics.judged import ABSENT, Verdict, VerdictKind
 
-
-class ParseError(ValueError):
-    """The reply holds no verdict of the expected shape; the message says what was missing."""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A judge's verdict: ``value`` is its kind's main field (:data:`KINDS`) — a bool; a 0–5 score; a tuple
-    of main points, of questions, or of answers (None: unanswerable from the text) — and ``reason`` the
-    judge's why, when it gave one."""
-
-    value: Any
-    reason: str = ""
+__all__ = ["ParseError", "Verdict", "parse_verdict", "strip_reasoning", "verdict_kinds"]
 
 
 # -- finding the JSON object ---------------------------------------------------------------------
@@ -172,96 +161,9 @@ class _Quoted:
 
 # -- typed fields ---------------------------------------------------------------------------------
 
-_TRUE = {"true", "yes", "y", "1", "relevant", "used", "supported"}
-_FALSE = {"false", "no", "n", "0", "not relevant", "irrelevant", "not used", "unsupported", "not supported"}
-_ABSENT = object()  # a field the reply's object does not have
-
-
-def _flag(value: Any, field: str, ctx: dict[str, Any]) -> bool:
-    if value is _ABSENT:
-        raise ParseError(f"no '{field}' field")
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str):
-        v = value.strip().strip(".*`\"'").lower()
-        if v in _TRUE:
-            return True
-        if v in _FALSE:
-            return False
-    raise ParseError(f"'{field}' must be true or false, got {value!r}")
-
-
-def _score(value: Any, field: str, ctx: dict[str, Any], low: float = 0, high: float = 5) -> float:
-    if value is _ABSENT:
-        raise ParseError(f"no '{field}' field")
-    if isinstance(value, str):
-        m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*\d+)?\s*", value)
-        value = float(m.group(1)) if m else value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ParseError(f"'{field}' must be a number from {low:g} to {high:g}, got {value!r}")
-    if not low <= value <= high:
-        raise ParseError(f"'{field}' must be from {low:g} to {high:g}, got {value!r}")
-    return float(value)
-
-
-def _text_item(item: Any, keys: tuple[str, ...]) -> str | None:
-    if isinstance(item, str):
-        return item.strip() or None
-    if isinstance(item, dict):
-        for k in keys:
-            if isinstance(item.get(k), str) and item[k].strip():
-                return item[k].strip()
-    return None
-
-
-def _points(value: Any, field: str, ctx: dict[str, Any]) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise ParseError("'points' must be a list of sentences")
-    texts = tuple(_text_item(p, ("point", "text", "statement", "claim")) for p in value)
-    if any(t is None for t in texts):
-        raise ParseError("every item of 'points' must be a non-empty sentence")
-    return texts  # type: ignore[return-value]
-
-
-def _questions(value: Any, field: str, ctx: dict[str, Any]) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise ParseError("'questions' must be a list of {key_info, question} objects")
-    questions = tuple(_text_item(item, ("question",)) for item in value)
-    if any(q is None for q in questions):
-        raise ParseError("every item of 'questions' needs a non-empty 'question'")
-    return questions  # type: ignore[return-value]
-
-
-def _answers(value: Any, field: str, ctx: dict[str, Any]) -> tuple[str | None, ...]:
-    if not isinstance(value, list):
-        raise ParseError("'answers' must be a list with one answer per question")
-    n = ctx.get("n_questions")
-    if n is not None and len(value) != n:
-        raise ParseError(f"'answers' must hold {n} answers (one per question, in order), got {len(value)}")
-    answers: list[str | None] = []
-    for a in value:
-        if isinstance(a, dict):
-            a = _text_item(a, ("answer", "text"))
-        if a is not None and not isinstance(a, str):
-            a = str(a)
-        answers.append(None if is_unanswerable(a) else a.strip())  # type: ignore[union-attr]
-    return tuple(answers)
-
-
-#: Each verdict kind: the names its main field goes by (the first is the one asked for), what the field
-#: holds (for the error message), and how its value is read.
-KINDS: dict[str, tuple[tuple[str, ...], str, Any]] = {
-    "relevance": (("relevant",), "true or false", _flag),
-    "usage": (("used",), "true or false", _flag),
-    "support": (("supported",), "true or false", _flag),
-    "full_support": (("fully_supported",), "true or false", _flag),
-    "similarity": (("score",), "a number from 0 to 5", _score),
-    "main_points": (("points", "main_points"), "a list of sentences", _points),
-    "questions": (("questions",), "a list of questions", _questions),
-    "answers": (("answers",), "a list of answers", _answers),
-}
+def verdict_kinds() -> dict[str, VerdictKind]:
+    """Every verdict kind the registered judge metrics ask, by name (each defined in its metric's module)."""
+    return {k.name: k for info in load_all().values() if info.judge for k in info.judge.asks}
 
 
 def _reason(obj: dict[str, Any]) -> str:
@@ -269,29 +171,10 @@ def _reason(obj: dict[str, Any]) -> str:
     return r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)
 
 
-def _build(kind: str, obj: dict[str, Any], ctx: dict[str, Any]) -> Verdict:
-    names, _, read = KINDS[kind]
-    value = next((obj[n] for n in names if n in obj), _ABSENT)
-    return Verdict(read(value, names[0], ctx), _reason(obj))
+def _build(kind: VerdictKind, obj: dict[str, Any], ctx: dict[str, Any]) -> Verdict:
+    value = next((obj[n] for n in kind.fields if n in obj), ABSENT)
+    return Verdict(kind.read(value, kind.fields[0], ctx), _reason(obj))
 
-
-def _obj(**props: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
-
-
-_STR = {"type": "string"}
-_BOOL = {"type": "boolean"}
-#: Each verdict's JSON schema, sent as the request's ``response_format`` where the provider supports it.
-SCHEMAS: dict[str, dict[str, Any]] = {
-    "relevance": _obj(relevant=_BOOL, reason=_STR),
-    "usage": _obj(used=_BOOL, reason=_STR),
-    "support": _obj(supported=_BOOL, reason=_STR),
-    "full_support": _obj(fully_supported=_BOOL, reason=_STR),
-    "similarity": _obj(score={"type": "integer"}, reason=_STR),
-    "main_points": _obj(points={"type": "array", "items": _STR}),
-    "questions": _obj(questions={"type": "array", "items": _obj(key_info=_STR, question=_STR)}),
-    "answers": _obj(answers={"type": "array", "items": _STR}),
-}
 
 _LINE = re.compile(r"[\"'*`_]*\b([a-z_]+)\b[\"'*`_]*\s*[:=]\s*[\"'*`_]*\s*(true|false|yes|no|-?\d+(?:\.\d+)?)\b",
                    re.I)
@@ -321,7 +204,7 @@ def _one(main: str, verdicts: list[Verdict]) -> Verdict:
     return verdicts[0]
 
 
-def parse_verdict(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> Verdict:
+def parse_verdict(kind: VerdictKind | str, text: str | None, quoted: Any = (), **ctx: Any) -> Verdict:
     """The typed verdict of ``kind`` in a judge's reply, or :class:`ParseError` saying why not.
 
     ``quoted``: the graded material the prompt held (its slot values). A reply that is one JSON
@@ -330,9 +213,12 @@ def parse_verdict(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> 
     holding more than the verdict object — nor found in the graded material itself; they must
     agree, or the reply is unreadable (and the judge is asked again).
     """
-    if kind not in KINDS:
-        raise ValueError(f"unknown verdict kind {kind!r}; known: {', '.join(KINDS)}")
-    (main, *_), holds, read = KINDS[kind]
+    if isinstance(kind, str):
+        known = verdict_kinds()
+        if kind not in known:
+            raise ValueError(f"unknown verdict kind {kind!r}; known: {', '.join(known)}")
+        kind = known[kind]
+    main, holds = kind.fields[0], kind.holds
     if not text or not text.strip():
         raise ParseError("the reply is empty")
     body = strip_reasoning(text)
@@ -357,7 +243,7 @@ def parse_verdict(kind: str, text: str | None, quoted: Any = (), **ctx: Any) -> 
         verdicts.append(verdict)
     if verdicts:
         return _one(main, verdicts)
-    if read in (_flag, _score):  # a one-field verdict may stand on a line of its own
+    if kind.one_line:  # a one-field verdict may stand on a line of its own
         found = []
         for m in _LINE.finditer(outside):
             if m.group(1).lower().replace(" ", "_") != main:

@@ -1,4 +1,5 @@
-"""The judge's prompts: versioned text files in ``ragexp/judge/prompts/``, rendered into chat messages.
+"""The judge's prompts: versioned text files, rendered into chat messages. A judge metric's prompts sit
+beside its module in ``ragexp/metrics/judged/``; the test-set generator's in ``ragexp/judge/prompts/``.
 
 A prompt file is ``<name>.<version>.txt``: comment lines (``#``), then ``=== system`` and
 ``=== user`` sections. ``{{field}}`` inserts one string; ``{{items as tag}}`` inserts a list as
@@ -27,6 +28,7 @@ from typing import Any
 from ragexp.errors import ConfigError
 
 PROMPT_DIR = Path(__file__).with_name("prompts")
+JUDGED = Path(__file__).parents[1] / "metrics" / "judged"  # the judge metrics' prompts, beside their modules
 _SLOT = re.compile(r"\{\{\s*(\w+)(?:\s+as\s+(\w+))?\s*\}\}")
 _SECTION = re.compile(r"^=== (system|user)\s*$", re.M)
 #: Tags the templates use to delimit content; inside content they are defused.
@@ -79,11 +81,13 @@ class Prompt:
 
 
 @lru_cache(maxsize=None)
-def load_prompt(name: str, version: str = "v1") -> Prompt:
-    """Read ``prompts/<name>.<version>.txt``; a missing file names the versions that exist."""
-    path = PROMPT_DIR / f"{name}.{version}.txt"
+def load_prompt(name: str, version: str = "v1", folder: Path | None = None) -> Prompt:
+    """Read ``<folder>/<name>.<version>.txt`` (the judge metrics' folder unless it is one of
+    :data:`PROMPT_DIR`'s); a missing file names the versions that exist."""
+    folder = folder or (PROMPT_DIR if (PROMPT_DIR / f"{name}.{version}.txt").exists() else JUDGED)
+    path = folder / f"{name}.{version}.txt"
     if not path.exists():
-        have = sorted(p.name for p in PROMPT_DIR.glob(f"{name}.*.txt"))
+        have = sorted(p.name for p in folder.glob(f"{name}.*.txt"))
         raise ConfigError(f"judge prompt '{name}' has no version '{version}' (looked for {path}); "
                           f"available: {', '.join(have) or 'none'}")
     text = path.read_text(encoding="utf-8")

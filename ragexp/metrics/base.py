@@ -22,7 +22,7 @@ import math
 from collections import Counter
 from operator import attrgetter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 #: ``missing_field``: the record lacks (``None``) a field the metric reads; ``undefined``: the fields
 #: are there but the definition has no value for them (an empty ground truth, a reference without
@@ -52,6 +52,16 @@ class Score:
 
 
 @dataclass(frozen=True)
+class Judged:
+    """What a judge metric (``ragexp/metrics/judged/``) asks, and how it enters ``overall_score``."""
+
+    asks: tuple[Any, ...] = ()  # the VerdictKinds its plan asks (their prompts are checked before any work)
+    scale: float | None = None  # its value / scale lies in [0, 1] for overall_score; None: not averaged there
+    #: a metric of the run's other judge scores (overall_score): ``parts(spec, specs)`` → the keys it reads
+    parts: Callable[[Any, Sequence[Any]], list[str]] | None = None
+
+
+@dataclass(frozen=True)
 class MetricInfo:
     """What the registry knows of one metric function."""
 
@@ -61,7 +71,14 @@ class MetricInfo:
     fields_for: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
     options: dict[str, Any] = field(default_factory=dict)
     level: str = "sample"
-    judge: bool = False
+    judge: Judged | None = None  # a judge metric: its fn is its plan, ``async fn(ask, *fields, **options)``
+    binary: bool = False  # a 0/1 verdict: with ``judge.samples`` the majority, a tie 0; no two-stage row in a comparison
+    #: what an option's type cannot say: option → (accepts(value), what is expected); a list given to a
+    #: variant option (``k: [1, 5]``) is checked value by value after the expansion
+    option_rules: Mapping[str, tuple[Callable[[Any], bool], Callable[[], str]]] = field(default_factory=dict)
+    #: a dataset-level ratio resampled by record: ``(parts(*fields, **options) -> counts, numerator(*counts),
+    #: denominator(*counts))``; metrics sharing ``parts`` and its options share each record's counts
+    ratio: tuple[Callable[..., tuple], Callable[..., float], Callable[..., float]] | None = None
     bounds: tuple[float, float] = (0.0, 1.0)
     higher_is_better: bool = True
     variant_params: tuple[str, ...] = ()
@@ -83,6 +100,30 @@ class MetricInfo:
             merged = {**self.options, **(options or {})}
             return tuple(self.fields_for(merged))
         return self.fields
+
+
+@dataclass
+class MetricSpec:
+    """One metric as it will be computed and logged under ``key``."""
+
+    key: str
+    info: MetricInfo
+    options: dict[str, Any] = field(default_factory=dict)
+    matcher: Any = None  # a built matcher, for metrics with a ``matcher`` option
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.info.required_fields(self.options)
+
+    def call_options(self) -> dict[str, Any]:
+        """The keyword arguments the metric function is called with (the built matcher included)."""
+        opts = dict(self.options)
+        if self.matcher is not None:
+            opts["matcher"] = self.matcher
+        return opts
+
+    def call(self, *args: Any) -> Any:
+        return self.info.fn(*args, **self.call_options())
 
 
 REGISTRY: dict[str, MetricInfo] = {}
@@ -110,6 +151,7 @@ def register(*, fields: Sequence[str] | None = None, fields_for: Callable[[dict[
         params = inspect.signature(fn).parameters.values()
         options = {p.name: p.default for p in params if p.kind == p.KEYWORD_ONLY and p.default is not p.empty}
         positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        positional = positional[1:] if settings.get("judge") else positional  # a plan's first is ``ask``
         info = MetricInfo(name=fn.__name__, fn=fn, fields=tuple(positional if fields is None else fields),
                           fields_for=(lambda o: tuple(fields_for(o))) if fields_for else None, options=options,
                           uses_matcher="matcher" in options, **settings)
@@ -170,7 +212,7 @@ def load_all() -> dict[str, MetricInfo]:
 
     from ragexp import metrics as pkg
 
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if not mod.name.startswith("_") and mod.name != "base":
-            importlib.import_module(f"{pkg.__name__}.{mod.name}")
+    for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        if not mod.name.rpartition(".")[2].startswith("_") and mod.name != f"{pkg.__name__}.base":
+            importlib.import_module(mod.name)
     return REGISTRY

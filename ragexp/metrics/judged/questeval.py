@@ -1,7 +1,8 @@
 """RAGQuestEval (seed ``003_…``, CRUD-RAG): questions from the reference, answered twice.
 
-The judge picks the reference's key information and writes one question per item, then answers
-every question from the reference and from the generated answer (``UNANSWERABLE`` when the text
+The judge picks the reference's key information and writes one question per item (prompt
+``questions.v1.txt``), then answers every question from the reference and from the generated answer
+(``answers.v1.txt``) (``UNANSWERABLE`` when the text
 does not say; CRUD's own data writes "无法推断"). Questions the reference cannot answer are
 dropped. Of the rest:
 
@@ -31,11 +32,15 @@ The seed's worked example: three questions, the answer answers two of them, with
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Any, Sequence
 
 from ragexp.common.text import answer_tokens
-from ragexp.metrics.base import Score, register
+from ragexp.errors import ParseError
+from ragexp.metrics.base import Judged, Score, register
+from ragexp.metrics.judged import (NO_REFERENCE, STR, Verdict, VerdictKind, blank, decided, detail, failed, obj,
+                                   references, text_item)
 
 UNANSWERABLE = "UNANSWERABLE"
 #: Replies meaning "the text does not say" (normalised: lowercase, no surrounding brackets or dots).
@@ -90,15 +95,71 @@ def questeval_values(reference_answers: Sequence[str | None], generated_answers:
     return recall, sum(answer_f1(r, g) for r, g in both) / len(both)
 
 
-def _one(name: str, judge: Any, fields: dict[str, Any], options: dict[str, Any]) -> Score:
-    from ragexp.metrics.judge import through_judge
+def _questions(value: Any, field: str, ctx: dict[str, Any]) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ParseError("'questions' must be a list of {key_info, question} objects")
+    questions = tuple(text_item(item, ("question",)) for item in value)
+    if any(q is None for q in questions):
+        raise ParseError("every item of 'questions' needs a non-empty 'question'")
+    return questions  # type: ignore[return-value]
 
-    return through_judge(name, judge, fields, options)
+
+def _answers(value: Any, field: str, ctx: dict[str, Any]) -> tuple[str | None, ...]:
+    if not isinstance(value, list):
+        raise ParseError("'answers' must be a list with one answer per question")
+    n = ctx.get("n_questions")
+    if n is not None and len(value) != n:
+        raise ParseError(f"'answers' must hold {n} answers (one per question, in order), got {len(value)}")
+    answers: list[str | None] = []
+    for a in value:
+        if isinstance(a, dict):
+            a = text_item(a, ("answer", "text"))
+        if a is not None and not isinstance(a, str):
+            a = str(a)
+        answers.append(None if is_unanswerable(a) else a.strip())  # type: ignore[union-attr]
+    return tuple(answers)
 
 
-@register(judge=True)
-def questeval_recall(answer: str, reference_answers: list[str], *, prompt_version: str = "v1",
-                     judge: Any = None) -> Score:
+QUESTIONS = VerdictKind("questions", ("questions",), "a list of questions", _questions,
+                        obj(questions={"type": "array", "items": obj(key_info=STR, question=STR)}))
+ANSWERS = VerdictKind("answers", ("answers",), "a list of answers", _answers, obj(answers={"type": "array", "items": STR}))
+
+
+async def _questeval(ask: Any, answer: str, reference_answers: list[str], version: str,
+                     zero_division: float | None, which: str) -> Score:
+    refs = references(reference_answers)
+    if not refs:
+        return Score.undefined(NO_REFERENCE)
+    reference = "\n\n".join(refs)
+    qs = await ask(QUESTIONS, version, text=reference)
+    if not qs.ok:
+        return Score(None, qs.status, qs.detail)
+    questions = list(qs.verdict.value)
+    if not questions:
+        return Score.undefined("the judge found no key information in the reference")
+    ctx = {"n_questions": len(questions)}
+    # The questions and the reference's answers depend on the reference alone (shared, cached); an
+    # empty answer answers none of them, so its side is not asked.
+    generated = (decided(Verdict((None,) * len(questions))) if blank(answer)
+                 else ask(ANSWERS, version, ctx, text=answer, questions=questions))
+    ref_ans, gen_ans = await asyncio.gather(ask(ANSWERS, version, ctx, text=reference, questions=questions), generated)
+    bad = failed([ref_ans, gen_ans])
+    if bad:
+        return bad
+    recall, precision = questeval_values(ref_ans.verdict.value, gen_ans.verdict.value, zero_division=zero_division)
+    shown = detail(questions=questions, reference_answers=list(ref_ans.verdict.value),
+                   answers=list(gen_ans.verdict.value))
+    value = recall if which == "recall" else precision
+    if value is None:
+        why = ("the reference answers none of its own questions" if recall is None
+               else "no question is answered by both the reference and the answer"
+               + (" (the answer is empty)" if blank(answer) else ""))
+        return Score.undefined(f"{why}: {shown}")
+    return Score(value, detail=shown)
+
+
+@register(judge=Judged(asks=(QUESTIONS, ANSWERS)))
+async def questeval_recall(ask, answer: str, reference_answers: list[str], *, prompt_version: str = "v1") -> Score:
     """Share of the reference's answerable questions that the generated answer answers.
 
     Several reference answers are joined (blank line between) into one reference text. An empty
@@ -107,13 +168,12 @@ def questeval_recall(answer: str, reference_answers: list[str], *, prompt_versio
     >>> questeval_values(["陕西西安市", "500万元", "173家"], ["西安市", "无法推断", "173家"])[0] == 2 / 3
     True
     """
-    return _one("questeval_recall", judge, {"answer": answer, "reference_answers": reference_answers},
-                {"prompt_version": prompt_version})
+    return await _questeval(ask, answer, reference_answers, prompt_version, None, "recall")
 
 
-@register(judge=True)
-def questeval_precision(answer: str, reference_answers: list[str], *, prompt_version: str = "v1",
-                        zero_division: float | None = None, judge: Any = None) -> Score:
+@register(judge=Judged(asks=(QUESTIONS, ANSWERS)))
+async def questeval_precision(ask, answer: str, reference_answers: list[str], *, prompt_version: str = "v1",
+                              zero_division: float | None = None) -> Score:
     """Mean token F1 of the two answers over the questions both texts answer.
 
     ``zero_division``: the value when no question is answered by both — an empty answer's case
@@ -122,5 +182,4 @@ def questeval_precision(answer: str, reference_answers: list[str], *, prompt_ver
     >>> questeval_values(["173家"], ["无法推断"], zero_division=0.0)
     (0.0, 0.0)
     """
-    return _one("questeval_precision", judge, {"answer": answer, "reference_answers": reference_answers},
-                {"prompt_version": prompt_version, "zero_division": zero_division})
+    return await _questeval(ask, answer, reference_answers, prompt_version, zero_division, "precision")
