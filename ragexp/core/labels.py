@@ -97,6 +97,7 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
                       resamples=resamples, confidence=confidence, seed=seed)
         entry = a.as_dict()
         entry["labelled_not_scored"] = p["failed"]
+        _judge_warnings(entry, p, clusters, confidence)
         if p.get("against"):
             entry["against"] = p["against"]
         else:
@@ -108,12 +109,87 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
             need: dict[str, int | None] = {}
             if "corrected" in entry:
                 need["corrected_mean"] = c.labels_for(target_halfwidth)
-            if head.ci_low is not None:
-                need[a.headline] = labels_for_halfwidth((head.ci_high - head.ci_low) / 2, a.n, target_halfwidth)
+            agreeing = None if clusters is None else _agreement_design(a.kind, p, clusters)
+            if head.ci_low is not None and not entry.get("degenerate"):  # no labels make a one-verdict judge's κ
+                hw = (head.ci_high - head.ci_low) / 2
+                need[a.headline] = (labels_for_halfwidth(hw, a.n, target_halfwidth) if agreeing is None else
+                                    agreeing.labels_for(hw, a.n, target_halfwidth))
             entry["labels_needed"] = {"target_halfwidth": target_halfwidth, **need}
+            design = c.design if "corrected" in entry and c.design is not None else agreeing
+            if design is not None:  # the hint follows the clusters the labels fall in (docs/judge-trust.md)
+                entry["labels_needed"]["clustered"] = design.as_dict()
         section[key] = entry
         _disagreements(table, key, a.kind, p, records, scores.get(key))
     return {"agreement": section, "disagreements": table} if section else {}
+
+
+#: a judge whose most frequent value is at least this share of its values gives "(nearly) one verdict"
+ONE_VERDICT = 0.95
+
+
+def _judge_warnings(entry: dict[str, Any], p: Mapping[str, Any], clusters: Sequence[Any] | None,
+                    confidence: float) -> None:
+    """Flag a judge that says (nearly) the same thing to everything, or whose verdicts do not follow people's,
+    and for a 0/1 metric add the per-class agreement (the share of people's 0s, and of their 1s, the judge
+    gives the same value, with intervals clustered like the run's). docs/judge-trust.md, "A useless judge"."""
+    from collections import Counter
+
+    from ragexp.stats.intervals import mean_interval
+
+    values = list(p["judge"]) + list(p["unlabelled"])
+    warnings: list[str] = []
+    value, count = Counter(values).most_common(1)[0]
+    share = count / len(values)
+    stats = entry["statistics"]
+    if share >= ONE_VERDICT:
+        from ragexp.stats.agreement import level
+
+        warnings.append(f"the judge gave {level(value)} to {share:.0%} of the {len(values):,} samples it scored: "
+                        f"it barely tells them apart, so its agreement statistics say little")
+        entry["degenerate"] = True
+        for name in ("kappa", "kappa_quadratic", "ac1", "alpha_ordinal", "spearman", "kendall_tau_b"):
+            iv = stats.get(name)
+            if iv is None:
+                continue
+            iv["note"] = "; ".join(filter(None, [iv.get("note"), "degenerate judge (nearly one verdict): not a "
+                                                 "measure of agreement"]))
+            if share == 1.0:  # a constant rater: κ is 0 by construction, its interval [0, 0] says nothing
+                iv["ci_low"] = iv["ci_high"] = iv["stderr"] = None
+                iv["mean"] = None
+    head = stats.get(entry["headline"]) or {}
+    if not entry.get("degenerate") and head.get("ci_low") is not None and head["ci_low"] <= 0 <= head["ci_high"]:
+        warnings.append(f"the judge's values do not follow people's: {entry['headline']} is not distinguishable "
+                        f"from 0 (no better than chance) on these {entry['n']:,} labels")
+    if entry["kind"] == "binary":
+        per = {}
+        for cls, name in ((0.0, "people_0"), (1.0, "people_1")):
+            rows = [i for i, h in enumerate(p["human"]) if h == cls]
+            if not rows:
+                continue
+            same = [float(p["judge"][i] == cls) for i in rows]
+            alike = len(set(same)) == 1  # all caught or none: the cluster bootstrap would say [x, x]; Wilson does not
+            iv = mean_interval(same, clusters=None if clusters is None or alike else
+                               [clusters[p["idx"][i]] for i in rows], confidence=confidence, resamples=2000)
+            per[name] = {**iv.as_dict(), "of": len(rows), "caught": int(sum(same))}
+        entry["per_class"] = per
+        misses = [f"{d['of'] - d['caught']:,} of people's {d['of']:,} {cls[-1]}s ({1 - d['mean']:.0%})"
+                  for cls, d in per.items()]
+        if misses:
+            entry["misses"] = "the judge gives the other value to " + " and ".join(misses)
+    if warnings:
+        entry["warnings"] = warnings
+
+
+def _agreement_design(kind: str, p: Mapping[str, Any], clusters: Sequence[Any]):
+    """The clusters of the labelled pairs and the design effect of agreeing (equal values; for shares the
+    difference of the two), against the clusters of every record the judge scored."""
+    from ragexp.stats.design import design_effect, design_of
+
+    h, j = p["human"], p["judge"]
+    values = [hv - jv for hv, jv in zip(h, j)] if kind == "continuous" else [float(hv == jv) for hv, jv in zip(h, j)]
+    labelled = [clusters[i] for i in p["idx"]]
+    deff = design_effect(values, labelled)
+    return design_of(labelled, [clusters[i] for i in p["idx"] + p["rest_idx"]], deff=1.0 if deff is None else deff)
 
 
 def _disagreements(table: dict[str, list], key: str, kind: str, p: dict[str, Any], records, scores) -> None:
@@ -139,6 +215,11 @@ def trust_metrics(trust: Mapping[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     for key, entry in (trust.get("agreement") or {}).items():
         out[f"agreement/{key}/n"] = float(entry["n"])
+        if entry.get("n"):
+            out[f"agreement/{key}/degenerate_judge"] = 1.0 if entry.get("degenerate") else 0.0
+        for cls, d in (entry.get("per_class") or {}).items():
+            if d.get("mean") is not None:
+                out[f"agreement/{key}/same_as_{cls}"] = float(d["mean"])
         for name, iv in entry["statistics"].items():
             for part, suffix in (("mean", ""), ("ci_low", "/ci_low"), ("ci_high", "/ci_high"), ("stderr", "/stderr")):
                 if iv.get(part) is not None:

@@ -43,8 +43,21 @@ def trust_lines(trust: Mapping[str, Any]) -> list[str]:
         iv = e["statistics"][e["headline"]]
         who = "the keyword verdict agrees with `label`" if e.get("against") else f"judge agrees with people on {key}"
         scale = " (κ: 1 = always agree, 0 = no better than chance)" if e["headline"] == "kappa" else ""
-        lines.append(f"{who}: {SYMBOLS[e['headline']]} {_num(iv.get('mean'))} "
-                     f"[{_num(iv.get('ci_low'))}, {_num(iv.get('ci_high'))}] over {e['n']} labels{scale}")
+        if iv.get("mean") is None and e.get("degenerate"):
+            lines.append(f"{who}: {SYMBOLS[e['headline']]} undefined (the judge gave one verdict to everything) "
+                         f"over {e['n']} labels")
+        else:
+            flag = " — flagged: degenerate judge" if e.get("degenerate") else ""
+            lines.append(f"{who}: {SYMBOLS[e['headline']]} {_num(iv.get('mean'))} "
+                         f"[{_num(iv.get('ci_low'))}, {_num(iv.get('ci_high'))}] over {e['n']} labels{scale}{flag}")
+        lines += [f"WARNING {key}: {w}" for w in e.get("warnings") or []]
+        per = e.get("per_class") or {}
+        if per:
+            said = "; ".join(f"on people's {cls[-1]}s {_num(d.get('mean'))} [{_num(d.get('ci_low'))}, "
+                             f"{_num(d.get('ci_high'))}] ({d['caught']:,} of {d['of']:,})" for cls, d in per.items())
+            lines.append(f"{key}: the judge agrees {said}")
+        if e.get("misses"):
+            lines.append(f"{key}: {e['misses']}")
     for key, e in (trust.get("agreement") or {}).items():
         c = e.get("corrected") or {}
         if c.get("mean") is not None:

@@ -111,15 +111,13 @@ def ppi_mean(human: Sequence[float], judge_labelled: Sequence[float], judge_unla
             raise ValueError(f"clusters needs one label per labelled then unlabelled record ({n + N}), got {len(clusters)}")
         unit = units_of(clusters, n + N)
         g_l, g_u = len(np.unique(unit[:n])), len(np.unique(unit[n:]))
-        why = (f"the {n} labels fall in one cluster: no spread between labelled clusters to measure, no interval "
-               f"(label records of two clusters or more)" if g_l < 2 else
-               f"the {N} unlabelled records fall in one cluster: no spread between their clusters to measure, no "
-               f"interval" if N and lam > 0 and g_u < 2 else None)
-        if why:
+        if g_l < 2:
             return Corrected(theta, None, None, None, n, n + N, judge_mean, bias, lam, confidence, resid_var,
-                             imputed_var, why)
+                             imputed_var, f"the {n} labels fall in one cluster: no spread between labelled clusters "
+                                          f"to measure, no interval (label records of two clusters or more)")
         lab = (resid - resid.mean()) / n * math.sqrt(g_l / (g_l - 1))
-        rest = (lam * yu - (lam * yu).mean()) / N * math.sqrt(g_u / (g_u - 1)) if N and g_u > 1 else np.zeros(N)
+        # unlabelled records in one cluster: their part is taken uncorrected (as it is, its spread within the cluster)
+        rest = (lam * yu - (lam * yu).mean()) / N * (math.sqrt(g_u / (g_u - 1)) if g_u > 1 else 1.0) if N else []
         se = math.sqrt(float((np.bincount(unit, weights=np.concatenate([lab, rest])) ** 2).sum()))
         lab_var = float((np.bincount(unit[:n], weights=lab, minlength=int(unit.max()) + 1) ** 2).sum())
         deff = lab_var / (resid_var / n) if resid_var > 0 else 1.0
