@@ -56,3 +56,40 @@ def test_per_class_agreement_of_a_fair_judge_is_wilson_like_statsmodels(compose,
         lo, hi = proportion_confint(caught, of, alpha=0.05, method="wilson")
         assert (d["caught"], d["of"], d["mean"]) == (caught, of, caught / of)
         assert (d["ci_low"], d["ci_high"]) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+
+
+@pytest.mark.slow
+def test_compare_of_an_always_yes_judge_leads_with_agreement_and_does_not_call_it_better(compose, server, tmp_path,
+                                                                                         capsys):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from ragexp.cli.compare import compare_runs
+    from ragexp.common.paths import conf_dir
+    from ragexp.report.comparison import print_comparison
+    from ragexp.workflow.runner import execute
+
+    path = tmp_path / "labelled.jsonl"
+    server.script = _script(_records(path))
+    a = execute(compose(*_overrides(server, path), "run_name=scripted"), show=False).summary
+    server.script = _always_yes
+    b = execute(compose(*_overrides(server, path), "run_name=always-yes"), show=False).summary
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = hydra_compose("compare", overrides=[f"baseline={a['run_id']}", f"candidate={b['run_id']}",
+                                                  f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", "log=false",
+                                                  "stats.resamples=2000"])
+    result = compare_runs(cfg)
+    row = result["metrics"]["answer_consistency_binary"]
+    assert row["diff"] > 0 and row["verdict"] == "judge mean higher"  # its mean rose; not 'better'
+    assert result["judges_only"] is True
+    d = result["agreement"]["answer_consistency_binary"]
+    assert d["agreement"]["diff"] < 0 and d["agreement"]["p_value"] < 0.05
+    assert d["per_class"]["people_0"] == {"n": 16, "baseline": 12 / 16, "candidate": 0.0}
+    capsys.readouterr()
+    print_comparison(result)
+    out = capsys.readouterr().out
+    first = out.splitlines()[:2]
+    assert first[0].startswith("These runs score the same answers: they compare judges.")
+    assert "a higher judge mean is not a better judge" in first[0]
+    assert first[1].startswith("answer_consistency_binary: the baseline judge agrees better with people (κ ")
+    assert "▲ better" not in out

@@ -269,6 +269,28 @@ def corrected_difference(human_b: Sequence[float], judge_b: Sequence[float], hum
             "n_labelled": c.n_labelled, "n": c.n_total, "judge_diff": c.judge_mean, "lam": c.lam}
 
 
+def _share(flags: Sequence[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
+
+
+def judges_only(rows: dict[str, dict[str, Any]], agreement: Mapping[str, Any], cols_b: Mapping[str, Sequence[Any]],
+                cols_c: Mapping[str, Sequence[Any]]) -> bool:
+    """Two runs of the same answers (every shared sample's answer alike) with people's agreement compared:
+    a comparison of judges. Then each judge metric with agreement compared is not "better" or "worse" for
+    its mean: its verdict becomes ``judge mean higher`` / ``judge mean lower`` (a higher judge mean is not
+    a better judge; agreement with people says which judge is better). True when that is the case."""
+    answers_b, answers_c = cols_b.get("answer"), cols_c.get("answer")
+    compared = [k for k, e in agreement.items() if e.get("agreement")]
+    if not compared or answers_b is None or answers_c is None or list(answers_b) != list(answers_c):
+        return False
+    for key in compared:
+        row = rows.get(key)
+        if row and row.get("verdict") in ("better", "worse"):
+            row["verdict"] = "judge mean higher" if row["diff"] > 0 else "judge mean lower"
+            row["note"] = "a higher judge mean is not a better judge: see agreement with people"
+    return True
+
+
 def compare_agreement(cols_b: Mapping[str, Sequence[Any]], cols_c: Mapping[str, Sequence[Any]], keys: Sequence[str],
                       *, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
                       correct: bool = False) -> dict[str, Any]:
@@ -296,6 +318,11 @@ def compare_agreement(cols_b: Mapping[str, Sequence[Any]], cols_c: Mapping[str, 
             d = paired_agreement(key, [hb[i] for i in rows], [jb[i] for i in rows], [jc[i] for i in rows],
                                  kind=kind, resamples=resamples, confidence=confidence, seed=seed)
             entry["agreement"] = d.as_dict()
+            if (kind or d.statistic) in ("binary", "kappa"):  # per class: the share of people's 0s (1s) matched
+                entry["per_class"] = {f"people_{int(v)}": {
+                    "n": sum(1 for i in rows if hb[i] == v),
+                    "baseline": _share([jb[i] == v for i in rows if hb[i] == v]),
+                    "candidate": _share([jc[i] == v for i in rows if hb[i] == v])} for v in (0.0, 1.0)}
         if correct:
             entry["corrected"] = corrected_difference(hb, jb, hc, jc, confidence=confidence)
         out[key] = entry

@@ -80,13 +80,15 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
                seed=seed)
     compared = _verdicts(rows, 1 - confidence)
     n = len(shared)
-    from ragexp.core.labels import compare_agreement
+    from ragexp.core.labels import compare_agreement, judges_only
 
     agreement = compare_agreement(cols_b, cols_c, both, resamples=resamples, confidence=confidence, seed=seed,
                                   correct=correct_with_labels)
+    judged = bool(agreement) and judges_only(rows, agreement, cols_b, cols_c)  # the same answers: judges compared
     queries = cols_b.get("query") or [None] * n
     return {
         **({"agreement": agreement} if agreement else {}),
+        **({"judges_only": True} if judged else {}),
         "not_compared": _dataset_level(baseline, candidate),
         "baseline": {"run_id": baseline.run_id, "name": baseline.name, "samples": len(baseline.rows)},
         "candidate": {"run_id": candidate.run_id, "name": candidate.name, "samples": len(candidate.rows)},

@@ -99,6 +99,27 @@ def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
+def judges_lines(section: Mapping[str, Any], confidence: float = 0.95) -> list[str]:
+    """What leads a comparison of two judges on the same answers: which agrees better with people, per metric,
+    and that the judge's own mean does not say it."""
+    lines = ["These runs score the same answers: they compare judges. Which judge is better is how well it agrees "
+             "with people, not its mean — a higher judge mean is not a better judge."]
+    for key, e in section.items():
+        d = e.get("agreement")
+        if not d:
+            continue
+        sym = SYMBOLS[d["statistic"]]
+        p = d.get("p_value")
+        if p is not None and p < 1 - confidence:
+            who = "the candidate" if d["diff"] > 0 else "the baseline"
+            lines.append(f"{key}: {who} judge agrees better with people ({sym} {_num(d['baseline'])} → "
+                         f"{_num(d['candidate'])}, p = {p:.3g})")
+        else:
+            lines.append(f"{key}: no detectable difference in agreement with people ({sym} {_num(d['baseline'])} → "
+                         f"{_num(d['candidate'])}" + ("" if p is None else f", p = {p:.3g}") + ")")
+    return lines
+
+
 def comparison_lines(section: Mapping[str, Any]) -> list[str]:
     """The comparison report's lines on agreement and corrected means (one per metric and kind)."""
     lines = []
@@ -109,6 +130,11 @@ def comparison_lines(section: Mapping[str, Any]) -> list[str]:
             p = "" if d["p_value"] is None else f", p = {d['p_value']:.3g}"
             lines.append(f"{key}: agreement with people ({SYMBOLS[d['statistic']]}) {_num(d['baseline'])} → "
                          f"{_num(d['candidate'])}, difference {d['diff']:+.2f}{ci}{p} over {d['n']} labels")
+            per = e.get("per_class") or {}
+            if per:
+                lines.append(f"{key}: the judge matches " + "; ".join(
+                    f"people's {cls[-1]}s {_num(v['baseline'])} → {_num(v['candidate'])} (of {v['n']:,})"
+                    for cls, v in per.items()))
         elif "agreement" not in e:
             lines.append(f"{key}: {e['n_labelled']} items labelled alike and ok in both runs: agreement not compared")
         c = e.get("corrected")

@@ -66,6 +66,11 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
         if r["excluded_by"]:
             notes.append(f"{key}: left out " + ", ".join(f"{v} ({k})" for k, v in r["excluded_by"].items()))
     console = Console(file=sys.stdout, width=max(140, Console().width))
+    if result.get("judges_only"):  # the same answers, two judges: agreement with people leads (docs/judge-trust.md)
+        from ragexp.report.agreement import judges_lines
+
+        for line in judges_lines(result["agreement"], method["confidence"]):
+            console.print(f"[bold]{line}[/bold]", highlight=False, soft_wrap=True)
     console.print(table)
     lines = [f"samples: {s['matched']} in both runs, {s['only_in_baseline']} only in the baseline, "
              f"{s['only_in_candidate']} only in the candidate (left out)"]
