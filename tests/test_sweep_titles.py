@@ -1,4 +1,5 @@
-"""Tables printed by the jobs of a multirun say which job they belong to: its number and overrides."""
+"""The line each job of a multirun prints (the sweep's one table is its leaderboard; ``report.all=true``
+prints each job's table too) says which job it belongs to: its number and overrides."""
 
 from __future__ import annotations
 

@@ -48,6 +48,10 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
                             min_match_fraction=min_match, regressions=regressions,
                             correct_with_labels=stats["correct_with_labels"])
     result["tracking_uri"] = redact_url(uri)  # the store's address without credentials
+    from ragexp.core.headline import headline_keys
+
+    result["headline"] = headline_keys(candidate.headline or baseline.headline, list(result["metrics"]),
+                                       stats.get("primary"))
     failures = drop_failures(result["metrics"], allowances, 1 - confidence)
     candidate_values = dict(candidate.metrics)
     for key, row in result["metrics"].items():  # a metric the run did not log (no sample ok) is undefined

@@ -29,6 +29,8 @@ class RunTable:
     dataset: str | None = None
     #: the run's own aggregates (over every sample it scored), for the gate's floors
     metrics: dict[str, float] = field(default_factory=dict)
+    #: the metrics the run leads with (its summary.json ``headline``; ragexp.core.headline)
+    headline: list[str] = field(default_factory=list)
 
 
 def _index(table: RunTable, role: str) -> dict[str, int]:

@@ -13,6 +13,17 @@ def _p(value: float) -> str:
     return "—" if value is None else ("< 0.001" if value < 0.001 else f"{value:.3f}")
 
 
+def focus_metrics(result: Mapping[str, Any], primary: str | None = None) -> list[str]:
+    """The metrics whose regressed samples are printed: ``stats.primary`` and the run's other headline
+    metrics (``result["headline"]``) that have samples gone worse, else :func:`focus_metric`'s one."""
+    lead = [k for k in dict.fromkeys([*([primary] if primary else []), *(result.get("headline") or ())])
+            if result["regressions"].get(k)]
+    if lead:
+        return lead
+    key = focus_metric(result, primary)
+    return [key] if key else []
+
+
 def focus_metric(result: Mapping[str, Any], primary: str | None = None) -> str | None:
     """The metric whose regressed samples are printed: ``stats.primary`` when compared, else the
     most significant regression, else the metric with the most samples gone worse."""
@@ -34,25 +45,31 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
     method, s = result["method"], result["samples"]
     level = round(100 * method["confidence"], 2)
     b, c = result["baseline"], result["candidate"]
+    headline = [k for k in result.get("headline") or () if k in result["metrics"]]
+    rows = {k: result["metrics"][k] for k in [*headline, *(k for k in result["metrics"] if k not in headline)]}
+    partial = any(r.get("n", s["matched"]) != s["matched"] for r in rows.values())  # else 'over' says nothing
     table = Table(title=f"ragexp.compare · baseline {b['name']} → candidate {c['name']} · {s['matched']} paired samples",
                   title_justify="left", caption_justify="left",
-                  caption=(f"diff = candidate − baseline with its {level:g}% paired bootstrap CI "
+                  caption=(f"Headline metrics first{' (' + ', '.join(headline) + ')' if headline else ''}. "
+                           f"diff = candidate − baseline with its {level:g}% paired bootstrap CI "
                            f"({method['resamples']:,} resamples, seed {method['seed']}); p: sign-flip permutation, "
                            f"† exact McNemar for 0/1 metrics, {method['adjustment']}; "
                            f"▲/▼ = significantly better/worse ({method['significant']}), direction-aware; "
-                           f"better/tie/worse = samples; MDE = smallest difference these samples detect with "
-                           f"80% power; over = samples ok in both runs"))
+                           f"+/=/− = samples better, tied, worse; MDE = smallest difference these samples detect "
+                           f"with 80% power" + ("; over = samples ok in both runs" if partial else
+                                                f"; every metric is over all {s['matched']} samples")))
     table.add_column("metric", no_wrap=True)
-    for name in ("baseline", "candidate", "diff", f"{level:g}% CI", "p (Holm)", "better/tie/worse", "MDE", "over"):
+    for name in ("baseline", "candidate", "diff", f"{level:g}% CI", "p (Holm)", "+/=/−", "MDE",
+                 *(("over",) if partial else ())):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     notes = []
-    for key, r in result["metrics"].items():
+    for key, r in rows.items():
+        over = (f"{r.get('n', 0)} / {s['matched']}",) if partial else ()
         arrow = "" if r.get("higher_is_better", True) else " ↓"
         label = f"{key}{arrow}" + ("" if r.get("direction_known", True) else " ?")
         if "p_value" not in r:
-            table.add_row(label, "", "", "", "", "", "", "", f"{r.get('n', 0)} / {s['matched']}",
-                          f"[dim]{r.get('note', '')}[/dim]")
+            table.add_row(label, "", "", "", "", "", "", "", *over, f"[dim]{r.get('note', '')}[/dim]")
             continue
         style = {"better": "green", "worse": "red"}.get(r["verdict"], "")
         mark = {"better": "▲ better", "worse": "▼ worse"}.get(r["verdict"], "")
@@ -61,11 +78,13 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
         table.add_row(label, number(r["mean_baseline"]), number(r["mean_candidate"]),
                       f"[{style}]{diff}[/{style}]" if style else diff,
                       f"[{number(r['ci_low'])}, {number(r['ci_high'])}]", p,
-                      f"{r['better']}/{r['ties']}/{r['worse']}", number(r["mde"]), f"{r['n']} / {s['matched']}",
+                      f"{r['better']}/{r['ties']}/{r['worse']}", number(r["mde"]), *over,
                       f"[{style}]{mark}[/{style}]" if style else "")
+        if key in headline and key == headline[-1] and len(rows) > len(headline):
+            table.add_section()
         if r["excluded_by"]:
             notes.append(f"{key}: left out " + ", ".join(f"{v} ({k})" for k, v in r["excluded_by"].items()))
-    console = Console(file=sys.stdout, width=max(140, Console().width))
+    console = Console(file=sys.stdout, width=max(120, Console().width))
     if result.get("judges_only"):  # the same answers, two judges: agreement with people leads (docs/judge-trust.md)
         from ragexp.report.agreement import judges_lines
 
@@ -97,10 +116,12 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
         console.print("[bold]Agreement with people[/bold]", highlight=False)
         for line in comparison_lines(result["agreement"]):
             console.print(line, highlight=False, soft_wrap=True)
-    key = focus_metric(result, focus)
-    regs = result["regressions"].get(key) if key else None
-    if regs:
-        worst = Table(title=f"Samples that regressed most on {key}", title_justify="left")
+    keys = focus_metrics(result, focus)[:2]
+    for key in keys:
+        regs = result["regressions"][key][:10 if len(keys) == 1 else 5]
+        gone = (result["metrics"].get(key) or {}).get("worse")
+        worst = Table(title=f"Samples that regressed most on {key}" + (f" ({gone} of {s['matched']} got worse)"
+                                                                      if gone is not None else ""), title_justify="left")
         for name in ("id", "query", "baseline", "candidate"):
             worst.add_column(name, justify="right" if name in ("baseline", "candidate") else "left",
                              overflow="ellipsis", max_width=60 if name == "query" else None, no_wrap=name == "query")

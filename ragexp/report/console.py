@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, Iterable, Mapping
 
@@ -54,29 +55,117 @@ def _method_line(stats: Mapping[str, Any] | None, intervals: Mapping[str, Any]) 
     return line + "; 'over' = the samples the value is computed over (status ok)"
 
 
+#: the console's name of each metric module's family (the registry's function module), in table order
+FAMILIES = {"token": "passage tokens", "context": "context", "ranking": "ranked", "answer": "answer",
+            "keyword": "keyword", "judge": "judge", "questeval": "judge"}
+#: rows per family the default table shows (``report.all=true``: every row)
+PER_FAMILY = 3
+
+
+def family(key: str) -> str:
+    """The family a console row belongs to: its metric's module (``hit_rate/k3`` → ``ranked``), ``latency``
+    for seconds, ``people's labels`` for agreement rows, ``run`` for judge and pipeline counts."""
+    from ragexp.metrics.base import REGISTRY, load_all
+
+    base = key.split("/", 1)[0]
+    if base in ("latency", "avg_latency"):
+        return "latency"
+    if ": " in key:
+        return "people's labels"
+    if base in ("judge", "pipeline"):
+        return "run"
+    info = REGISTRY.get(base) or load_all().get(base)
+    return FAMILIES.get(info.fn.__module__.rsplit(".", 1)[-1], "other") if info is not None else "other"
+
+
+def scale(key: str) -> str:
+    """A row's scale where it is not a share in [0, 1]: ``0–100`` (BLEU), ``0–5`` (a 0–5 judge score),
+    ``s`` (seconds), ``count``."""
+    from ragexp.metrics.base import REGISTRY
+
+    base = key.split("/", 1)[0]
+    if base in ("latency", "avg_latency"):
+        return "s"
+    if base in ("judge", "pipeline"):
+        return "count" if not key.endswith("cost_usd") else "US$"
+    info = REGISTRY.get(base)
+    if info is None or info.bounds == (0.0, 1.0):
+        return ""
+    lo, hi = info.bounds
+    return f"{lo:g}–{hi:g}" if math.isfinite(hi) else ""
+
+
+def _cutoff(key: str) -> int | None:
+    tail = key.rsplit("/", 1)[-1]
+    return int(tail[1:]) if "/" in key and tail[:1] == "k" and tail[1:].isdigit() else None
+
+
+def layout(keys: Iterable[str], headline: Iterable[str] = (), depth: int | None = None,
+           show_all: bool = False) -> tuple[list[tuple[str, str]], list[str]]:
+    """The rows of the run's table as (family, key), headline first, and the keys left out.
+
+    A cut-off beyond ``depth`` (the most passages a question got) is left out always: there it repeats
+    the value at ``depth``. By default each metric shows one cut-off (the deepest within ``depth``)
+    and each family at most :data:`PER_FAMILY` rows; ``show_all`` shows every other row.
+
+    >>> rows, hidden = layout(["hit_rate/k1", "hit_rate/k3", "hit_rate/k10", "mrr/k1", "mrr/k3", "bleu"],
+    ...                       headline=["bleu"], depth=4)
+    >>> rows, hidden
+    ([('headline', 'bleu'), ('ranked', 'hit_rate/k3'), ('ranked', 'mrr/k3')], ['hit_rate/k1', 'mrr/k1', 'hit_rate/k10'])
+    """
+    keys = list(keys)
+    head = [k for k in headline if k in keys]
+    within = [k for k in keys if k not in head and (depth is None or (_cutoff(k) or 0) <= depth)]
+    beyond = [k for k in keys if k not in head and k not in within]
+    if show_all:
+        chosen = within
+    else:  # one cut-off per metric: the deepest within depth
+        deepest: dict[str, str] = {}
+        for k in within:
+            base = k.split("/", 1)[0] if _cutoff(k) is not None else k
+            if base not in deepest or (_cutoff(k) or 0) > (_cutoff(deepest[base]) or 0):
+                deepest[base] = k
+        chosen = [k for k in within if k in deepest.values()]
+    groups: dict[str, list[str]] = {}
+    for k in chosen:
+        groups.setdefault(family(k), []).append(k)
+    rows = [("headline", k) for k in head]
+    for name, members in groups.items():
+        rows += [(name, k) for k in (members if show_all else members[:PER_FAMILY])]
+    shown = {k for _, k in rows}
+    return rows, [k for k in keys if k not in shown and k not in beyond] + beyond
+
+
 def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mapping[str, Mapping[str, int]],
                   n: int, footer: list[str], intervals: Mapping[str, Any] | None = None,
-                  stats: Mapping[str, Any] | None = None) -> None:
-    """The run's table: each value, its confidence interval, how many samples it is over, and the
-    samples that did not score (by status). ``intervals`` maps a key to an Interval."""
+                  stats: Mapping[str, Any] | None = None, headline: Iterable[str] = (), depth: int | None = None,
+                  show_all: bool = False, notes_first: Iterable[str] = ()) -> None:
+    """The run's table: the headline metrics first, then one family at a time, each value with its scale
+    where it is not 0–1, its confidence interval, how many samples it is over, and the samples that did
+    not score (by status). ``intervals`` maps a key to an Interval; ``notes_first``: sentences printed
+    right under the table (what the run measured and what it did not)."""
     from rich.console import Console
     from rich.table import Table
 
     intervals = intervals or {}
+    rows, hidden = layout(metrics, headline, depth, show_all)
+    statuses = any(k != "ok" and v for key in (k for _, k in rows) for k, v in counts.get(key, {}).items())
     table = Table(title=title, title_justify="left", show_lines=False,
                   caption=_method_line(stats, intervals) if intervals else None, caption_justify="left")
+    table.add_column("", no_wrap=True, style="dim")
     table.add_column("metric", no_wrap=True)  # a key is read whole, never folded
     table.add_column("value", justify="right", no_wrap=True)
     if intervals:
         level = round(100 * float((stats or {}).get("confidence", 0.95)), 2)
         table.add_column(f"{level:g}% CI", justify="right", no_wrap=True)
-        table.add_column("± stderr", justify="right", no_wrap=True)
     table.add_column("over", justify="right", no_wrap=True)
-    table.add_column("other statuses", overflow="fold")
-    for key, value in metrics.items():
+    if statuses:
+        table.add_column("other statuses", overflow="fold")
+    last = None
+    for group, key in rows:
+        value = metrics[key]
         c = counts.get(key, {})
         iv = intervals.get(key)
-        other = ", ".join(f"{k}: {v}" for k, v in c.items() if k != "ok")
         if iv is not None:
             over = f"{iv.n} / {n}"
         elif c:
@@ -84,12 +173,32 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
         else:
             over = ""
         count_like = iv is None and not c and isinstance(value, float) and value.is_integer()
-        row = [key, f"{int(value):,}" if count_like else _fmt(value)]  # judge/calls, pipeline/failures
+        shown = f"{int(value):,}" if count_like else _fmt(value)  # judge/calls, pipeline/failures
+        unit = f" [dim]({scale(key)})[/dim]" if scale(key) else ""  # BLEU (0–100), a judge score (0–5), seconds
+        row = ["" if group == last else group, (f"[bold]{key}[/bold]" if group == "headline" else key) + unit, shown]
+        last = group
         if intervals:
-            row += [_ci(iv), _fmt(iv.stderr) if iv is not None and iv.stderr is not None else ""]
-        table.add_row(*row, over, other)
+            row.append(_ci(iv))
+        row.append(over)
+        if statuses:
+            row.append(", ".join(f"{k}: {v}" for k, v in c.items() if k != "ok"))
+        table.add_row(*row)
     console = Console(file=sys.stdout, width=max(100, Console().width))
     console.print(table)
+    for line in notes_first:
+        console.print(line, highlight=False, soft_wrap=True)
+    if hidden:
+        shown_bases = {k.split("/", 1)[0] for _, k in rows}
+        names = list(dict.fromkeys(k.split("/", 1)[0] if _cutoff(k) is not None else k for k in hidden))
+        cut = [b for b in names if b in shown_bases]
+        names = [b for b in names if b not in shown_bases]
+        which = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        if cut:
+            which += ("; " if which else "") + f"the other cut-offs of {', '.join(cut[:4])}" + (" …" if len(cut) > 4 else "")
+        beyond = f"; cut-offs beyond the {depth} passages a question got repeat the last one" if depth else ""
+        hint = "" if show_all else " (report.all=true prints them)"
+        console.print(f"[dim]{len(hidden)} more values in summary.json and MLflow{hint}: {which}{beyond}[/dim]",
+                      highlight=False, soft_wrap=True)
     notes: dict[str, list[str]] = {}
     for key, iv in intervals.items():
         if key in metrics and getattr(iv, "note", None) and iv.n >= 1:
@@ -101,6 +210,18 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
         console.print(line, highlight=False, soft_wrap=True)
 
 
+def print_job_line(label: str, metrics: Mapping[str, float | None], intervals: Mapping[str, Any],
+                   headline: Iterable[str], folder: Any) -> None:
+    """In a sweep, a job's one line (the sweep's table comes at its end): its headline metrics and where
+    its results are."""
+    parts = []
+    for key in headline:
+        iv = intervals.get(key)
+        parts.append(f"{key} {_fmt(metrics.get(key))}" + (f" {_ci(iv)}" if iv is not None and _ci(iv) else ""))
+    where = f" · results in {folder}" if folder is not None else ""
+    print(f"{label}: {'; '.join(parts)}{where}", flush=True)
+
+
 def print_leaderboard(board: Mapping[str, Any]) -> None:
     """A sweep's leaderboard (see :mod:`ragexp.tracking.leaderboard`): best first, each run's mean and
     interval, its paired difference from the best and whether that difference is larger than the noise."""
@@ -110,7 +231,7 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
     level = round(100 * float(board.get("confidence", 0.95)), 2)
     direction = "higher is better" if board.get("higher_is_better", True) else "lower is better"
     others = list(board.get("headline", [board["metric"]]))[1:]
-    caption = (f"Ranked by {board['metric']}; Δ vs best: paired over the same questions, with p Holm-adjusted; "
+    caption = (f"Δ vs best: paired over the same questions, with p Holm-adjusted; "
                f"'differs' when p < {1 - float(board.get('confidence', 0.95)):.2g}, else the gap is within noise.")
     if others:
         caption += f" {', '.join(others)}: mean, and whether it differs from that metric's best run."

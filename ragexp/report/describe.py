@@ -60,6 +60,32 @@ def headline(metrics: Mapping[str, Any], primary: str | None = None, lead: list[
     return keys[:MAX_ROWS]
 
 
+def provenance_lines(provenance: Mapping[str, Any], latency: bool = True) -> list[str]:
+    """Sentences on what a run measured: answers recorded in the dataset while the pipeline retrieved
+    (a retriever sweep over recorded answers), and which stages ``avg_latency`` covers (``latency``:
+    the run has ``avg_latency``).
+
+    >>> print("\\n".join(provenance_lines({"contexts": "pipeline", "answers": "dataset", "latency": "pipeline",
+    ...     "latency_stages": ["retrieve"], "stages": {"retriever": "bm25", "generator": "precomputed"}})))
+    The answers are the ones recorded in the dataset, not produced by this run's pipeline (generator=precomputed): answer metrics cannot change with the retriever (bm25).
+    avg_latency: seconds per question over the stages this run timed (retrieve), not the recorded system's end-to-end latency.
+    """
+    lines = []
+    stages = provenance.get("stages") or {}
+    if provenance.get("contexts") == "pipeline" and provenance.get("answers") == "dataset":
+        lines.append(f"The answers are the ones recorded in the dataset, not produced by this run's pipeline "
+                     f"(generator={stages.get('generator', 'precomputed')}): answer metrics cannot change with the "
+                     f"retriever ({stages.get('retriever', '?')}).")
+    if latency and provenance.get("latency") == "pipeline":
+        lines.append(f"avg_latency: seconds per question over the stages this run timed "
+                     f"({', '.join(provenance.get('latency_stages') or []) or 'none'}), not the recorded system's "
+                     f"end-to-end latency.")
+    elif latency and provenance.get("latency") == "dataset":
+        lines.append("avg_latency: seconds per question as recorded in the dataset (latency_s, the system's own "
+                     "end-to-end timing); ragexp did not time it.")
+    return lines
+
+
 def run_description(summary: Mapping[str, Any]) -> str:
     """The Markdown description of a run, from its ``summary.json`` (module docstring)."""
     metrics = summary.get("metrics") or {}
@@ -86,6 +112,9 @@ def run_description(summary: Mapping[str, Any]) -> str:
             lines.append(f"| {key} | {_num(metrics[key])} | {ci} | {n} |")
         lines += ["", f"All {len(metrics)} aggregates: the metrics tab (`K`, `K/n`, `K/ci_low`, `K/ci_high`) "
                       "and `summary.json`."]
+        said = provenance_lines(summary.get("provenance") or {}, "avg_latency" in metrics)
+        if said:
+            lines += ["", *said]
     else:
         lines.append("No metric was computed.")
     batch = summary.get("latency_batch")

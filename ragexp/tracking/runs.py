@@ -102,7 +102,8 @@ def load_run(client: Any, run: Any, role: str) -> RunTable:
     # a run logged before the slash scheme (K.status) reads as today's columns
     return RunTable(name=name, columns=current_columns(table["columns"]), rows=table["data"], run_id=run.info.run_id,
                     experiment_id=run.info.experiment_id, questions_digest=summary.get("questions_digest"),
-                    dataset=run.data.tags.get("ragexp.dataset"), metrics=dict(run.data.metrics))
+                    dataset=run.data.tags.get("ragexp.dataset"), metrics=dict(run.data.metrics),
+                    headline=list(summary.get("headline") or []))
 
 
 def _full_table(client: Any, run_id: str, tmp: str) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp import __version__
-from ragexp.report.console import print_summary, progress
+from ragexp.report.console import print_job_line, print_summary, progress
 from ragexp.datasets.base import Dataset
 from ragexp.errors import ConfigError, JudgeFailed, RagexpError
 from ragexp.core.scoring import MetricSpec, aggregate, build_metrics, check_fields, score, stage_latencies, uncertainty
@@ -160,6 +160,7 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
     intervals = uncertainty_step(plan.specs, scored.scores, records, plan.stats, plan.dataset)
     trust_step(plan, records, scored)
     summary = summary_step(cfg, plan, records, scored, intervals)
+    summary["provenance"] = provenance(plan, records)  # where contexts, answers and latencies came from
     if scored.trust:
         summary["agreement"] = scored.trust["agreement"]
     summary["seconds"] = round(time.perf_counter() - started, 3)
@@ -168,7 +169,8 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
     if save:
         folder = save_step(cfg, tracking, plan, records, scored, intervals, summary, per_sample, overrides, record)
     if show:
-        print_step(plan, records, scored, intervals, summary, folder)
+        print_step(plan, records, scored, intervals, summary, folder,
+                   show_all=bool(OmegaConf.select(cfg, "report.all", default=False)))
     outcome = Outcome(summary, per_sample, intervals, records, folder)
     judge_failed_step(plan, scored, folder, outcome)
     if save:
@@ -197,6 +199,7 @@ def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | Non
     specs, skipped = check_fields(specs, records, dataset.name, all_that_apply, provided=produced)
     stats_cfg = stats_settings(plain(cfg.get("stats")))  # one check for the run and the compare
     cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
+    _check_labels(specs, records, dataset)
 
     judge_specs = [s for s in specs if s.info.judge]
     judge = None
@@ -208,6 +211,21 @@ def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | Non
     # cannot use fails here, in seconds
     check_store_step(tracking)
     return Plan(dataset, records, specs, skipped, pipeline, judge, judge_specs, stats_cfg)
+
+
+def _check_labels(specs: list[MetricSpec], records: list[Record], dataset: Dataset) -> None:
+    """A misspelled label key stops the run (exit 2, the closest metric named); a key for a metric this run
+    does not compute is one warning line (docs/judge-trust.md, "Label hygiene")."""
+    import sys
+
+    from ragexp.common.paths import conf_dir
+    from ragexp.core.labels import check_label_keys
+
+    if not any(r.human for r in records):
+        return
+    known = [p.stem for p in (Path(conf_dir()) / "metric").glob("*.yaml")]
+    for line in check_label_keys(specs, records, source=dataset.source, known=known):
+        print(f"ragexp: warning: {line}", file=sys.stderr)
 
 
 def pipeline_step(plan: Plan, show: bool) -> list[Record]:
@@ -276,6 +294,23 @@ def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Sco
     return summary
 
 
+def provenance(plan: Plan, records: list[Record]) -> dict[str, Any]:
+    """Where this run's contexts, answers and ``avg_latency`` came from: ``"pipeline"`` (this run's stages,
+    named) or ``"dataset"`` (recorded by the system that produced the file), and the most passages a question got."""
+    produced = set(plan.pipeline.produces) if plan.pipeline is not None else set()
+    stages = sorted({s for r in records for s in (r.timings or {}) if s != "total"})
+    depth = max((len(r.context_ids or r.contexts or ()) for r in records), default=0)
+    stage_names = {}
+    for stage in ("retriever", "compressor", "generator"):
+        name = getattr(getattr(plan.pipeline, stage, None), "name", None)
+        if name:
+            stage_names[stage] = str(name)
+    return {"contexts": "pipeline" if "contexts" in produced else "dataset",
+            "answers": "pipeline" if "answer" in produced else "dataset",
+            "latency": "pipeline" if "latency_s" in produced else "dataset", "latency_stages": stages,
+            "stages": stage_names, "max_passages": depth or None}
+
+
 def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: list[Record], scored: Scored,
               intervals: dict[str, Any], summary: dict[str, Any], per_sample: Any,
               overrides: Sequence[str] | None = None, record: Any = None) -> Path:
@@ -300,8 +335,9 @@ def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, records: li
 
 
 def print_step(plan: Plan, records: list[Record], scored: Scored, intervals: dict[str, Any],
-               summary: dict[str, Any], folder: Path | None) -> None:
-    """The summary table, with what was skipped, the warnings and where the results are."""
+               summary: dict[str, Any], folder: Path | None, show_all: bool = False) -> None:
+    """The summary table, with what was skipped, the warnings and where the results are; in a sweep one
+    line per job (``show_all``, ``report.all=true``: every row, and in a sweep each job's table)."""
     footer = [f"[dim]{m}[/dim]" for m in plan.skipped] + [f"[yellow]warning: {m}[/yellow]" for m in scored.notes]
     if folder is not None:
         footer.append(f"Results (summary.json, per_sample.parquet: every sample) in {folder}")
@@ -314,8 +350,19 @@ def print_step(plan: Plan, records: list[Record], scored: Scored, intervals: dic
         shown.update(rows)
         intervals = {**intervals, **extra_intervals}
     shown.update({k: v for k, v in scored.extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
+    from ragexp.report.describe import provenance_lines
+
+    said = provenance_lines(summary.get("provenance") or {}, "avg_latency" in scored.values)
+    if _job_label() and not show_all:  # in a sweep: a line per job; the sweep's leaderboard is its one table
+        print_job_line(f"ragexp{_job_label()} · {plan.dataset.name} · {len(records)} samples", shown, intervals, summary.get("headline") or [], folder)
+        if (summary.get("provenance") or {}).get("contexts") == "pipeline":  # what a pipeline sweep measured
+            for line in said:
+                print(f"  {line}")
+        return
     print_summary(f"ragexp{_job_label()} · {plan.dataset.name} · {len(records)} samples · {summary['seconds']} s",
-                  shown, scored.counts, len(records), footer, intervals=intervals, stats=plan.stats)
+                  shown, scored.counts, len(records), footer, intervals=intervals, stats=plan.stats,
+                  headline=summary.get("headline") or [], depth=(summary.get("provenance") or {}).get("max_passages"),
+                  show_all=show_all, notes_first=said)
 
 
 def judge_failed_step(plan: Plan, scored: Scored, folder: Path | None, outcome: Outcome | None = None) -> None:
@@ -394,6 +441,9 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any], re
     summary["tracking_uri"] = uri
     from ragexp.common.secrets import redact_url
 
+    if _job_label():  # in a sweep: its end says how to open them all
+        print(f"  logged as MLflow run {run_id}")
+        return
     print(f"MLflow run {run_id} logged to {redact_url(uri)}")
     print(f"Open it with:  {ui_command(uri)}")
 
@@ -441,7 +491,7 @@ def _job_label() -> str:
         return ""
     from ragexp.common.secrets import scrub
 
-    overrides = scrub(" ".join(map(str, hc.overrides.task)))
+    overrides = scrub(" ".join(o for o in map(str, hc.overrides.task) if not _is_plumbing(o)))
     return f" · job {hc.job.num}" + (f": {overrides}" if overrides else "")
 
 
