@@ -50,7 +50,7 @@ class MiniLMEmbeddings(Embeddings):
         self.model = self._models[path]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.model.encode(texts, normalize_embeddings=True, batch_size=64).tolist()
+        return self.model.encode(texts, normalize_embeddings=True, batch_size=64, show_progress_bar=False).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
