@@ -8,9 +8,8 @@ in :mod:`ragexp.api`) is imported on first use. ``ragexp.compare`` is the module
 (``ragexp.DataError``, ``ragexp.ConfigError``, …) are importable from here too.
 """
 
-__version__ = "0.1.0"
-
 from ragexp import errors as _errors
+from ragexp.version import __version__
 
 #: every exception of ragexp.errors, importable from ragexp itself (``ragexp.DataError``)
 _ERRORS = tuple(n for n, v in vars(_errors).items()

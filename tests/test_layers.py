@@ -21,7 +21,7 @@ PACKAGE = Path(ragexp.__file__).parent
 #: Layer 1 is ordered inside: the judge scores metrics (metrics never import it: it is passed in), the
 #: datasets and the pipeline may use the judge's client and the matchers.
 LAYERS = {
-    "errors": 0, "_compat": 0, "common": 0,
+    "errors": 0, "_compat": 0, "common": 0, "version": 0,
     "stats": 1.0, "matchers": 1.0, "metrics": 1.1, "judge": 1.2, "datasets": 1.3, "pipeline": 1.3,
     "core": 2, "testset": 2,
     "report": 3,
@@ -92,7 +92,7 @@ def imports(module: str, source: str | None = None) -> list[tuple[int, str, str]
                 elif base == "ragexp" and a.name not in ROOT_NAMES:
                     targets.append("ragexp.api")  # served by ragexp.__getattr__ from ragexp.api
                 elif base == "ragexp":
-                    targets.append("ragexp.errors")  # ragexp's own names: __version__ and the errors
+                    targets.append("ragexp.errors")  # ragexp's own names: the errors
                 else:
                     targets.append(base)
         for target in targets:
@@ -139,7 +139,7 @@ def test_importing_ragexp_imports_only_layer_0():
     others = [n.lineno for n in TREES["ragexp"].body if isinstance(n, ast.Import) or isinstance(n, ast.ImportFrom)
               and not (n.module or "").startswith(("ragexp", "__future__"))]
     assert not others, f"ragexp/__init__.py imports another package at lines {others}"
-    assert {t for line, t, _ in imports("ragexp") if line in top} <= {"ragexp.errors"}
+    assert {t for line, t, _ in imports("ragexp") if line in top} <= {"ragexp.errors", "ragexp.version"}
 
 
 def test_no_import_cycles():

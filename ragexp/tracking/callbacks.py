@@ -53,7 +53,7 @@ class ParentRunCallback(Callback):
         _writable_output(str(config.hydra.run.dir), "hydra.run.dir")
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from ragexp import __version__
+        from ragexp.version import __version__
 
         _writable_output(str(config.hydra.sweep.dir), "hydra.sweep.dir")
 

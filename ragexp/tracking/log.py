@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ragexp import __version__
+from ragexp.version import __version__
 from ragexp.common.secrets import redact, redact_url, redact_yaml_file, restore_url, scrub, scrub_columns
 from ragexp.tracking.store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
                     owner_tags, resolve_uri, retrying)

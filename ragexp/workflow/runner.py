@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp import __version__
+from ragexp.version import __version__
 from ragexp.report.console import print_job_line, print_summary, progress
 from ragexp.datasets.base import Dataset
 from ragexp.errors import ConfigError, JudgeFailed, RagexpError
