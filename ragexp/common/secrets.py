@@ -1,6 +1,18 @@
 """Flatten a config to MLflow params and keep secrets out of everything ragexp writes or logs: the one
-place that decides what a secret is (keys named like credentials, such environment variables' values,
-URL userinfo, provider-shaped keys). Definitions and where it applies: docs/guarantees.md, "Nothing leaked".
+place that decides what a secret is (keys named like credentials, such environment variables' values and
+the variables a config names as holding a key, URL passwords, Authorization headers, provider-shaped keys).
+Definitions and where it applies: docs/guarantees.md, "Nothing leaked".
+
+Redaction by value is exact: a known secret's value is replaced wherever it appears only when it is
+distinctive (:func:`distinctive`: not a plain word or number), so a password ``mlflow`` never rewrites the
+word in a path, a config or the data; such a value is redacted where it appears as a secret (a URL's
+password, an ``Authorization`` header, ``password=…``, ``"token": "…"``). A URL's user name alone is not a
+secret (``postgresql://mlflow@db`` stays as it is).
+
+    >>> scrub("postgresql://mlflow@db/runs in /srv/mlflow-project/mlflow.db")
+    'postgresql://mlflow@db/runs in /srv/mlflow-project/mlflow.db'
+    >>> scrub('headers: {"Authorization": "Bearer mlflow"} POSTGRES_PASSWORD=mlflow')
+    'headers: {"Authorization": "Bearer ***"} POSTGRES_PASSWORD=***'
 
     >>> flatten({"judge": {"model": "gpt-4o", "api_key": "sk-123"}, "retriever": {"top_k": 5}})
     {'judge.model': 'gpt-4o', 'judge.api_key': '***', 'retriever.top_k': '5'}
@@ -28,7 +40,22 @@ _SECRET_KEY = re.compile(
 #: PWD or SSH_AUTH_SOCK (a folder and a socket path).
 _SECRET_ENV = re.compile(r"(^|_)(API_?KEY|APIKEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(_|$)|PASSWORD$",
                          re.IGNORECASE)
-_SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|hf_[A-Za-z0-9]{20,})")
+#: Keys of known providers' shapes: OpenAI / Anthropic (``sk-…``, ``sk-ant-…``, ``sk-proj-…``), Google (``AIza…``),
+#: Hugging Face (``hf_…``), GitHub (``ghp_…``, ``github_pat_…``), GitLab (``glpat-…``), Slack (``xox?-…``), AWS
+#: access key ids (``AKIA…``), Groq (``gsk_…``), Replicate (``r8_…``), Perplexity (``pplx-…``)
+_SECRET_VALUE = re.compile(
+    r"\b(sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|"
+    r"github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_\-]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}|"
+    r"gsk_[A-Za-z0-9]{20,}|r8_[A-Za-z0-9]{20,}|pplx-[A-Za-z0-9]{20,})")
+#: An ``Authorization`` header (or ``x-api-key`` / ``api-key``) and its value, as a server may echo it in an error:
+#: ``Authorization: Bearer …``, ``'authorization': 'Basic …'``
+_AUTH_HEADER = re.compile(
+    r"(\b(?:proxy-)?(?:authorization|x-api-key|api-key|x-goog-api-key)[\"']?\s*[:=]\s*[\"']?"
+    r"(?:(?:Bearer|Basic|Token|Key)\s+)?)(?!\*\*\*|(?:Bearer|Basic|Token|Key)\s)[^\s\"',;}\]]+", re.IGNORECASE)
+#: ``"password": "…"`` — a quoted key naming a credential and its quoted value (JSON, a Python dict's repr)
+_SECRET_JSON = re.compile(
+    r"""(["'](?:[\w\-]*[_\-])?(?:api[_\-]?key|apikey|token|access[_\-]?token|secret|password|passwd|credentials?)"""
+    r"""["']\s*:\s*["'])(?!\*\*\*["'])[^"'\n]+(?=["'])""", re.IGNORECASE)
 #: ``scheme://user:password@`` (or ``scheme://token@``) in a URL, in every form SQLAlchemy or MLflow
 #: accepts: the user may hold ``@`` (SQLAlchemy reads it up to the first ``:``), the password ``/``,
 #: ``:`` and ``@`` (it runs to the last ``@`` before white space or a quote); Hydra writes an
@@ -56,14 +83,63 @@ def _environ() -> dict[str, str]:
     return {}
 
 
+#: Environment variables a config names as holding a key (``judge.api_key_env: JUDGE_AUTH``), whatever their names
+_DECLARED: set[str] = set()
+#: a config key that names such a variable
+_KEY_ENV = re.compile(r"(^|[_.\-])(api_?key|key|token|secret|password|credentials?)_env$", re.IGNORECASE)
+#: a plain word, words joined by ``-``/``_``/``.``/space, or a number: too common to replace wherever it appears
+_WORDLIKE = re.compile(r"[A-Za-z]+(?:[ _.\-][A-Za-z]+)*|[0-9]+")
+#: a URL's user name alone (``postgresql://mlflow@db``): lower case, as user names are; a bare token has capitals
+#: or digits mixed in, or is long
+_USER_NAME = re.compile(r"[a-z_][a-z_.\-]{0,31}")
+
+
+def declare_secret_env(name: str | None) -> None:
+    """Count the environment variable ``name`` as holding a secret (the judge's ``api_key_env``, a generator's)."""
+    if name and isinstance(name, str):
+        _DECLARED.add(name)
+
+
+def distinctive(value: str) -> bool:
+    """True for a secret's value that can be replaced wherever it appears without rewriting ordinary text: at
+    least 6 characters, not a plain word or number (and at least 24 characters if it is one), not a path.
+
+    >>> [distinctive(v) for v in ("mlflow", "postgres", "123456", "hunter2", "s3/cr:et", "/home/me/key.json")]
+    [False, False, False, True, True, False]
+    """
+    if len(value) < 6 or value.startswith(("/", "~/", "./", "../")):
+        return False
+    return len(value) >= 24 or not _WORDLIKE.fullmatch(value)
+
+
+def _userinfo_secret(userinfo: str) -> str | None:
+    """The secret in a URL's ``user:password`` (or bare token): the password, a token; None for a user name."""
+    info = userinfo.replace("\\:", ":")
+    if ":" in info:  # SQLAlchemy reads the user up to the first ':'
+        return info.split(":", 1)[1] or None
+    return None if _USER_NAME.fullmatch(info) else info
+
+
+def _url_sub(m: re.Match) -> str:
+    return m.group(0) if _userinfo_secret(m.group(0)[len(m.group(1)):-1]) is None else f"{m.group(1)}{REDACTED}@"
+
+
 def _env_secrets() -> list[str]:
+    """The distinctive secret values of the environment (:func:`distinctive`), longest first: variables named
+    like a credential or declared (:func:`declare_secret_env`), and the passwords of URLs in any variable."""
     found = []
     for k, v in _environ().items():
-        if k.startswith(HIDDEN_ENV) and "://" in v:  # a typed URL: only its credentials are secret
-            found += [m.group(0)[len(m.group(1)):-1] for m in _URL_USERINFO.finditer(v)] or [v]
-        elif _SECRET_ENV.search(k):
+        if not v:
+            continue
+        if "://" in v and "@" in v:  # a URL: its password (or token) is the secret, not its user name or host
+            parts = [_userinfo_secret(m.group(0)[len(m.group(1)):-1]) for m in _URL_USERINFO.finditer(v)]
+            found += [p for p in parts if p]
+            if parts or not (k.startswith(HIDDEN_ENV) or k in _DECLARED):
+                continue
+        if k in _DECLARED or (_SECRET_ENV.search(k) and not k.startswith(HIDDEN_ENV)) or (
+                k.startswith(HIDDEN_ENV) and "://" not in v):
             found.append(v)
-    return sorted((v for v in found if len(v) >= 6), key=len, reverse=True)
+    return sorted({v for v in found if distinctive(v)}, key=len, reverse=True)
 
 
 def scrub(text: str, env_secrets: list[str] | None = None) -> str:
@@ -73,9 +149,12 @@ def scrub(text: str, env_secrets: list[str] | None = None) -> str:
         if value in text:
             text = text.replace(value, REDACTED)
     if "://" in text:
-        text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
+        text = _URL_USERINFO.sub(_url_sub, text)
     if "=" in text:
         text = _SECRET_PAIR.sub(rf"\1={REDACTED}", text)
+    if ":" in text or "=" in text:
+        text = _AUTH_HEADER.sub(rf"\1{REDACTED}", text)
+        text = _SECRET_JSON.sub(rf"\1{REDACTED}", text)
     return _SECRET_VALUE.sub(REDACTED, text)
 
 
@@ -85,7 +164,7 @@ def redact_url(text: str) -> str:
     >>> redact_url("postgresql://ragexp:hunter2@db:5432/runs")
     'postgresql://***@db:5432/runs'
     """
-    return _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
+    return _URL_USERINFO.sub(_url_sub, text)
 
 
 def restore_url(saved: str, environ: Mapping[str, str] | None = None) -> str:
@@ -141,7 +220,9 @@ def scrub_columns(columns: dict[str, list]) -> dict[str, list]:
     text scrubbed, in a text cell or a list cell (each distinct text once)."""
     secrets = _env_secrets()
     # a cell that holds none of these cannot change: one regex search instead of a full scrub
-    maybe = re.compile("|".join([re.escape(v) for v in secrets] + ["://", "=", "sk-", "AIza", "hf_"]))
+    maybe = re.compile("|".join([re.escape(v) for v in secrets] + [
+        "://", "=", "sk-", "AIza", "hf_", "gh", "github_pat_", "glpat-", "xox", "AKIA", "gsk_", "r8_", "pplx-",
+        "(?i:authorization|api-key)", "[\"']\\s*:"]))
     done: dict[str, str] = {}
 
     def clean(v: Any) -> Any:
@@ -207,6 +288,10 @@ def redact(obj: Any, env_secrets: list[str] | None = None) -> Any:
     if env_secrets is None:
         env_secrets = _env_secrets()
     if isinstance(obj, Mapping):
+        for k, v in obj.items():  # judge.api_key_env: JUDGE_AUTH — that variable holds a secret, whatever its name
+            if isinstance(v, str) and _KEY_ENV.search(str(k)) and v not in _DECLARED:
+                declare_secret_env(v)
+                env_secrets = _env_secrets()
         return {k: (REDACTED if _SECRET_KEY.search(str(k)) and obj[k] not in (None, "") else redact(v, env_secrets))
                 for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -78,6 +78,11 @@ class JudgeSettings:
     #: of its verdicts (the majority for a binary metric) and the run logs the judge's self-agreement.
     samples: int = 1
 
+    def __post_init__(self) -> None:
+        from ragexp.common.secrets import declare_secret_env
+
+        declare_secret_env(self.api_key_env)  # its value is a secret whatever the variable is called
+
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "JudgeSettings":
         """Build from a ``judge`` config node; an unknown key is a :class:`ConfigError` naming the valid ones."""

@@ -68,6 +68,9 @@ class LLMClient:
         if not model or not isinstance(model, str):
             raise ConfigError(f"{who}.model: expected a litellm model name (e.g. openai/gpt-4o-mini), got {model!r}")
         self.model, self.who, self.api_base, self.api_key_env = model, who, api_base, api_key_env
+        from ragexp.common.secrets import declare_secret_env
+
+        declare_secret_env(api_key_env)  # its value is a secret whatever the variable is called
         self.temperature, self.max_tokens, self.timeout, self.max_retries = temperature, max_tokens, timeout_s, max_retries
         self.calls = 0
         self.failures = 0
