@@ -1,8 +1,15 @@
-"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions API and plays a judge.
+"""``python -m ragexp.standin_judge``: a scripted stand-in for an LLM judge, to try the judge metrics
+without a model or a key. It is NOT a judge: it derives each verdict from the prompt's delimited
+material with keyword overlap rules, so its numbers say nothing about your system.
 
-Tests (and ``benchmarks/bench_judge.py``) start it on a free port in a thread and point litellm
-at it (``model="openai/<name>"`` or ``"hosted_vllm/<name>"``, ``api_base=server.url``), so the whole litellm path runs:
-HTTP, the OpenAI response schema, usage, errors and timeouts.
+It is a real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions API, so ragexp's whole
+judge path runs against it (litellm, the response schema, usage, errors, timeouts)::
+
+    python -m ragexp.standin_judge --port 8000 &
+    python -m ragexp metric=full judge=openai_compatible judge.api_base=http://127.0.0.1:8000/v1
+
+The tests start it in a thread on a free port (``tests/judge_server.py``) and point litellm at it
+(``model="openai/<name>"`` or ``"hosted_vllm/<name>"``, ``api_base=server.url``).
 
 By default it answers like a careful judge would, deriving each verdict from the delimited
 material in the prompt with keyword overlap (:func:`sensible`); a request whose ``response_format``
@@ -96,21 +103,6 @@ class Reply:
     finish_reason: str = "stop"
     raw: bytes | None = None  # a body sent as is (a broken JSON document)
     hang: bool = False  # accept the request and never answer (until the server stops)
-
-
-#: each judge metric's module in ragexp/metrics/judged/
-_MODULE = {"answer_similarity": "similarity", "retrieval_precision": "relevance", "augmentation_accuracy": "usage",
-           "augmentation_precision": "relevant_usage", "answer_consistency": "main_points",
-           "answer_consistency_binary": "full_support", "overall_score": "overall", "questeval_recall": "questeval",
-           "questeval_precision": "questeval"}
-
-
-def judge_specs(*names: str, **options: dict):
-    """Built specs of the named judge metrics (``options[name]`` holds a metric's options), as tests score them."""
-    from ragexp.core.scoring import build_metrics
-
-    cfg = {n: {"_target_": f"ragexp.metrics.judged.{_MODULE[n]}.{n}", **options.get(n, {})} for n in names}
-    return build_metrics(cfg)[0]
 
 
 def blocks(text: str) -> dict[str, list[str]]:
@@ -384,15 +376,17 @@ class JudgeServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Serve the sensible judge on 127.0.0.1 until Ctrl-C, to try the judge metrics without a key."""
+    """Serve the scripted stand-in judge on 127.0.0.1 until Ctrl-C: to try the judge metrics without a model
+    or a key (its verdicts are keyword rules, not a model's: they measure nothing)."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python tests/judge_server.py", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m ragexp.standin_judge", description=main.__doc__)
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     args = ap.parse_args(argv)
     server = JudgeServer(latency=args.latency, port=args.port).start()
-    print(f"a scripted judge is listening at {server.url}  (Ctrl-C stops it)\n"
+    print(f"The scripted stand-in judge (keyword rules, not a model: for trying ragexp, its verdicts measure nothing) "
+          f"is listening at {server.url}  (Ctrl-C stops it). Point ragexp at it with:\n"
           f"  python -m ragexp metric=full judge=openai_compatible judge.api_base={server.url}", flush=True)
     try:
         while True:

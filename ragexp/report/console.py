@@ -58,8 +58,9 @@ def _method_line(stats: Mapping[str, Any] | None, intervals: Mapping[str, Any]) 
 #: the console's name of each metric module's family (the registry's function module), in table order
 FAMILIES = {"token": "passage tokens", "context": "context", "ranking": "ranked", "answer": "answer",
             "keyword": "keyword", "judge": "judge", "questeval": "judge"}
-#: rows per family the default table shows (``report.all=true``: every row)
+#: rows per family the default table shows at most (``report.all=true``: every row), and rows in all
 PER_FAMILY = 3
+MAX_ROWS = 25
 
 
 def family(key: str) -> str:
@@ -75,7 +76,10 @@ def family(key: str) -> str:
     if base in ("judge", "pipeline"):
         return "run"
     info = REGISTRY.get(base) or load_all().get(base)
-    return FAMILIES.get(info.fn.__module__.rsplit(".", 1)[-1], "other") if info is not None else "other"
+    if info is None:
+        return "other"
+    module = info.fn.__module__.split(".")
+    return "judge" if info.judge or "judged" in module else FAMILIES.get(module[-1], "other")
 
 
 def scale(key: str) -> str:
@@ -130,8 +134,9 @@ def layout(keys: Iterable[str], headline: Iterable[str] = (), depth: int | None 
     for k in chosen:
         groups.setdefault(family(k), []).append(k)
     rows = [("headline", k) for k in head]
+    per = max(1, min(PER_FAMILY, (MAX_ROWS - len(rows)) // max(1, len(groups))))  # one screen: at most MAX_ROWS
     for name, members in groups.items():
-        rows += [(name, k) for k in (members if show_all else members[:PER_FAMILY])]
+        rows += [(name, k) for k in (members if show_all else members[:per])]
     shown = {k for _, k in rows}
     return rows, [k for k in keys if k not in shown and k not in beyond] + beyond
 
@@ -160,7 +165,7 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
         table.add_column(f"{level:g}% CI", justify="right", no_wrap=True)
     table.add_column("over", justify="right", no_wrap=True)
     if statuses:
-        table.add_column("other statuses", overflow="fold")
+        table.add_column("other statuses", overflow="fold", min_width=16)
     last = None
     for group, key in rows:
         value = metrics[key]
