@@ -185,7 +185,8 @@ HUMAN_SCALES = {
 def human_labels(value: Any, *, path: str, row: int) -> dict[str, float] | None:
     """The checked ``human`` mapping: metric key → a number in the metric's range (a bool is 0/1; a
     number written as text, as a CSV cell is, is read). A missing value (None, NaN, empty text) is no
-    label for that key; a mapping with none left is None.
+    label for that key, except a NaN in a JSON file (JSON has no NaN: null is "no label"), refused; a
+    mapping with none left is None.
 
     >>> human_labels({"answer_similarity": "4", "answer_consistency_binary": True}, path="x.csv", row=2)
     {'answer_similarity': 4.0, 'answer_consistency_binary': 1.0}
@@ -200,6 +201,9 @@ def human_labels(value: Any, *, path: str, row: int) -> dict[str, float] | None:
     out: dict[str, float] = {}
     for key, v in value.items():
         kind, lo, hi = HUMAN_SCALES.get(key, ("any", -math.inf, math.inf))
+        if isinstance(v, float) and math.isnan(v) and path.lower().endswith((".json", ".jsonl")):
+            raise DataError("expected a number, or null for no label, got NaN (JSON has no NaN; a NaN label would "
+                            "be silently dropped)", path=path, row=row, field=f"human.{key}")
         if _is_missing(v) or (isinstance(v, str) and not v.strip()):
             continue
         number = _number(v, bools=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from ragexp.common.records import HUMAN_SCALES
+from ragexp.common.records import FIELDS, HUMAN_SCALES
 
 #: the agreement key of the keyword verdict (keyword_overlap above the confusion metrics' threshold)
 VERDICT_KEY = "keyword_verdict"
@@ -76,6 +76,33 @@ def verdict_pairs(idx: list[int], human: list[float], judge: list[float]) -> dic
             "kind": "binary", "scale": ("binary", 0, 1), "against": "label"}
 
 
+def check_label_keys(specs: Sequence[Any], records: Sequence[Any], *, source: str,
+                     known: Sequence[str] = ()) -> list[str]:
+    """Before any work: every key of the records' ``human`` labels is a metric key of the run, a registered
+    metric (``known``) or a labelled key ragexp knows (HUMAN_SCALES); a key a letter or two from one of those is a
+    DataError naming the first record with it and the closest match (its labels would be silently unused).
+    Returns a warning per other unknown key (labels for a metric this run does not compute)."""
+    import difflib
+
+    from ragexp.errors import DataError
+
+    names = {k for s in specs for k in (s.key, s.key.split("/")[0], s.info.name)} | set(HUMAN_SCALES) | set(known)
+    first: dict[str, int] = {}
+    for row, r in enumerate(records, start=1):
+        for key in r.human or {}:
+            if key not in names:
+                first.setdefault(key, row)
+    out = []
+    for key, row in first.items():
+        close = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.8)
+        if close:
+            raise DataError(f"label key '{key}' matches no metric: did you mean '{close[0]}'? (its labels would be "
+                            f"left unused)", path=source, row=row, field=f"human.{key}")
+        out.append(f"label key '{key}' (first in row {row} of {source}) matches no metric of this run: its labels "
+                   f"are not used")
+    return out
+
+
 def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[Any], *,
                 clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
                 seed: int = 0, target_halfwidth: float | None = 0.05, pairs: Mapping[str, Any] | None = None
@@ -104,6 +131,13 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
             c = ppi_mean(p["human"], p["judge"], p["unlabelled"], confidence=confidence,
                          clusters=None if clusters is None else [clusters[i] for i in p["idx"] + p["rest_idx"]])
             entry["corrected"] = c.as_dict()
+            selection = _selection(records, p["idx"], p["rest_idx"]) if min(len(p["idx"]), len(p["rest_idx"])) >= 5 \
+                else None
+            if selection:
+                entry["corrected"]["selection"] = selection
+                entry.setdefault("warnings", []).append(
+                    f"the labelled and unlabelled records differ by {selection}: the corrected mean assumes the "
+                    f"labelled records are a random sample of all of them")
         head = a.statistics[a.headline]
         if target_halfwidth:
             need: dict[str, int | None] = {}
@@ -121,6 +155,29 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
         section[key] = entry
         _disagreements(table, key, a.kind, p, records, scores.get(key))
     return {"agreement": section, "disagreements": table} if section else {}
+
+
+#: values that say "not there" in a record's fields (ExpertQA writes N/A for evidence it has none of)
+_ABSENT = (None, "", "N/A", "n/a", "NA", [], ())
+
+
+def _selection(records: Sequence[Any], labelled: Sequence[int], unlabelled: Sequence[int]) -> str | None:
+    """A field present in (nearly) every labelled record and (nearly) no unlabelled one, or the reverse: the
+    labels were not drawn at random (said as 'field contexts (present in 100% of labelled, 0% of unlabelled)')."""
+    def present(i: int, name: str) -> bool:
+        r = records[i]
+        value = getattr(r, name, None) if name in FIELDS else (r.extra or {}).get(name)
+        return not any(value is a or (type(value) is type(a) and value == a) for a in _ABSENT)
+
+    names = list(FIELDS) + sorted({k for i in list(labelled) + list(unlabelled) for k in (records[i].extra or {})})
+    for name in names:
+        if name in ("id", "human", "label"):
+            continue
+        a = sum(present(i, name) for i in labelled) / len(labelled)
+        b = sum(present(i, name) for i in unlabelled) / len(unlabelled)
+        if abs(a - b) >= 0.5:
+            return f"field {name} (present in {a:.0%} of labelled, {b:.0%} of unlabelled)"
+    return None
 
 
 #: a judge whose most frequent value is at least this share of its values gives "(nearly) one verdict"
