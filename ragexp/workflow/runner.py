@@ -200,7 +200,6 @@ def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | Non
     stats_cfg = stats_settings(plain(cfg.get("stats")))  # one check for the run and the compare
     cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
     _check_labels(specs, records, dataset)
-    _check_labels(specs, records, dataset)
 
     judge_specs = [s for s in specs if s.info.judge]
     judge = None
@@ -212,21 +211,6 @@ def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | Non
     # cannot use fails here, in seconds
     check_store_step(tracking)
     return Plan(dataset, records, specs, skipped, pipeline, judge, judge_specs, stats_cfg)
-
-
-def _check_labels(specs: list[MetricSpec], records: list[Record], dataset: Dataset) -> None:
-    """A misspelled label key stops the run (exit 2, the closest metric named); a key for a metric this run
-    does not compute is one warning line (docs/judge-trust.md, "Label hygiene")."""
-    import sys
-
-    from ragexp.common.paths import conf_dir
-    from ragexp.core.labels import check_label_keys
-
-    if not any(r.human for r in records):
-        return
-    known = [p.stem for p in (Path(conf_dir()) / "metric").glob("*.yaml")]
-    for line in check_label_keys(specs, records, source=dataset.source, known=known):
-        print(f"ragexp: warning: {line}", file=sys.stderr)
 
 
 def _check_labels(specs: list[MetricSpec], records: list[Record], dataset: Dataset) -> None:
