@@ -16,7 +16,8 @@ _ERRORS = tuple(n for n, v in vars(_errors).items()
                 if isinstance(v, type) and issubclass(v, BaseException) and v.__module__ == _errors.__name__)
 globals().update({n: getattr(_errors, n) for n in _ERRORS})
 
-__all__ = ["__version__", "evaluate", "compare_results", "EvaluationResult", "ComparisonResult", *_ERRORS]
+__all__ = ["__version__", "evaluate", "compare_results", "EvaluationResult", "ComparisonResult", "mlflow_scorers",
+           *_ERRORS]
 
 _API = ("evaluate", "compare_results", "EvaluationResult", "ComparisonResult")
 
@@ -26,8 +27,12 @@ def __getattr__(name: str):
         from ragexp import api
 
         return getattr(api, name)
+    if name == "mlflow_scorers":  # ragexp's metrics as mlflow.genai scorers (docs/traces.md)
+        from ragexp.tracking.scorers import mlflow_scorers
+
+        return mlflow_scorers
     raise AttributeError(f"module 'ragexp' has no attribute {name!r}")
 
 
 def __dir__() -> list:
-    return sorted(list(globals()) + list(_API))
+    return sorted(list(globals()) + list(_API) + ["mlflow_scorers"])

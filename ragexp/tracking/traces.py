@@ -22,6 +22,7 @@ per-sample table.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import random
@@ -34,7 +35,7 @@ from ragexp.core.results import detail_column, metric_keys, status_column
 
 #: Samples that become traces when ``tracking.traces`` is not set (docs/performance.md, "Traces":
 #: measured so a default run with traces stays within 1.5x the wall time of one without).
-DEFAULT_CAP = 2000
+DEFAULT_CAP = 100
 #: Traces started between two flushes of MLflow's export queue (its default size is 1,000: a trace
 #: put on a full queue is dropped).
 FLUSH_EVERY = 500
@@ -228,6 +229,8 @@ def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *
         os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS", "1")
     before = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(uri)
+    watch, failures = logging.getLogger("mlflow.tracing"), _Failures()
+    watch.addHandler(failures)
     try:
         where = MlflowExperimentLocation(experiment_id)
         ids = []
@@ -239,34 +242,27 @@ def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *
             if (j + 1) % FLUSH_EVERY == 0:
                 mlflow.flush_trace_async_logging()
         mlflow.flush_trace_async_logging()
-        report.logged = _count_logged(uri, experiment_id, run_id, ids, report)
+        lost = [m for m in failures.messages if "fail" in m.lower() or "discard" in m.lower()]
+        report.logged = max(0, len(ids) - len(lost))
+        if lost:
+            report.failed.append(f"{len(lost)} of {len(ids)} traces did not reach the store: {scrub(lost[0])[:300]}")
     finally:
+        watch.removeHandler(failures)
         mlflow.set_tracking_uri(before)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _count_logged(uri: str, experiment_id: str, run_id: str, ids: list[str], report: TraceReport) -> int:
-    """How many of the traces started reached the store (MLflow's export logs a failure and goes on)."""
-    from mlflow import MlflowClient
+class _Failures(logging.Handler):
+    """MLflow's export says a trace that did not reach the store in a warning of its ``mlflow.tracing``
+    loggers (and goes on): kept here, so the run can say how many and why."""
 
-    client = MlflowClient(tracking_uri=uri)
-    found, token = 0, None
-    try:
-        while True:
-            page = client.search_traces(locations=[experiment_id], run_id=run_id, max_results=1000,
-                                        include_spans=False, page_token=token)
-            found += len(page)
-            token = page.token
-            if not token:
-                break
-    except Exception as exc:  # noqa: BLE001 - the store answered the writes but not this read
-        report.failed.append(f"could not count the traces logged: {scrub(str(exc).splitlines()[0])}")
-        return len(ids)
-    if found < len(ids):
-        report.failed.append(f"{len(ids) - found} of {len(ids)} traces did not reach the store (MLflow's "
-                             "warnings above say why)")
-    return found
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage().splitlines()[0] if record.getMessage() else record.levelname)
 
 
 def _one_trace(mlflow: Any, where: Any, run_id: str, source: TraceSource, rows: Mapping[str, list], j: int,

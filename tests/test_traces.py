@@ -1,0 +1,239 @@
+"""Every sample of a run as an MLflow trace linked to the run (docs/traces.md), and ragexp's metrics as
+``mlflow.genai`` scorers.
+
+- unit: which samples become traces under ``tracking.traces`` (every one up to the cap; above it a seeded
+  sample stratified by status), the documents of a RETRIEVER span, the judge's reasons as rationale;
+- a real sweep ``python -m ragexp -m dataset.system=strong,weak`` on the demo with a judge metric (the
+  scripted judge of tests/judge_server.py): each child has 50 traces linked to it, each trace one feedback per
+  metric equal to the child's per-sample table (a non-ok status as an error, never a value), the judge's
+  reasons as rationale from an LLM_JUDGE source, the references as expectations, and the two children's
+  root inputs byte-identical per record;
+- ``tracking.traces=N`` below the number of samples: N traces, said in the run's description;
+- ``ragexp.mlflow_scorers`` in ``mlflow.genai.evaluate``: the values ragexp gives the same records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pytest
+
+from ragexp.core.results import detail_column, metric_keys, status_column
+from ragexp.tracking.traces import RECORD_TAG, check_cap, choose, documents, rationale, sample_status
+
+from cli import parent_and_children, run_cli
+from judge_server import JudgeServer
+
+JUDGED = "answer_similarity"
+#: the references of q01 and q11: the scripted judge refuses the questions holding them (HTTP 400)
+REFUSED = ("More than a thousand eggs", "Augustin Fresnel")
+
+
+# --- which samples become traces ---------------------------------------------------------------------------
+
+def test_every_sample_up_to_the_cap_and_none_at_zero():
+    assert choose(["ok"] * 7, None) == list(range(7))
+    assert choose(["ok"] * 7, 7) == list(range(7))
+    assert choose(["ok"] * 7, 0) == []
+
+
+def test_above_the_cap_a_seeded_sample_stratified_by_status():
+    strata = ["ok"] * 900 + ["error"] * 90 + ["missing_field"] * 10
+    picked = choose(strata, 100, seed=3)
+    assert len(picked) == len(set(picked)) == 100 and picked == sorted(picked)
+    counts = Counter(strata[i] for i in picked)
+    assert counts == {"ok": 90, "error": 9, "missing_field": 1}  # 100 x 900/1000, 100 x 90/1000, 100 x 10/1000
+    assert choose(strata, 100, seed=3) == picked  # the same seed, the same samples
+    assert choose(strata, 100, seed=4) != picked
+    # a stratum too small for its share still has one sample while the cap allows one per stratum
+    rare = ["ok"] * 995 + ["timeout"] * 5
+    assert Counter(rare[i] for i in choose(rare, 10, seed=0)) == {"ok": 9, "timeout": 1}
+
+
+def test_a_samples_stratum_is_its_first_status_other_than_ok():
+    columns = {"id": ["a", "b", "c"], "m": [1.0, None, None], status_column("m"): ["ok", "error", "ok"],
+               "n": [1.0, 1.0, None], status_column("n"): ["ok", "ok", "undefined"]}
+    assert sample_status(columns, ["m", "n"]) == ["ok", "error", "undefined"]
+
+
+def test_a_bad_cap_is_one_line():
+    from ragexp.errors import ConfigError
+
+    for bad in (-1, 2.5, "all", True):
+        with pytest.raises(ConfigError, match="tracking.traces: expected a whole number >= 0"):
+            check_cap(bad)
+
+
+def test_retriever_documents_carry_text_id_rank_and_score_where_known():
+    docs = documents(["first", "second"], ["d1", "d2"], [0.9, 0.4], ["d1#0", "d2#3"])
+    assert docs == [
+        {"page_content": "first", "id": "d1", "metadata": {"rank": 1, "doc_uri": "d1", "chunk_id": "d1#0", "score": 0.9}},
+        {"page_content": "second", "id": "d2", "metadata": {"rank": 2, "doc_uri": "d2", "chunk_id": "d2#3", "score": 0.4}},
+    ]
+    # ids or scores that do not line up with the passages are left out rather than misattributed
+    assert documents(["only"], ["a", "b"], [1.0, 2.0]) == [{"page_content": "only", "metadata": {"rank": 1}}]
+
+
+def test_the_judges_reasons_are_the_rationale():
+    assert rationale(json.dumps({"scores": [4.0], "reasons": ["0.80 of the reference's terms"]})) == \
+        "0.80 of the reference's terms"
+    assert rationale(json.dumps({"verdicts": [1, 0], "reasons": ["supported", "not in the passage"]})) == \
+        "supported\nnot in the passage"
+    assert rationale("a plain detail") == "a plain detail"
+    assert rationale(None) is None
+
+
+# --- a real sweep on the demo ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, data_dir):
+    """``python -m ragexp -m dataset.system=strong,weak`` with the default suite and one judge metric (the
+    scripted judge refuses two questions, so their samples carry an error); the store and the children."""
+    launch = tmp_path_factory.mktemp("traces_sweep")
+    with JudgeServer() as server:
+        server.script = _fail_some
+        run_cli("-m", "dataset.system=strong,weak", f"metric=[default,{JUDGED}]", "judge=openai_compatible",
+                f"judge.api_base={server.url}", "judge.max_retries=0", f"data_dir={data_dir}", "progress=false",
+                "tracking.plots=false", cwd=launch)
+    uri = f"sqlite:///{launch / 'mlflow.db'}"
+    client, _, children = parent_and_children(uri)
+    return uri, client, sorted(children, key=lambda r: r.info.run_name)
+
+
+def _fail_some(request):
+    from judge_server import Reply
+
+    if any(ref in json.dumps(request.messages, ensure_ascii=False) for ref in REFUSED):
+        return Reply(status=400, text="the judge refuses this one")
+    return None
+
+
+def _traces(uri, run):
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    return mlflow.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id, return_type="list")
+
+
+def _table(client, run):
+    import pandas as pd
+
+    path = client.download_artifacts(run.info.run_id, "per_sample.parquet")
+    return pd.read_parquet(path)
+
+
+@pytest.mark.integration
+def test_each_child_has_one_trace_per_sample_with_each_metric_as_feedback(sweep):
+    from mlflow.entities import AssessmentSourceType
+
+    uri, client, children = sweep
+    assert [c.info.run_name for c in children] == ["dataset.system=strong", "dataset.system=weak"]
+    roots = {}
+    errors = 0
+    for child in children:
+        traces = _traces(uri, child)
+        table = _table(client, child).set_index("id")
+        assert len(traces) == len(table) == 50
+        assert child.data.tags["ragexp.traces"] == "50 of 50"
+        keys = metric_keys(table.columns)
+        assert JUDGED in keys and "answer_token_f1" in keys
+        for trace in traces:
+            rid = trace.info.tags[RECORD_TAG]
+            row = table.loc[rid]
+            assert trace.info.tags["ragexp.dataset_digest"] == child.data.tags["ragexp.dataset_digest"]
+            root = next(s for s in trace.data.spans if s.parent_id is None)
+            assert root.inputs == {"query": row["query"]}
+            assert root.outputs == {"answer": row["answer"]}
+            roots.setdefault(rid, []).append(json.dumps(root.inputs, ensure_ascii=False))
+            retriever = [s for s in trace.data.spans if s.span_type == "RETRIEVER"]
+            assert len(retriever) == 1
+            assert [d["page_content"] for d in retriever[0].outputs] == list(row["contexts"])
+            assert [d["id"] for d in retriever[0].outputs] == list(row["context_ids"])
+            feedback = {}
+            for a in trace.info.assessments:
+                if a.feedback is not None and a.source.source_type != AssessmentSourceType.HUMAN:
+                    assert a.name not in feedback, f"two feedback named {a.name}"
+                    feedback[a.name] = a
+            assert set(feedback) == set(keys)
+            for key in keys:
+                a = feedback[key]
+                if row[status_column(key)] == "ok":
+                    assert a.error is None
+                    assert a.value == pytest.approx(row[key], rel=0, abs=0), key
+                else:
+                    errors += 1
+                    assert a.value is None, f"{key}: a status {row[status_column(key)]} logged as a value"
+                    assert a.error.error_code == row[status_column(key)].upper()
+                if key == JUDGED:
+                    assert a.source.source_type == AssessmentSourceType.LLM_JUDGE
+                    assert a.source.source_id == "hosted_vllm/judge"
+                    if row[status_column(key)] == "ok":
+                        assert a.rationale == "\n".join(json.loads(row[detail_column(key)])["reasons"])
+                else:
+                    assert a.source.source_type == AssessmentSourceType.CODE and a.source.source_id == key
+            expected = {a.name: a.value for a in trace.info.assessments if a.expectation is not None}
+            refs = list(row["reference_answers"])
+            assert expected["expected_response"] == (refs[0] if len(refs) == 1 else refs)
+            assert expected["gt_context_ids"] == list(row["gt_context_ids"])
+            assert [e["content"] for e in expected["expected_retrieved_context"]] == list(row["gt_contexts"])
+            human = {a.name: a.value for a in trace.info.assessments
+                     if a.feedback is not None and a.source.source_type == AssessmentSourceType.HUMAN}
+            assert human == {"label": bool(row["label"])}
+    assert errors > 0  # the judge's refusals reached the traces as errors
+    # the same record's root inputs, byte for byte, in both children: MLflow's comparison pairs them
+    assert len(roots) == 50 and all(len(v) == 2 and v[0] == v[1] for v in roots.values())
+
+
+@pytest.mark.integration
+def test_a_cap_below_the_samples_logs_that_many_and_says_so(tmp_path, data_dir):
+    run_cli("metric=answer", "tracking.traces=7", f"data_dir={data_dir}", "progress=false", "tracking.plots=false",
+            cwd=tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, parents, _ = parent_and_children(uri)
+    run = parents[0]
+    assert len(_traces(uri, run)) == 7
+    assert run.data.tags["ragexp.traces"] == "7 of 50"
+    assert "Traces: 7 of 50 samples (tracking.traces=7), a seeded sample stratified by status" in \
+        run.data.tags["mlflow.note.content"]
+
+
+# --- ragexp's metrics as mlflow.genai scorers ---------------------------------------------------------------
+
+@pytest.mark.slow
+def test_scorers_give_ragexps_own_values_in_mlflow_genai_evaluate(tmp_path, data_dir):
+    import mlflow
+
+    import ragexp
+
+    rows = [r for r in ragexp.evaluate("demo", metric="answer", log=False, data_dir=str(data_dir),
+                                       overrides=["dataset.limit=4"]).per_sample.to_dict("records")]
+    keys = ["answer_token_f1", "rougeL", "context_recall", "mrr/k3", JUDGED]
+    with JudgeServer() as server:
+        server.script = _fail_some
+        settings = dict(judge="openai_compatible", overrides=[f"judge.api_base={server.url}", "judge.max_retries=0"])
+        own = ragexp.evaluate("demo", metric=f"[default,{JUDGED}]", log=False, data_dir=str(data_dir),
+                              **{k: v for k, v in settings.items() if k == "judge"},
+                              overrides=[*settings["overrides"], "dataset.limit=4"]).per_sample
+        scorers = ragexp.mlflow_scorers(f"[default,{JUDGED}]", keys, **settings)
+        data = [{"inputs": {"query": r["query"]},
+                 "outputs": {"answer": r["answer"], "contexts": list(o["contexts"]), "context_ids": list(o["context_ids"])},
+                 "expectations": {"expected_response": list(r["reference_answers"]),
+                                  "expected_retrieved_context": [{"content": c, "doc_uri": i} for c, i in
+                                                                 zip(o["gt_contexts"], o["gt_context_ids"])]}}
+                for r, o in zip(rows, own.to_dict("records"))]
+        mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+        mlflow.set_experiment("scorers")
+        result = mlflow.genai.evaluate(data=data, scorers=scorers)
+    got = result.result_df
+    order = [json.loads(r)["query"] if isinstance(r, str) else r["query"] for r in got["request"]]
+    for key in keys:
+        for i, r in enumerate(own.to_dict("records")):
+            j = order.index(r["query"])
+            if r[status_column(key)] == "ok":
+                assert got[f"{key}/value"].iloc[j] == r[key], key
+            else:  # the judge refused: an error, never a value
+                assert got[f"{key}/value"].iloc[j] is None or math.isnan(got[f"{key}/value"].iloc[j])
+                assert "refuses" in str(got[f"{key}/error_message"].iloc[j]) or got[f"{key}/error_code"].iloc[j]
+    assert (own[status_column(JUDGED)] != "ok").any() and (own[status_column(JUDGED)] == "ok").any()
