@@ -18,8 +18,10 @@ from pathlib import Path
 MARKER = "<!-- metric-reference -->"
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "metric"
-#: The families in the order a reader meets them (retrieval, then answers, then the judge).
-ORDER = ("token", "context", "ranking", "answer", "keyword", "judge", "questeval")
+#: The families in the order a reader meets them (retrieval, then answers, then the judge metrics of
+#: ``ragexp/metrics/judged/``, one module each, in the order of their conf/metric/judge.yaml suite).
+ORDER = ("token", "context", "ranking", "answer", "keyword", "similarity", "relevance", "usage", "relevant_usage",
+         "main_points", "full_support", "questeval", "overall")
 
 
 def md(text: str) -> str:
@@ -98,7 +100,11 @@ def metric_section(info) -> str:
     if info.level == "dataset":
         facts.append("**one value for the dataset** (no per-sample values)")
     if info.judge:
-        facts.append("**asks the judge**")
+        asks = ", ".join(f"`{k.name}`" for k in info.judge.asks)
+        facts.append(f"**asks the judge** ({asks}: prompts `ragexp/metrics/judged/<name>.v1.txt`)" if asks
+                     else "**asks the judge nothing**: computed from the run's other judge scores")
+    if info.binary:
+        facts.append("**0/1 per sample**")
     if info.variant_params:
         facts.append("a list for " + " or ".join(f"`{p}`" for p in info.variant_params)
                      + f" logs one key per value (`{info.name}/…`)")
