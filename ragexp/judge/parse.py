@@ -24,6 +24,7 @@ back once in a corrective re-ask.
 from __future__ import annotations
 
 import ast
+import bisect
 import json
 import re
 from typing import Any
@@ -38,21 +39,75 @@ __all__ = ["ParseError", "Verdict", "parse_verdict", "strip_reasoning", "verdict
 
 # -- finding the JSON object ---------------------------------------------------------------------
 
-_REASONING = re.compile(r"<(think|thinking|reasoning|reflection|scratchpad)>.*?</\1>", re.S | re.I)
-_OPEN_REASONING = re.compile(r"<(think|thinking|reasoning)>(?!.*</\1>).*", re.S | re.I)
+_REASONING_OPEN = re.compile(r"<(think|thinking|reasoning|reflection|scratchpad)>", re.I)
+_REASONING_CLOSE = re.compile(r"</(think|thinking|reasoning|reflection|scratchpad)>", re.I)
+_UNCLOSED_DROPS = ("think", "thinking", "reasoning")  # an unclosed one of these runs to the end
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
+def _cut_blocks(text: str, opens: re.Pattern, closes: re.Pattern, to_end: tuple[str, ...] = ()) -> str:
+    """``text`` with each block from an opening tag to the first closing tag of the same name after it replaced
+    by a space, leftmost first (as ``<(t)>.*?</\\1>`` would, in one linear pass: every tag is found once);
+    an opening tag named in ``to_end`` with no closing tag after it cuts to the end."""
+    closing: dict[str, list[int]] = {}
+    ends: dict[int, int] = {}
+    for m in closes.finditer(text):
+        closing.setdefault(m.group(1).lower(), []).append(m.start())
+        ends[m.start()] = m.end()
+    out, last = [], 0
+    for m in opens.finditer(text):
+        if m.start() < last:
+            continue
+        after = closing.get(m.group(1).lower(), [])
+        k = bisect.bisect_left(after, m.end())
+        if k < len(after):
+            out += [text[last:m.start()], " "]
+            last = ends[after[k]]
+        elif m.group(1).lower() in to_end:
+            out += [text[last:m.start()], " "]
+            last = len(text)
+            break
+    return "".join(out) + text[last:] if out else text
+
+
 def strip_reasoning(text: str) -> str:
-    """The reply without reasoning blocks (an unclosed one runs to the end and is dropped too)."""
-    text = _REASONING.sub(" ", text)
-    return _OPEN_REASONING.sub(" ", text)
+    """The reply without reasoning blocks (an unclosed one runs to the end and is dropped too).
+
+    >>> strip_reasoning("<think>a</think> b <THINK>c</think> d <reasoning>e")
+    '  b   d  '
+    """
+    return _cut_blocks(text, _REASONING_OPEN, _REASONING_CLOSE, _UNCLOSED_DROPS)
 
 
-def _balanced(text: str, start: int) -> str | None:
-    """The ``{…}`` starting at ``start``, braces balanced outside strings; None if it never closes."""
+def _closers(text: str) -> dict[int, int]:
+    """For each ``{`` that a ``}`` closes, that ``}``'s position: braces matched in one pass, strings (inside
+    braces) skipped as :func:`_balanced` skips them. A ``{`` missing here never closes."""
+    out: dict[int, int] = {}
+    stack: list[int] = []
+    quote, escape = None, False
+    for i, ch in enumerate(text):
+        if quote:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == quote:
+                quote = None
+            continue
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}" and stack:
+            out[stack.pop()] = i
+        elif stack and ch in "\"'":
+            quote = ch if ch == '"' or _looks_like_py_quote(text, i) else None
+    return out
+
+
+def _balanced(text: str, start: int, stop: int | None = None) -> str | None:
+    """The ``{…}`` starting at ``start``, braces balanced outside strings; None if it never closes (looking no
+    further than ``stop``)."""
     depth, quote, escape = 0, None, False
-    for i in range(start, len(text)):
+    for i in range(start, len(text) if stop is None else min(stop, len(text))):
         ch = text[i]
         if quote:
             if escape:
@@ -102,18 +157,34 @@ def _norm_keys(obj: Any) -> Any:
     return obj
 
 
+#: Characters of candidate objects read per character of text, past a floor: the bound that keeps a reply of
+#: nested or unbalanced braces linear in its length (a verdict object is read long before it)
+_READ_PER_CHAR = 8
+_READ_FLOOR = 200_000
+
+
 def _objects(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """(source text, object) of every JSON (or Python-literal) object in the text, outermost only."""
+    """(source text, object) of every JSON (or Python-literal) object in the text, outermost only.
+
+    Linear in the text's length: braces are matched in one pass (:func:`_closers`), a ``{`` that never closes
+    costs nothing, and the candidates read (each one's text scanned and loaded) are bounded by
+    :data:`_READ_PER_CHAR` characters per character of text.
+    """
     out = []
+    closers = _closers(text) if "{" in text else {}
+    budget = _READ_FLOOR + _READ_PER_CHAR * len(text)
     i = text.find("{")
-    while i != -1:
-        chunk = _balanced(text, i)
-        if chunk is not None:
-            obj = _load(chunk)
-            if isinstance(obj, dict):
-                out.append((chunk, _norm_keys(obj)))
-                i = text.find("{", i + len(chunk))
-                continue
+    while i != -1 and budget > 0:
+        end = closers.get(i)
+        if end is not None:
+            chunk = _balanced(text, i, end + 1)
+            if chunk is not None:
+                budget -= 3 * len(chunk)
+                obj = _load(chunk)
+                if isinstance(obj, dict):
+                    out.append((chunk, _norm_keys(obj)))
+                    i = text.find("{", i + len(chunk))
+                    continue
         i = text.find("{", i + 1)
     return out
 
@@ -122,7 +193,8 @@ def _objects(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 #: The prompts' delimiters of graded material, in any case, with spaces or attributes: a judge quoting
 #: the material in them quotes, it does not give a verdict.
-_DELIMITED = re.compile(r"<\s*(%s)\b[^>]*>.*?<\s*/\s*\1\s*>" % "|".join(TAGS), re.S | re.I)
+_DELIMITED_OPEN = re.compile(r"<\s*(%s)\b[^>]*>" % "|".join(TAGS), re.I)
+_DELIMITED_CLOSE = re.compile(r"<\s*/\s*(%s)\s*>" % "|".join(TAGS), re.I)
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.S)
 _SPACE = re.compile(r"\s+")
 
@@ -134,7 +206,7 @@ def _squash(text: str) -> str:
 def _unquoted(body: str) -> str:
     """The reply without what it quotes: blocks in our delimiters, and code fences that hold more than
     one JSON object (a fence quoting the answer; a fence holding only the verdict object is kept)."""
-    body = _DELIMITED.sub(" ", body)
+    body = _cut_blocks(body, _DELIMITED_OPEN, _DELIMITED_CLOSE)
 
     def fence(m: re.Match) -> str:
         inner = m.group(1).strip()
@@ -176,18 +248,21 @@ def _build(kind: VerdictKind, obj: dict[str, Any], ctx: dict[str, Any]) -> Verdi
     return Verdict(kind.read(value, kind.fields[0], ctx), _reason(obj))
 
 
-_LINE = re.compile(r"[\"'*`_]*\b([a-z_]+)\b[\"'*`_]*\s*[:=]\s*[\"'*`_]*\s*(true|false|yes|no|-?\d+(?:\.\d+)?)\b",
-                   re.I)
+_LINE = re.compile(r"(?<![\w\"'*`])[\"'*`_]{0,3}\b([a-z][a-z_]{0,39})\b[\"'*`_]{0,3}\s{0,20}[:=]\s{0,20}[\"'*`_]{0,3}\s{0,20}"
+                   r"(true|false|yes|no|-?\d{1,12}(?:\.\d{1,12})?)\b", re.I)
 
 
-def _whole_object(body: str) -> dict[str, Any] | None:
-    """The object when the reply is nothing but one JSON object (perhaps in one fence): structured output."""
+def _whole_object(body: str) -> tuple[str, dict[str, Any]] | None:
+    """(text, object) when the reply is nothing but one JSON object (perhaps in one fence): structured output."""
     inner = body.strip()
-    m = re.fullmatch(r"```[^\n`]*\n?(.*?)```", inner, re.S)
-    if m:
-        inner = m.group(1).strip()
+    if inner.startswith("```") and inner.endswith("```") and len(inner) >= 6:
+        inner = inner[3:-3]
+        inner = inner.split("\n", 1)[1] if "\n" in inner and "`" not in inner.split("\n", 1)[0] else inner
+        inner = inner.strip()
+    if not (inner.startswith("{") and inner.endswith("}")):
+        return None
     found = _objects(inner)
-    return found[0][1] if len(found) == 1 and found[0][0] == inner else None
+    return found[0] if len(found) == 1 and found[0][0] == inner else None
 
 
 def _one(main: str, verdicts: list[Verdict]) -> Verdict:
@@ -222,13 +297,17 @@ def parse_verdict(kind: VerdictKind | str, text: str | None, quoted: Any = (), *
     if not text or not text.strip():
         raise ParseError("the reply is empty")
     body = strip_reasoning(text)
+    material = _Quoted(quoted)
     whole = _whole_object(body)
     if whole is not None:
         try:
-            return _build(kind, whole, ctx)
+            verdict = _build(kind, whole[1], ctx)
         except ParseError as exc:
             raise ParseError(f"{exc} in the reply's JSON") from None
-    material = _Quoted(quoted)
+        if material.holds(*whole):  # the reply is the graded text's own object, echoed: not a verdict
+            raise ParseError(f"the reply is the '{main}' object the graded material holds, copied; give your own "
+                             "verdict as one JSON object")
+        return verdict
     outside = _unquoted(body)
     problems, verdicts, quotes = [], [], 0
     for chunk, obj in _objects(outside):
