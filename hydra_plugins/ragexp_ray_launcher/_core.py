@@ -57,6 +57,9 @@ def init_options(init: dict[str, Any]) -> dict[str, Any]:
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Any]:
+    from ragexp.common.extras import require
+
+    require("ray", feature="hydra/launcher=ray")  # one line naming the extra, not an import traceback
     import ray
     from hydra.core.singleton import Singleton
     from hydra.core.utils import configure_log, filter_overrides, setup_globals

@@ -40,7 +40,14 @@ def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None
     except Exception as exc:  # noqa: BLE001 - Hydra's and OmegaConf's errors, or a bug (its traceback)
         if full_error is not None:
             raise
-        if isinstance(exc, (HydraException, OmegaConfBaseException)):
+        from ragexp.common.extras import missing_extra_line
+        from ragexp.errors import RagexpError
+
+        if missing_extra_line(exc):  # an optional package missing: the extra to install, not a traceback
+            print(f"ragexp: error: {missing_extra_line(exc)}", file=sys.stderr)
+        elif isinstance(exc, RagexpError):  # raised outside a job (a launcher's missing extra): its one line
+            print(f"ragexp: error: {exc}", file=sys.stderr)
+        elif isinstance(exc, (HydraException, OmegaConfBaseException)):
             print(f"ragexp: error: {config_error_line(exc)}", file=sys.stderr)
         else:
             import traceback

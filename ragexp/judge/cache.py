@@ -186,11 +186,11 @@ class PostgresJudgeCache:
         rest = str(url).split("://", 1)[1]
         self.url = "postgresql://" + rest  # libpq's spelling (SQLAlchemy's postgresql+psycopg:// too)
         self.path = f"{redact_url(self.url)} (table {PG_TABLE})"
-        try:
-            import psycopg
-        except ImportError:
-            raise CacheError(f"{self.path} cannot be used (it needs psycopg 3: pip install 'psycopg[binary]', "
-                             "or ragexp[cluster])") from None
+        from ragexp.common.extras import require
+
+        require("psycopg", feature=f"the judge cache at {self.path}")
+        import psycopg
+
         self._psycopg = psycopg
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}  # claims this process holds (advisory locks count re-entries)

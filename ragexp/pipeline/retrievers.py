@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from ragexp.common.extras import require
 from ragexp.errors import ConfigError
 from ragexp.pipeline.cache import IndexCache
 from ragexp.pipeline.chunking import Chunk
@@ -115,6 +116,7 @@ class BM25Retriever(Retriever):
     def __init__(self, name: str = "bm25", top_k: int = 5, k1: float = 1.5, b: float = 0.75,
                  method: str = "lucene", stopwords: str | None = "en"):
         _check_top_k(top_k, "retriever")
+        require("bm25s", feature=f"retriever={name}")  # one line naming the extra, not an import traceback
         if method not in self.METHODS:
             raise ConfigError(f"retriever.method: expected one of {', '.join(self.METHODS)}, got {method!r}")
         if not isinstance(k1, (int, float)) or k1 < 0 or not isinstance(b, (int, float)) or not 0 <= b <= 1:
@@ -230,6 +232,7 @@ class DenseRetriever(Retriever):
             raise ConfigError(f"retriever.batch_size: expected a positive integer, got {batch_size!r}")
         if not model:
             raise ConfigError("retriever.model: expected a model name or path, got nothing")
+        require("sentence_transformers", "torch", feature=f"retriever={name}")
         self.name, self.top_k, self.model, self.batch_size, self.device = name, top_k, str(model), batch_size, device
         self.query_prefix, self.document_prefix = query_prefix or "", document_prefix or ""
         resolve_model(self.model)  # fails now if the bundled package is missing
@@ -342,6 +345,7 @@ class HybridRetriever(Retriever):
                  weights: Sequence[float] = (1.0, 1.0), k1: float = 1.5, b: float = 0.75, method: str = "lucene",
                  stopwords: str | None = "en", model: str = "all-MiniLM-L6-v2", batch_size: int = 64,
                  device: str = "cpu", query_prefix: str = "", document_prefix: str = ""):
+        require("bm25s", "sentence_transformers", "torch", feature=f"retriever={name}")
         _check_top_k(top_k, "retriever")
         _check_top_k(candidates, "retriever.candidates")
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, (int, float)) or rrf_k < 0:
