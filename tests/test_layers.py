@@ -27,7 +27,7 @@ LAYERS = {
     "report": 3,
     "tracking": 4,
     "workflow": 5,
-    "cli": 6, "api": 6, "__main__": 6, "compare": 6, "ui": 6, "standin_judge": 6, "generate": 6,
+    "cli": 6, "api": 6, "__main__": 6, "compare": 6, "ui": 6, "standin_judge": 6, "generate": 6, "judge_candidates": 6,
 }
 
 

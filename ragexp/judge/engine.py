@@ -56,6 +56,7 @@ class _Run:
         self.budget = Budget(judge.settings.max_cost_usd)
         self.client = JudgeClient(judge.settings, judge.cache, judge.prices, self.usage, self.budget)
         self.memo: dict[str, asyncio.Future] = {}
+        self.shots = judge.shots
 
     async def drain(self) -> None:
         """Wait until no request of this run is in flight."""
@@ -71,6 +72,10 @@ class _Run:
         cache key and seed + j: ``judge.samples``)."""
         prompt = load_prompt(kind.name, version, kind.folder)
         messages = prompt.render(**values)
+        if kind.name in self.shots:  # judge.examples: people's worked examples (ragexp.judge.examples)
+            from ragexp.judge.examples import with_examples
+
+            messages = with_examples(messages, self.shots[kind.name])
         pid = prompt.id + (f"#sample{sample}" if sample else "")
         key = self.client.key(messages, pid)
         shared = self.memo.get(key)
@@ -162,6 +167,8 @@ class Judge:
         self.cache = cache
         self.prices = Prices(settings)
         self._usage: Usage | None = None  # the usage of the run in progress (read on Ctrl-C)
+        self.shots: dict[str, str] = {}  # judge.examples: the worked examples per question (ragexp.judge.examples)
+        self.example_ids: list[str] = []  # ... and the records they were taken from
 
     def __repr__(self) -> str:
         return f"Judge({self.settings.name!r}, model={self.settings.model!r})"

@@ -77,6 +77,8 @@ class JudgeSettings:
     #: Times every judge question is asked (its own cache key and seed + j each); a sample's value is the mean
     #: of its verdicts (the majority for a binary metric) and the run logs the judge's self-agreement.
     samples: int = 1
+    #: Labelled ``dev`` records shown to the judge as worked examples (ragexp.judge.examples; 0 = none).
+    examples: int = 0
 
     def __post_init__(self) -> None:
         from ragexp.common.secrets import declare_secret_env
@@ -103,7 +105,8 @@ class JudgeSettings:
         if self.structured_output not in (None, True, False, "auto", "json_schema", "json_object_schema"):
             raise ConfigError(f"{where}: structured_output must be null, auto, json_schema, json_object_schema, "
                               f"true or false, got {self.structured_output!r}")
-        for field_name, low in (("max_concurrency", 1), ("max_tokens", 1), ("samples", 1), ("max_retries", 0)):
+        for field_name, low in (("max_concurrency", 1), ("max_tokens", 1), ("samples", 1), ("max_retries", 0),
+                                 ("examples", 0)):
             v = getattr(self, field_name)
             if not isinstance(v, int) or v < low:
                 raise ConfigError(f"{where}: {field_name} must be an integer ≥ {low}, got {v!r}")

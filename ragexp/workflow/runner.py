@@ -160,6 +160,9 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
     intervals = uncertainty_step(plan.specs, scored.scores, records, plan.stats, plan.dataset)
     trust_step(plan, records, scored)
     summary = summary_step(cfg, plan, records, scored, intervals)
+    if plan.judge is not None and plan.judge.example_ids:  # judge.examples: which records the judge was shown
+        summary["judge_examples"] = {"k": plan.judge.settings.examples, "ids": plan.judge.example_ids,
+                                     "drawn_from": "dev"}
     summary["provenance"] = provenance(plan, records)  # where contexts, answers and latencies came from
     if scored.trust:
         summary["agreement"] = scored.trust["agreement"]
@@ -207,10 +210,24 @@ def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | Non
         from ragexp.judge import build_judge
 
         judge = build_judge(cfg.get("judge"), judge_specs)  # checks credentials
+        if judge.settings.examples:  # worked examples from the dev part only (docs/judge-trust.md)
+            _judge_examples(cfg, judge, judge_specs, records)
     # the store last among the checks (a refused config leaves no mlflow.db behind): a store MLflow
     # cannot use fails here, in seconds
     check_store_step(tracking)
     return Plan(dataset, records, specs, skipped, pipeline, judge, judge_specs, stats_cfg)
+
+
+def _judge_examples(cfg: DictConfig, judge: Any, specs: list[MetricSpec], records: list[Record]) -> None:
+    """judge.examples=k: the dataset's dev part (same split seed and fraction, no limit) gives the examples."""
+    from ragexp.judge.examples import attach
+
+    node = OmegaConf.to_container(cfg.dataset, resolve=True)
+    if "split" not in node:
+        raise ConfigError(f"judge.examples needs labelled records split into dev and test; dataset "
+                          f"'{node.get('name', '?')}' takes no dataset.split")
+    node.update(split="dev", limit=None)
+    attach(judge, specs, load_dataset(OmegaConf.create(node)).records, records)
 
 
 def _check_labels(specs: list[MetricSpec], records: list[Record], dataset: Dataset) -> None:
