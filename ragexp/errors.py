@@ -5,9 +5,30 @@ exit status 2), and the ``KeyboardInterrupt`` subclasses :class:`Interrupted` (C
 
 from __future__ import annotations
 
+import re
+
+#: What must not reach a terminal raw from a value quoted in a message (an id, a path, a field's text): line
+#: breaks (which would forge a line of their own), other C0/C1 control characters (ANSI escape sequences start
+#: with ESC), DEL, and the bidirectional overrides and isolates that reorder what is shown
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with line breaks, control characters and bidirectional overrides written as escapes.
+
+    >>> printable("id 'a\\nragexp: ok' \\x1b[31mred\\x1b[0m")
+    "id 'a\\\\nragexp: ok' \\\\x1b[31mred\\\\x1b[0m"
+    """
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
 
 class RagexpError(Exception):
-    """Base class of every error a user can cause; printed as one line."""
+    """Base class of every error a user can cause; printed as one line (values it quotes escaped: :func:`printable`)."""
+
+    def __str__(self) -> str:
+        return printable(super().__str__())
 
 
 class ConfigError(RagexpError):

@@ -71,7 +71,31 @@ def _on_sigterm(signum: int, frame: object) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
         return
     _SIGTERM.append(signum)
+    _end_anyway()
     raise Terminated("SIGTERM")
+
+
+#: Seconds a SIGTERM leaves the process to close its runs and say so before it ends anyway: unwinding a call
+#: deep in a library (freeing a huge structure, a C call that ignores signals) must not keep it alive.
+TERM_GRACE_S = 30.0
+
+
+def _end_anyway(grace: float = TERM_GRACE_S) -> None:
+    """After ``grace`` seconds, if the process is still there: its line and exit status 143, from a thread."""
+    import threading
+
+    def stop() -> None:
+        try:
+            sys.__stderr__.write(f"ragexp: terminated (SIGTERM); still closing after {grace:g} s, stopped without "
+                                 "finishing (a saved results folder can be logged with python -m "
+                                 "ragexp.tracking.upload)\n")
+            sys.__stderr__.flush()
+        finally:
+            os._exit(143)
+
+    timer = threading.Timer(grace, stop)
+    timer.daemon = True
+    timer.start()
 
 
 def _handle_sigterm() -> None:
@@ -134,6 +158,14 @@ def main() -> None:
     os.environ[LAUNCH_ENV] = new_launch_id()  # this launch's own, never one inherited from a parent ragexp
     os.environ[LAUNCHER_ENV] = str(os.getpid())
     _warn_typed_secrets(sys.argv[1:])
+    _handle_sigterm()
+    try:  # a --config-dir file whose aliases would expand to millions of values: refused before Hydra reads it
+        from ragexp.cli.config_guard import check_config_dirs
+
+        check_config_dirs(sys.argv[1:])
+    except RagexpError as exc:
+        print(f"ragexp: error: {scrub(str(exc))}", file=sys.stderr)
+        sys.exit(2)
     sys.argv[1:] = hide_overrides(sys.argv[1:])  # a typed secret reaches Hydra, its files and job pickles by name only
     _handle_sigterm()
     atexit.register(gc.freeze)  # at exit (after the handlers registered later): no last collection of the heap

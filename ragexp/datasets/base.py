@@ -44,7 +44,21 @@ def existing(path: str | Path, what: str = "dataset file", *, directory: bool = 
         raise DataError(f"expected a {what} (a directory), got a file", path=str(path))
     if not directory and p.is_dir():
         raise DataError(f"expected a {what}, got a directory", path=str(path))
+    if not directory and not p.is_file():  # reading a FIFO waits for a writer, a device never ends
+        raise DataError(f"expected a {what} (a regular file), got {_file_kind(p)}", path=str(path))
     return p
+
+
+def _file_kind(p: Path) -> str:
+    """What a path that is not a regular file is: a FIFO, a socket, a character or block device."""
+    import stat
+
+    mode = p.stat().st_mode
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "something that is not a file"
 
 
 #: what a JSON value nested deeper than Python's reader goes (about 1,000 levels) is told
