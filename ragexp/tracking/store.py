@@ -113,6 +113,9 @@ HTTP_BOUNDS = {
 
 #: Tags naming the process that owns a run, so a later start can close the runs of dead processes.
 HOST_TAG, PID_TAG, PID_START_TAG = "ragexp.host", "ragexp.pid", "ragexp.pid_start"
+#: Which kernel boot and PID namespace the pid belongs to: containers sharing a host name, or two machines
+#: with the same name, count pids apart; a run whose owner is in another one is never judged from here
+PID_SPACE_TAG = "ragexp.pid_space"
 #: Why a run ended FAILED (an interrupt, a signal, a dead process, a logging error).
 FAILURE_TAG = "ragexp.failure_reason"
 
@@ -488,9 +491,24 @@ def _alive(pid: int, start: str | None) -> bool:
     return start is None or len(fields) < 20 or fields[19] == start
 
 
+def pid_space() -> str:
+    """This process's boot id and PID namespace (``<boot id>/pid:[<inode>]``; empty where /proc lacks them): a
+    pid names the same process only within one of these."""
+    parts = []
+    try:
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+        parts.append(os.readlink("/proc/self/ns/pid"))
+    except OSError:
+        return ""
+    return "/".join(parts)
+
+
 def owner_tags() -> dict[str, str]:
-    """Tags naming this process as the owner of a run (host, pid and the pid's start time)."""
+    """Tags naming this process as the owner of a run (host, pid and the pid's start time, boot and PID namespace)."""
     tags = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+    space = pid_space()
+    if space:
+        tags[PID_SPACE_TAG] = space
     fields = _stat(os.getpid())
     if len(fields) >= 20:
         tags[PID_START_TAG] = fields[19]
@@ -501,9 +519,12 @@ def fail_orphaned_runs(client: Any) -> list[tuple[str, int]]:
     """Mark FAILED the RUNNING runs owned by a process of this host that no longer exists.
 
     Such runs are what ``kill -9`` (or a crash of the machine's Python) leaves behind; each gets
-    the tag ``ragexp.failure_reason``. Returns ``(run_id, pid)`` of every run closed.
+    the tag ``ragexp.failure_reason``. Returns ``(run_id, pid)`` of every run closed. Only runs whose owner
+    was in this process's boot and PID namespace (:func:`pid_space`) are judged: a container sharing the host
+    name, another machine of the same name, or a run that does not say, is left alone.
     """
     host = socket.gethostname()
+    space = pid_space()
     try:
         exps = [e.experiment_id for e in retrying(client.search_experiments, max_results=1000)]
         if not exps:
@@ -518,6 +539,8 @@ def fail_orphaned_runs(client: Any) -> list[tuple[str, int]]:
         try:
             pid = int(tags.get(PID_TAG, ""))
         except ValueError:
+            continue
+        if not space or tags.get(PID_SPACE_TAG) != space:  # its pid means another process here, or none
             continue
         if pid == os.getpid() or _alive(pid, tags.get(PID_START_TAG)):
             continue
