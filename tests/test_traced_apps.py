@@ -32,15 +32,13 @@ def store_uri(tmp_path_factory):
 @pytest.fixture
 def store(store_uri, request):
     """The module's store as the active one, with an experiment of the test's own (``store.experiment``); the
-    caller's store and autologging are restored after."""
+    caller's store restored after (a test turning autologging on turns it off)."""
     before = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(store_uri)
     experiment = f"my-app {request.node.name}"
     mlflow.set_experiment(experiment)
     yield SimpleNamespace(uri=store_uri, experiment=experiment)
     mlflow.flush_trace_async_logging()
-    mlflow.langchain.autolog(disable=True)
-    mlflow.llama_index.autolog(disable=True)
     mlflow.set_tracking_uri(before)
 
 
@@ -48,11 +46,14 @@ def _texts_and_ids(docs):
     return [d.page_content for d in docs], [d.id for d in docs]
 
 
+@pytest.mark.slow
 def test_a_langchain_apps_traces_become_records_with_what_its_retriever_returned(store):
-    mlflow.langchain.autolog()
     chain = traced_apps.langchain_app(k=3)
-    answers = [chain.invoke(q) for q in QUESTIONS]
-    mlflow.langchain.autolog(disable=True)
+    mlflow.langchain.autolog()
+    try:
+        answers = [chain.invoke(q) for q in QUESTIONS]
+    finally:
+        mlflow.langchain.autolog(disable=True)
     retriever = traced_apps.langchain_retriever(k=3)  # the same retriever, asked directly
     expected = [_texts_and_ids(retriever.invoke(q)) for q in QUESTIONS]
 
@@ -67,11 +68,14 @@ def test_a_langchain_apps_traces_become_records_with_what_its_retriever_returned
         assert r.timings["retrieve"] < r.timings["total"]
 
 
+@pytest.mark.slow
 def test_a_llama_index_engines_traces_become_records_with_its_source_nodes(store):
     engine = traced_apps.llama_index_app(k=2)  # built before autologging: its index's embedding calls are no question
     mlflow.llama_index.autolog()
-    responses = [engine.query(q) for q in QUESTIONS]
-    mlflow.llama_index.autolog(disable=True)
+    try:
+        responses = [engine.query(q) for q in QUESTIONS]
+    finally:
+        mlflow.llama_index.autolog(disable=True)
 
     ds = load_mlflow_traces(store.experiment, tracking_uri=store.uri, limit=4)
     assert len(ds.records) == 4
@@ -94,6 +98,7 @@ def _run_traced(store_uri, factory, kwargs, **options):
                            progress=False)
 
 
+@pytest.mark.slow
 def test_pipeline_traced_sweeps_a_langchain_chain_as_it_is(store_uri):
     result = _run_traced(store_uri, "traced_apps:langchain_app", {"k": 2}, experiment="chain")
     table = result.per_sample
@@ -111,6 +116,7 @@ def test_pipeline_traced_sweeps_a_langchain_chain_as_it_is(store_uri):
     assert mlflow.get_tracking_uri() != store_uri  # the caller's store is left as it was
 
 
+@pytest.mark.slow
 def test_pipeline_traced_runs_a_llama_index_engine_as_it_is(store_uri):
     result = _run_traced(store_uri, "traced_apps:llama_index_app", {"k": 3})
     table = result.per_sample
@@ -123,6 +129,7 @@ def test_pipeline_traced_runs_a_llama_index_engine_as_it_is(store_uri):
     assert result.summary["latency"]["latency/retrieve"] > 0
 
 
+@pytest.mark.slow
 def test_pipeline_traced_refuses_what_it_cannot_build_in_one_line(store_uri):
     with pytest.raises(ConfigError, match=r"pipeline=traced needs your app's factory: pipeline.factory=my_app:build"):
         ragexp.evaluate([{"query": "q"}], pipeline="traced", log=False)
@@ -249,3 +256,44 @@ def test_the_cli_exits_2_with_one_line_when_the_experiment_is_not_there(tmp_path
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith(f"ragexp: error: no MLflow store at {tmp_path}/mlflow.db")
     assert "Traceback" not in proc.stderr and not (tmp_path / "mlflow.db").exists()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_traced_apps_page_commands_run_as_written(tmp_path):
+    """Every ``bash`` block of docs/traced-apps.md, in a copy of experiments/langchain_app (the ``cd`` into it
+    done by the copy), with ``python`` the test's interpreter; offline."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    from cli import ROOT
+
+    page = (ROOT / "docs" / "traced-apps.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", page, re.S)
+    assert len(blocks) == 2
+    for name in ("rag_app.py", "log_traces.py"):
+        shutil.copy(ROOT / "experiments" / "langchain_app" / name, tmp_path / name)
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}", "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    outputs = []
+    for block in blocks:
+        lines = [line for line in block.splitlines() if line.strip() and line.strip() != "cd experiments/langchain_app"]
+        proc = subprocess.run(["bash", "-ec", "\n".join(lines)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=900)
+        assert proc.returncode == 0, f"{block}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
+        outputs.append(proc.stdout + proc.stderr)
+    assert "10 traces in experiment 'langchain-app'" in outputs[0]
+    assert "experiment 'langchain-app'): 10 trace(s), every field read" in outputs[0]
+    assert outputs[1].count("pipeline=traced (rag_app:build): 10 trace(s), every field read") == 2
+    import pandas as pd
+
+    jobs = sorted(tmp_path.glob("multirun/*/*/[01]/per_sample.parquet"))
+    assert [sorted({len(c) for c in pd.read_parquet(p)["contexts"]}) for p in jobs] == [[1], [3]]  # k=1, k=3
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    app_traces = client.search_traces(locations=[client.get_experiment_by_name("ragexp app traces").experiment_id],
+                                      max_results=100)
+    assert len(app_traces) == 20  # the app's own traces of both jobs, beside the runs

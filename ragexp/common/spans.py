@@ -36,6 +36,7 @@ from ragexp.errors import DataError
 #: Why a trace's record lacks a field (the ``trace_status`` column; "ok" when nothing is missing).
 PROBLEMS = {
     "no_spans": "the trace holds no spans (query, answer and contexts unknown)",
+    "trace_not_stored": "MLflow did not store the app's trace (its export failed; MLflow's warning says why)",
     "no_root_input": "the root span's inputs hold no question text (the query is a placeholder)",
     "no_output": "the root span has no outputs (no answer)",
     "non_text_output": "the root span's outputs hold no text answer (no answer)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import sys
 import time
 from typing import Any, Callable, Iterable
@@ -94,6 +95,7 @@ class TracedPipeline:
         self.uri = tracking_uri
         self.reading = reading
         self.app: Any = None
+        self.where: Any = None  # the app's traces' experiment (an MLflow trace location), set by run()
         self.autologged: list[str] = []
         self.stats: dict[str, float] = {}
         self.failures = 0
@@ -121,7 +123,7 @@ class TracedPipeline:
                           "query, not callable); set pipeline.call=METHOD or pipeline.call=module:function")
 
     def prepare(self) -> None:
-        """Turn autologging on and build the app (not part of any question's timing)."""
+        """Build the app (not part of any question's timing)."""
         if self.app is not None:
             return
         t0 = time.perf_counter()
@@ -130,18 +132,22 @@ class TracedPipeline:
         except Exception as exc:  # noqa: BLE001 - the user's code: one line
             raise ConfigError(f"pipeline.factory {self.target}({', '.join(f'{k}={v!r}' for k, v in self.kwargs.items())})"
                               f" failed: {type(exc).__name__}: {exc}") from None
-        self.autologged = _autolog(self.autolog, self.app)
         self.stats["pipeline/build_seconds"] = time.perf_counter() - t0
 
     def run(self, records: list[Record], progress: Progress | None = None) -> list[Record]:
         import mlflow
 
+        from mlflow.entities.trace_location import MlflowExperimentLocation
+
         had_uri = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
         if self.uri:
             mlflow.set_tracking_uri(self.uri)
+        if mlflow.get_tracking_uri().startswith("sqlite:"):  # one writer: MLflow's export threads wait on SQLite's lock
+            os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS", "1")
         try:
-            mlflow.set_experiment(experiment_id=self._experiment_id(mlflow))
+            self.where = MlflowExperimentLocation(self._experiment_id(mlflow))  # the process's active experiment untouched
             self.prepare()
+            self.autologged = _autolog(self.autolog, self.app)  # turned off again at the end
             ask = self._ask()
             pending: list[tuple[Record, str | None, float]] = []
             problems: list[list[str]] = []
@@ -152,8 +158,10 @@ class TracedPipeline:
                     pending = []
             problems += self._read_back(mlflow, pending)
         finally:
-            if had_uri is not None:
-                mlflow.set_tracking_uri(had_uri)
+            for name in self.autologged:  # the process is left as it was found (a notebook, the next sweep job)
+                getattr(mlflow, name).autolog(disable=True)
+            self.autologged = []
+            mlflow.set_tracking_uri(had_uri)  # None: unset again, as it was
         counts = count_problems(problems)
         for p, n in counts.items():
             self.stats[f"pipeline/trace_problems/{p}"] = float(n)
@@ -177,13 +185,16 @@ class TracedPipeline:
                                                 tags={"mlflow.experimentKind": "genai_development"})
             except Exception:  # noqa: BLE001 - created by another job meanwhile: found on the next pass
                 time.sleep(0.2)
-        return mlflow.set_experiment(self.experiment).experiment_id
+        found = client.get_experiment_by_name(self.experiment)
+        if found is None:
+            raise ConfigError(f"pipeline.experiment: cannot create the experiment {self.experiment!r} for the app's traces")
+        return found.experiment_id
 
     def _one(self, mlflow: Any, ask: Callable[[str], Any], r: Record) -> tuple[Record, str | None, float]:
         t0 = time.perf_counter()
         trace_id = None
         try:
-            with mlflow.start_span(name="ragexp.traced", span_type="CHAIN") as span:
+            with mlflow.start_span(name="ragexp.traced", span_type="CHAIN", trace_destination=self.where) as span:
                 trace_id = span.trace_id
                 span.set_inputs({"query": r.query})
                 mlflow.update_current_trace(tags={RECORD_TAG: r.id})
@@ -202,8 +213,8 @@ class TracedPipeline:
         for r, trace_id, wall in pending:
             trace = mlflow.get_trace(trace_id, silent=True) if trace_id else None
             if trace is None:
-                out.append(["no_spans"])
-                r.extra["trace_status"] = "no_spans"
+                out.append(["trace_not_stored"])
+                r.extra["trace_status"] = "trace_not_stored"
                 r.timings, r.latency_s = {"total": wall}, wall
                 continue
             mapped = read_trace(trace, self.reading, record_id=r.id)
