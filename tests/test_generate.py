@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,16 +15,17 @@ import pytest
 import yaml
 
 import cli
-from conftest import CONF, DATA
+from conftest import CONF, DATA, ROOT
 from judge_server import JudgeServer, Reply
 
 SQUAD = DATA / "squad2" / "dev-v2.0.json"
 
 
-def squad_corpus(path: Path) -> dict[str, str]:
+def squad_corpus(path: Path, limit: int | None = None) -> dict[str, str]:
+    """SQuAD v2's paragraphs (the first ``limit``) as a corpus file of ``{"id", "text"}`` lines."""
     from ragexp.datasets.squad2 import load_squad2
 
-    docs = load_squad2(str(SQUAD)).corpus
+    docs = dict(list(load_squad2(str(SQUAD)).corpus.items())[:limit])
     with open(path, "w", encoding="utf-8") as fh:
         for k, v in docs.items():
             fh.write(json.dumps({"id": k, "text": v}) + "\n")
@@ -36,12 +39,16 @@ TEXTS = ["The red bridge over the Tamar was finished in 1901 by railway engineer
          "A long tunnel beneath the Alps shortened the journey between Milan and Zurich by hours."]
 
 
-def generate_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    cli._require("integration", "starts ragexp.generate as a process")
+def run_module(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m …`` as a user types it (this interpreter), in ``cwd``; its exit status must be 0."""
+    cli._require("integration", "starts ragexp as a process")
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    return subprocess.run([sys.executable, "-m", "ragexp.generate", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+    argv = shlex.split(command)
+    assert argv[:2] == ["python", "-m"], command
+    proc = subprocess.run([sys.executable, *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{command}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
+    return proc
 
 
 def adds_up(report: dict) -> bool:
@@ -61,29 +68,39 @@ def config(tmp_path: Path, corpus: Path, url: str, **over) -> dict:
     return cfg
 
 
+def docs_commands() -> list[str]:
+    """The commands of docs/testset.md's quick start, as written there."""
+    text = (ROOT / "docs" / "testset.md").read_text(encoding="utf-8")
+    block = text[text.index("# run by tests/test_generate.py"):]
+    block = block[:block.index("```")]
+    return [line for line in block.splitlines() if line.startswith("python -m ") and not line.endswith("&")]  # the
+    # judge's line (… &) is this test's JudgeServer, on a free port
+
+
 @pytest.mark.integration
-def test_squad_paragraphs_to_a_test_set_that_ragexp_evaluates(tmp_path):
-    corpus = tmp_path / "squad_paragraphs.jsonl"
-    docs = squad_corpus(corpus)
+def test_squad_paragraphs_to_a_test_set_that_ragexp_evaluates_as_the_docs_say(tmp_path):
+    """docs/testset.md's commands on the shipped SQuAD paragraphs as ``docs.jsonl``: n=40 questions whose every
+    gold id is in the corpus, a report that adds up, an MLflow run, a re-run without a call, and the set
+    evaluated by ``python -m ragexp`` (BM25 alone, then a BM25/dense sweep) without a warning."""
+    generate, evaluate, sweep = docs_commands()
+    docs = squad_corpus(tmp_path / "docs.jsonl", limit=200)  # 200 of the 646: the dense index in seconds
     with JudgeServer() as server:
-        args = [f"corpus.path={corpus}", "n=40", "judge=openai_compatible", f"judge.api_base={server.url}",
-                "out=testset.jsonl", "progress=false", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}"]
-        first = generate_cli(*args, cwd=tmp_path)
-        assert first.returncode == 0, first.stderr[-3000:]
+        first = run_module(generate.replace("http://127.0.0.1:8000/v1", server.url), cwd=tmp_path)
         paid = server.calls
         records = [json.loads(line) for line in (tmp_path / "testset.jsonl").read_text().splitlines()]
         report = json.loads((tmp_path / "generation_report.json").read_text())
-        assert report["asked"] == 40 and adds_up(report) and report["kept"] == len(records) > 0
+        assert report["asked"] == 40 and adds_up(report) and report["kept"] == len(records) > 0, first.stdout
+        assert f"asked 40 = kept {len(records)}" in first.stdout
         assert paid == report["generated"] + report["answerability_checks"]  # one call each, nothing re-asked
         assert all(g in docs for r in records for g in r["gt_context_ids"])
-        assert all(r["gt_chunk_ids"][0].split("#")[0] in docs for r in records)
+        assert all(c.split("#")[0] in docs for r in records for c in r["gt_chunk_ids"])
         assert {r["question_type"] for r in records} == {"factoid", "descriptive", "multi"}
         assert all(len(r["gt_context_ids"]) == 2 for r in records if r["question_type"] == "multi")
         span = records[0]["gt_spans"][0]
         assert docs[span["doc_id"]][span["start"]:span["end"]].strip()
         from ragexp.workflow.generation import run_generation
 
-        cfg = config(tmp_path, corpus, server.url, n=40, min_words=30, out=str(tmp_path / "again.jsonl"),
+        cfg = config(tmp_path, tmp_path / "docs.jsonl", server.url, n=40, min_words=30, out=str(tmp_path / "again.jsonl"),
                      judge={"cache_path": str(tmp_path / ".ragexp_cache" / "judge.sqlite")},
                      kinds={"factoid": 0.4, "descriptive": 0.3, "multi": 0.3, "unanswerable": 0.0})
         again = run_generation(cfg, progress=False)  # the same command, in this process (one start-up less)
@@ -95,13 +112,13 @@ def test_squad_paragraphs_to_a_test_set_that_ragexp_evaluates(tmp_path):
     assert found[0].inputs.dataset_inputs[0].tags[0].value == "testset"
     assert {a.path for a in client.list_artifacts(found[0].info.run_id)} >= {"testset.jsonl", "generation_report.json",
                                                                               "generate_config.json"}
-    run = cli.run_cli("dataset=records", "dataset.path=testset.jsonl", f"dataset.corpus={corpus}", "retriever=bm25",
-                      "tracking.enabled=false", "progress=false", cwd=tmp_path)
-    said = run.stdout + run.stderr
-    assert "warning" not in said.lower()
-    for field in ("query", "reference_answers", "gt_contexts", "gt_context_ids"):
-        assert f"'{field}'" not in said.split("dataset 'records' has")[0]  # no metric skipped for a field of ours
-    assert "hit_rate/k5" in said
+    for command in (evaluate, sweep):
+        said = run_module(command, cwd=tmp_path)
+        told = said.stdout + said.stderr
+        assert "warning" not in told.lower(), told[-2000:]
+        for line in told.splitlines():  # no metric skipped for want of a field the test set should carry
+            assert not re.search(r"need [^;]*'(query|reference_answers|gt_contexts|gt_context_ids)'", line), line
+        assert "context_recall" in told and (command == evaluate or "holds 2 child runs" in told), told[-2000:]
 
 
 def test_duplicated_documents_give_no_duplicate_questions(tmp_path):
@@ -189,3 +206,14 @@ def test_dataset_corpus_for_records_reports_unknown_ids(tmp_path, capsys):
                                 "corpus_columns": {"id": "doc", "text": "body"}})
     ds = load_dataset(cfg)
     assert ds.corpus["guides/setup.md"] == "Install it, with pip." and ds.info["gt_ids_not_in_corpus"] == 0
+
+
+def test_the_language_filter_drops_a_question_in_another_language_than_its_passage():
+    from ragexp.testset.checks import language
+
+    passage = ("La tour Eiffel a été construite pour l'Exposition universelle de 1889 à Paris par l'entreprise "
+               "de Gustave Eiffel.")
+    assert language("Pour quelle exposition la tour Eiffel a-t-elle été construite ?", passage) == (None, None)
+    assert language("Who built the tower that was finished in 1889 for the world fair?", passage)[1] \
+        == "question in 'en' (1.00), passage in 'fr'"
+    assert language("誰がエッフェル塔を建てましたか", passage)[1] == "question in CJK script, passage in LATIN"

@@ -4,8 +4,9 @@ dropped, or None.
 - ``refusal``: the reference answer declines ("not in the context", "cannot be determined", ...);
 - ``length``: question of ``q_words`` words (min, max), answer of at most ``a_max_words`` and not empty;
 - ``language``: the question's language is not the passage's (langdetect, seeded): different writing
-  systems always count; within one script only when langdetect gives the question another language
-  with probability ≥ 0.9 and the question has at least 6 words (short questions are guessed poorly);
+  systems always count; within one script only when the question shares fewer than half of its words
+  (3+ letters) with the passage and langdetect gives it another language with probability ≥ 0.9, for a
+  question of at least 6 words (short questions are guessed poorly);
 - ``near_duplicate``: the question's keyword set (:func:`ragexp.common.text.keywords`) has Jaccard
   similarity ≥ ``threshold`` (0.8) with an earlier kept question's, or the same normalised text.
 
@@ -74,12 +75,17 @@ def detect(text: str) -> list[tuple[str, float]]:
 
 
 def language(question: str, passage: str) -> tuple[str | None, str | None]:
-    """(the passage's language, the reason to drop the question or None)."""
-    guesses = detect(passage[:2000])
-    lang = guesses[0][0] if guesses else None
+    """(the passage's language when it was detected, the reason to drop the question or None). A question
+    that shares at least half of its keywords with the passage is in the passage's language (shared words are
+    shared language): nothing is detected. Otherwise the passage's first 400 characters and the question are."""
     sp, sq = script(passage), script(question)
     if sp and sq and sp != sq:
-        return lang, f"question in {sq} script, passage in {sp}"
+        return None, f"question in {sq} script, passage in {sp}"
+    q_kw = keywords(question, min_len=3)
+    if q_kw and len(q_kw & keywords(passage, min_len=3)) >= len(q_kw) / 2:
+        return None, None  # not detected: the shared words settle it
+    guesses = detect(passage[:400])
+    lang = guesses[0][0] if guesses else None
     if lang and len(question.split()) >= 6:
         q = detect(question)
         if q and q[0][0] != lang and q[0][1] >= 0.9:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -118,7 +119,9 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
         c.outcome = "not_generated:too_few_passages"
         c.detail = f"the corpus has {len(pool)} passages of {min_words}+ words; each is asked about once"
         candidates.append(c)
+    started = time.perf_counter()
     usage = generate(judge, [c for c in candidates if c.outcome == "pending"], limits, progress)
+    asking = time.perf_counter() - started
     made = [c for c in candidates if c.outcome == "generated"]
     for c, twin in zip(made, checks.near_duplicates([c.question for c in made], dup)):
         if twin is not None:
@@ -133,6 +136,7 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
         rec["bm25_rank"], rec["difficulty"] = rank, difficulty(rank) if c.answerable else "n/a"
         records.append(rec)
     report = _report(cfg, n, candidates, records, corpus, passages, pool, too_short, no_partner, short_of, usage, dup)
+    report["seconds_asking"] = round(asking, 3)  # the questions and checks, every call and filter of theirs
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", encoding="utf-8") as fh:
         for rec in records:
@@ -177,7 +181,8 @@ def _report(cfg, n, candidates, records, corpus, passages, pool, too_short, no_p
                   "pairing": "partner = BM25's top passage for the passage's text in another document",
                   "near_duplicate": f"keyword-set Jaccard >= {dup} or the same normalised text",
                   "difficulty": "BM25 rank of a gold chunk for the question: 1 easy, 2-5 medium, else hard",
-                  "language": "writing system differs, or langdetect >= 0.9 for another language (6+ words)"},
+                  "language": "writing system differs, or (under half its words in the passage) langdetect >= 0.9 "
+                              "for another language (6+ words)"},
         "judge": {k.split("/", 1)[1]: v for k, v in usage.as_metrics().items()},
         "items": [{"index": c.index, "id": c.id if c.question else None, "kind": c.kind, "outcome": c.outcome,
                    "detail": c.detail, "passages": [p.id for p in c.passages], "question": c.question or None,

@@ -1,0 +1,121 @@
+"""``ragexp.generate`` wall time against the ideal: 1,000 questions, 2 calls each, at 0.5 s latency, 32 in flight.
+
+    python benchmarks/bench_generate.py [--n 1000] [--latency 0.5] [--concurrency 32] [--broken]
+
+The stand-in judge (tests/judge_server.py, in its own process) answers every request after ``--latency``
+seconds. :func:`ragexp.workflow.generation.run_generation` builds a test set of ``--n`` questions (factoid,
+descriptive and multi-passage) from SQuAD v2's paragraphs cut into 40-word chunks, on a fresh judge cache,
+``judge.max_concurrency=--concurrency``. The ideal wall is ``calls × latency / concurrency``; printed: the
+ideal and the whole run's wall (corpus, chunking, BM25, filters, writing included), as a ratio to the ideal and to the floor this machine sets at that moment: as many bare ``litellm.acompletion``
+calls, as many in flight, to the same server. A cached re-run is timed too (zero calls).
+
+It checks it measured what it names: ``n`` items, 2 calls each (no filter dropped one before its check),
+the report adding up, and the re-run making no call; otherwise it exits non-zero (``--broken`` sets the
+answer length bound to 0 words, so every question is filtered before its check: 1 call each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("RAGEXP_DATA_DIR", ROOT.parent / "shared" / "data"))
+
+SERVER = """
+import sys
+sys.path.insert(0, {tests!r})
+from judge_server import JudgeServer
+s = JudgeServer(latency={latency}).start()
+print(s.url, flush=True)
+sys.stdin.read()
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--latency", type=float, default=0.5)
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--broken", action="store_true")
+    args = ap.parse_args()
+    import yaml
+
+    from ragexp.datasets.squad2 import load_squad2
+    from ragexp.workflow.generation import run_generation
+
+    work = Path(tempfile.mkdtemp(prefix="bench_generate_"))
+    corpus = work / "squad_paragraphs.jsonl"
+    docs = load_squad2(str(DATA / "squad2" / "dev-v2.0.json")).corpus
+    corpus.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in docs.items()))
+    server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"), latency=args.latency)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    url = server.stdout.readline().strip()
+    judge = {**yaml.safe_load((ROOT / "conf" / "judge" / "openai_compatible.yaml").read_text()), "api_base": url,
+             "cache_path": str(work / "judge.sqlite"), "max_concurrency": args.concurrency}
+    cfg = {"corpus": {"path": str(corpus)}, "n": args.n, "seed": 0, "min_words": 20,
+           "kinds": {"factoid": 0.4, "descriptive": 0.3, "multi": 0.3},
+           "filters": {"question_words": [4, 60], "answer_max_words": 0 if args.broken else 200,
+                       "duplicate_similarity": 0.8},
+           "chunker": {"_target_": "ragexp.pipeline.chunking.Chunker", "name": "words", "size": 40, "overlap": 0},
+           "judge": judge, "out": str(work / "testset.jsonl"), "tracking": {"enabled": False}}
+    failures = []
+
+    async def floor(calls: int) -> float:
+        """Bare litellm.acompletion calls to the same server, as many, as many in flight: what the machine allows."""
+        import asyncio
+
+        import litellm
+
+        sem = asyncio.Semaphore(args.concurrency)
+        msgs = [{"role": "user", "content": 'Passage.\n{"answerable": true or false, "answer": ""}'}]
+
+        async def one() -> None:
+            async with sem:
+                await litellm.acompletion(model="hosted_vllm/judge", api_base=url, messages=msgs, max_tokens=64,
+                                          num_retries=0, max_retries=0)
+
+        t = time.perf_counter()
+        await asyncio.gather(*[one() for _ in range(calls)])
+        return time.perf_counter() - t
+
+    try:
+        t0 = time.perf_counter()
+        report = run_generation(cfg, progress=False)
+        wall = time.perf_counter() - t0
+        calls = report["judge"]["calls"]
+        ideal = calls * args.latency / args.concurrency
+        t1 = time.perf_counter()
+        again = run_generation({**cfg, "out": str(work / "again.jsonl")}, progress=False)
+        cached = time.perf_counter() - t1
+        import asyncio
+
+        bare = asyncio.run(floor(int(calls)))
+    finally:
+        server.stdin.close()
+        server.wait(10)
+    if report["asked"] != args.n or calls != 2 * args.n:
+        failures.append(f"expected {args.n} items with 2 calls each, got {report['asked']} items and {calls:.0f} calls")
+    if report["asked"] != report["kept"] + sum(sum(report[g].values()) for g in ("filtered", "failed", "not_generated")):
+        failures.append("the report does not add up")
+    if again["judge"]["calls"] != 0:
+        failures.append(f"the cached re-run made {again['judge']['calls']:.0f} calls")
+    print(f"n={args.n} latency={args.latency}s concurrency={args.concurrency}: {calls:.0f} calls, ideal {ideal:.1f} s; "
+          f"whole run {wall:.1f} s ({wall / ideal:.2f}x the ideal, {wall / bare:.2f}x bare litellm's {bare:.1f} s "
+          f"for the same calls, {bare / ideal:.2f}x the ideal; asking alone {report['seconds_asking']:.1f} s, "
+          f"{report['seconds_asking'] / ideal:.2f}x); kept {report['kept']}, "
+          f"filtered {report['filtered']}; cached re-run {cached:.1f} s, {again['judge']['calls']:.0f} calls")
+    for f in failures:
+        print(f"BROKEN: {f}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
