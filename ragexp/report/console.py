@@ -58,6 +58,8 @@ def _method_line(stats: Mapping[str, Any] | None, intervals: Mapping[str, Any]) 
 #: the console's name of each metric module's family (the registry's function module), in table order
 FAMILIES = {"token": "passage tokens", "context": "context", "ranking": "ranked", "answer": "answer",
             "keyword": "keyword", "judge": "judge", "questeval": "judge"}
+#: the keyword-verdict confusion metrics (docs/metrics.md): said as such beside their short keys
+VERDICT_KEYS = ("accuracy", "precision", "recall", "f1")
 #: rows per family the default table shows at most (``report.all=true``: every row), and rows in all
 PER_FAMILY = 3
 MAX_ROWS = 25
@@ -180,6 +182,8 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
         count_like = iv is None and not c and isinstance(value, float) and value.is_integer()
         shown = f"{int(value):,}" if count_like else _fmt(value)  # judge/calls, pipeline/failures
         unit = f" [dim]({scale(key)})[/dim]" if scale(key) else ""  # BLEU (0–100), a judge score (0–5), seconds
+        if key in VERDICT_KEYS:  # seed 004's confusion of the keyword verdict with people's label
+            unit = " [dim](keyword verdict vs label)[/dim]"
         row = ["" if group == last else group, (f"[bold]{key}[/bold]" if group == "headline" else key) + unit, shown]
         last = group
         if intervals:
