@@ -5,8 +5,15 @@
   the options that only make sense for a new instance, such as ``num_cpus``, are left out).
 - Each job is one task with ``hydra.launcher.ray.remote`` as its options (``num_cpus: 1``,
   ``max_retries: 0``: a job whose worker died is recorded FAILED rather than run again).
+- A local instance's dashboard, when asked for, listens on 127.0.0.1 (``dashboard_host``). Its GCS and raylet
+  still listen on every interface: Ray 2.60 resolves a ``_node_ip_address`` of 127.0.0.1 to the machine's
+  address (docs/guarantees.md says so; firewall the ports on a shared network).
 - A job needs what the launching process has: the environment variables ragexp's jobs read (the
-  sweep's launch id and parent run, the tracking URI, ...) travel as the task's ``runtime_env``,
+  sweep's launch id and parent run, the tracking URI, ...) travel as the task's ``runtime_env`` —
+  except those holding a secret (a store URL with its password, a key, a typed secret override:
+  :func:`split_secrets`) and every variable ``hydra.launcher.ray.env_vars`` names, which travel as an argument of the task, set in the worker's environment
+  by the job itself: Ray writes a task's ``runtime_env`` to its logs (``runtime_env_agent.log``), never
+  its arguments,
   and the task works in the launch directory (where relative paths — the dataset, the index and
   judge caches, the sweep folder — were meant), which on a cluster must be a shared file system.
 - A job that raised ends FAILED as with Hydra's basic launcher; a job whose worker process died
@@ -33,13 +40,32 @@ RAGEXP_ENV = ("RAGEXP_LAUNCH_ID", "RAGEXP_PARENT_RUN_ID", "RAGEXP_PARENT_TRACKIN
 
 #: ``ray.init`` options for a new local instance only; Ray refuses them when joining a cluster.
 LOCAL_ONLY = ("num_cpus", "num_gpus", "resources", "object_store_memory", "include_dashboard", "dashboard_host",
-              "dashboard_port", "_temp_dir")
+              "dashboard_port", "_temp_dir", "_node_ip_address")
+#: A local instance's dashboard (when ``include_dashboard``) listens on the loopback interface only
+LOOPBACK = {"dashboard_host": "127.0.0.1"}
 
 
 def forwarded_env(extra: Sequence[str]) -> dict[str, str]:
-    """The variables (ragexp's own, then ``extra`` names) set in this process, by name."""
-    names = list(RAGEXP_ENV) + [str(n) for n in extra]
+    """The variables (ragexp's own, the typed secret overrides, then ``extra`` names) set in this process."""
+    from ragexp.common.secrets import HIDDEN_ENV
+
+    names = list(RAGEXP_ENV) + [n for n in os.environ if n.startswith(HIDDEN_ENV)] + [str(n) for n in extra]
     return {n: os.environ[n] for n in names if n in os.environ}
+
+
+def split_secrets(env: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(plain, secret) variables: secret when the name says so, the config names it as holding a key, it holds
+    a typed secret override, or its value holds credentials (:func:`ragexp.common.secrets.holds_secret`).
+
+    >>> split_secrets({"RAGEXP_LAUNCH_ID": "x1", "MLFLOW_TRACKING_URI": "postgresql://u:pw-123@db/runs"})
+    ({'RAGEXP_LAUNCH_ID': 'x1'}, {'MLFLOW_TRACKING_URI': 'postgresql://u:pw-123@db/runs'})
+    """
+    from ragexp.common.secrets import holds_secret
+
+    plain, secret = {}, {}
+    for k, v in env.items():
+        (secret if holds_secret(k, v) else plain)[k] = v
+    return plain, secret
 
 
 def init_options(init: dict[str, Any]) -> dict[str, Any]:
@@ -52,8 +78,8 @@ def init_options(init: dict[str, Any]) -> dict[str, Any]:
     """
     opts = {k: v for k, v in init.items() if v is not None}
     if str(opts.get("address", "local")) != "local":
-        opts = {k: v for k, v in opts.items() if k not in LOCAL_ONLY}
-    return opts
+        return {k: v for k, v in opts.items() if k not in LOCAL_ONLY}
+    return {**(LOOPBACK if opts.get("include_dashboard") else {}), **opts}
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Any]:
@@ -74,7 +100,10 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
 
     remote = {"max_retries": 0, **(ray_cfg.get("remote") or {})}
     runtime_env = dict(remote.get("runtime_env") or {})
-    runtime_env["env_vars"] = {**forwarded_env(ray_cfg.get("env_vars") or []), **(runtime_env.get("env_vars") or {})}
+    extra = [str(n) for n in ray_cfg.get("env_vars") or []]
+    plain, secret = split_secrets(forwarded_env([]))
+    secret.update({n: os.environ[n] for n in extra if n in os.environ})  # the user's own: keys, mostly
+    runtime_env["env_vars"] = {**plain, **(runtime_env.get("env_vars") or {})}
     remote["runtime_env"] = runtime_env
     task = ray.remote(**remote)(_run_job)
     launch_dir = str(config.hydra.runtime.cwd)
@@ -89,7 +118,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
             sweep_config.hydra.job.id = f"ray_{config.hydra.job.name}_{idx}"
             sweep_config.hydra.job.num = idx
         ref = task.remote(launcher.hydra_context, sweep_config, launcher.task_function, Singleton.get_state(),
-                          launch_dir)
+                          launch_dir, secret)
         submitted.append((sweep_config, ref))
     try:
         return [_result(launcher, sweep_config, ref) for sweep_config, ref in submitted]
@@ -147,12 +176,14 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _run_job(hydra_context: Any, sweep_config: Any, task_function: Any, singleton_state: Any,
-             launch_dir: str) -> Any:
-    """One job, in a Ray worker: in the launch directory, as Hydra's own launchers run it."""
+             launch_dir: str, secret_env: dict[str, str] | None = None) -> Any:
+    """One job, in a Ray worker: in the launch directory, as Hydra's own launchers run it, with the launching
+    process's secret variables set (they came as this argument, not in the logged ``runtime_env``)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.singleton import Singleton
     from hydra.core.utils import JobStatus, run_job, setup_globals
 
+    os.environ.update(secret_env or {})
     setup_globals()
     Singleton.set_state(singleton_state)
     if os.path.isdir(launch_dir):

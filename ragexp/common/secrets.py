@@ -142,6 +142,14 @@ def _env_secrets() -> list[str]:
     return sorted({v for v in found if distinctive(v)}, key=len, reverse=True)
 
 
+def holds_secret(name: str, value: str) -> bool:
+    """True for an environment variable that holds a secret: named like a credential, declared by a config
+    (:func:`declare_secret_env`), a typed secret override, or a value with credentials in it (a URL's password,
+    a provider-shaped key)."""
+    return bool(name in _DECLARED or name.startswith(HIDDEN_ENV) or _SECRET_ENV.search(name)
+                or scrub(value, []) != value)
+
+
 def scrub(text: str, env_secrets: list[str] | None = None) -> str:
     """``text`` with every secret replaced: environment values, URL credentials, ``<secret key>=value``
     pairs and key-shaped values. ``env_secrets`` saves re-reading the environment in a loop."""
