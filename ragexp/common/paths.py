@@ -11,8 +11,10 @@ the same files as ``ragexp/conf/`` (``pyproject.toml`` maps one onto the other),
 
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # ragexp/
 
@@ -41,8 +43,6 @@ def launch_dir() -> Path:
 def store_uri(configured: str | None = None) -> str:
     """The MLflow store a run uses: ``configured`` (``tracking.uri``), else ``$MLFLOW_TRACKING_URI``, else
     ``sqlite:///<launch dir>/mlflow.db``."""
-    import os
-
     if configured:
         return str(configured)
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(launch_dir() / 'mlflow.db').resolve()}"
@@ -68,6 +68,19 @@ def artifact_root(uri: str) -> str | None:
     """
     db = sqlite_path(uri)
     return None if db is None else (db.resolve().parent / "mlruns").as_uri()
+
+
+@contextmanager
+def env_defaults(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in the environment inside the block only, each where the environment has none (a value
+    the user set wins): MLflow's HTTP retries and timeouts while ragexp talks to a tracking server."""
+    added = {k: v for k, v in values.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
 
 
 def plain(node: Any) -> Any:

@@ -7,13 +7,12 @@ whole keeps its record, its ``trace_status`` saying what is missing, and one lin
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from ragexp.common.paths import sqlite_path, store_uri
+from ragexp.common.paths import env_defaults, sqlite_path, store_uri
 from ragexp.common.secrets import redact_url
 from ragexp.common.spans import RECORD_TAG, SpanReading, count_problems, problems_line, read_trace, record_of
 from ragexp.datasets.base import Dataset, collector_paused
@@ -25,17 +24,6 @@ from ragexp.errors import DataError
 _HTTP = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 #: traces asked for per page of ``MlflowClient.search_traces``
 PAGE = 500
-
-
-@contextlib.contextmanager
-def _bounded_http() -> Iterator[None]:
-    added = {k: v for k, v in _HTTP.items() if k not in os.environ}
-    os.environ.update(added)
-    try:
-        yield
-    finally:
-        for k in added:
-            os.environ.pop(k, None)
 
 
 def _millis(value: Any, key: str) -> int | None:
@@ -138,7 +126,7 @@ def load_mlflow_traces(experiment: str, *, tracking_uri: str | None = None, run_
     reading = SpanReading(query_key=query_key, answer_key=answer_key, context_id=context_id)
     where = _filter(filter, since, until)
     uri = store_uri(tracking_uri)
-    with _bounded_http():
+    with env_defaults(_HTTP):
         client = _client(uri)
         found = _experiment(client, uri, experiment)
         try:

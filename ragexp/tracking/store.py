@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
-from ragexp.common.paths import artifact_root, sqlite_path, store_uri  # noqa: F401 - artifact_root: used here and by cli.ui
+from ragexp.common.paths import artifact_root, env_defaults, sqlite_path, store_uri  # noqa: F401 - artifact_root: used here and by cli.ui
 
 T = TypeVar("T")
 
@@ -150,13 +150,8 @@ def configure_http(tracking: Any) -> None:
 @contextmanager
 def bounded_http() -> Iterator[None]:
     """MLflow's HTTP retries and timeouts bounded (:data:`HTTP_BOUNDS`) inside the block only."""
-    added = {k: v for k, v in HTTP_BOUNDS.items() if k not in os.environ}
-    os.environ.update(added)
-    try:
+    with env_defaults(HTTP_BOUNDS):
         yield
-    finally:
-        for k in added:
-            os.environ.pop(k, None)
 
 
 def first_line(exc: BaseException) -> str:
