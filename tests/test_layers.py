@@ -325,3 +325,94 @@ def test_a_private_name_is_found(source, found):
 def test_the_reader_resolves_each_kind_of_import(source, expected):
     """The checks above would pass on a reader that misses imports: it is tested on each kind."""
     assert [t for _, t, _ in imports("ragexp.metrics.probe", source)] == expected
+
+
+# --- core/ computes; others speak ------------------------------------------------------------------------
+
+#: calls that write a file or make a folder (``open`` in a writing mode is checked apart)
+_WRITES = {"write_text", "write_bytes", "to_parquet", "to_csv", "to_json", "write_table", "mkdir", "makedirs",
+           "dump", "savefig", "rename", "replace", "unlink", "rmtree", "copyfile", "copy2", "move"}
+
+
+def speaking(module: str, source: str | None = None) -> list[str]:
+    """Where ``module`` writes a file, prints a sentence (``print``, a rich console, ``sys.stdout``/``stderr``)
+    or reads ``sys.argv``: what only the runner, ``tracking/``, ``report/`` and ``cli/`` do."""
+    tree = TREES[module] if source is None else ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        where = f"{module}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+            if name == "print":
+                found.append(f"{where}: prints")
+            elif name == "open" and any(isinstance(a, ast.Constant) and isinstance(a.value, str) and set(a.value) & set("wax")
+                                        for a in [*node.args[1:2], *[k.value for k in node.keywords if k.arg == "mode"]]):
+                found.append(f"{where}: opens a file for writing")
+            elif name in _WRITES and isinstance(fn, ast.Attribute) and not (name == "replace" and node.args
+                                                                             and len(node.args) == 2):
+                found.append(f"{where}: writes ({name})")
+            elif name == "write" and isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Attribute) \
+                    and fn.value.attr in ("stdout", "stderr"):
+                found.append(f"{where}: writes to sys.{fn.value.attr}")
+        if isinstance(node, ast.Attribute) and node.attr == "argv":
+            found.append(f"{where}: reads sys.argv")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(n == "rich" or n.startswith("rich.") for n in names):
+                found.append(f"{where}: imports rich (a console)")
+    return found
+
+
+#: core modules still being moved out of core (issue 31): core/gate.py writes the gate's file and handles
+#: argv and exit codes, which go to cli/. The lead removes the entry when that move lands; a new file here
+#: needs its reason written next to it. (core/results.py's Parquet writing and core/labels.py's sentences
+#: have left already: they are checked.)
+STILL_MOVING = {"ragexp.core.gate"}
+
+
+def test_core_computes_and_others_speak():
+    """``core/`` neither writes files, nor prints or builds console sentences, nor reads ``sys.argv``."""
+    found = [line for module in MODULES if module.startswith("ragexp.core.") and module not in STILL_MOVING
+             for line in speaking(module)]
+    assert not found, "core/ speaks (files to tracking/ or the runner, sentences to report/, argv to cli/):\n" \
+        + "\n".join(found)
+
+
+@pytest.mark.parametrize("source, found", [
+    ("def save(path, table):\n    table.to_parquet(path)", 1),
+    ("from pathlib import Path\nPath('x').write_text('y')", 1),
+    ("def f():\n    with open('x', 'w') as fh:\n        pass", 1),
+    ("def f():\n    with open('x') as fh:\n        return fh.read()", 0),
+    ("print('3 metrics')", 1),
+    ("import sys\nsys.stderr.write('no')", 1),
+    ("from rich.console import Console", 1),
+    ("import sys\ndef f():\n    return sys.argv[1:]", 1),
+    ("def f(s):\n    return s.replace('a', 'b')", 0),
+])
+def test_a_speaking_line_is_found(source, found):
+    assert len(speaking("ragexp.core.probe", source)) == found
+
+
+def private_imports(module: str, source: str | None = None) -> list[str]:
+    """Where ``module`` imports a private name (one leading underscore) of another module of ragexp."""
+    tree = TREES[module] if source is None else ast.parse(source)
+    lines = {line for line, target, _ in imports(module, source) if target != module}
+    return [f"{module}:{node.lineno}: imports {node.module}.{a.name}" for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.lineno in lines for a in node.names if _private(a.name)]
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A name with a leading underscore is its module's own: another module asks for a public one."""
+    found = [line for module in MODULES for line in private_imports(module)]
+    assert not found, "private names imported from another module of ragexp:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from ragexp.stats.intervals import _draws", 1),
+    ("def f():\n    from ragexp.metrics.base import _BY_FUNCTION", 1),
+    ("from ragexp.metrics.base import Score, register", 0),
+    ("from ragexp.metrics import base\nbase.Score", 0),
+])
+def test_a_private_import_is_found(source, found):
+    assert len(private_imports("ragexp.report.probe", source)) == found
