@@ -297,3 +297,20 @@ def test_the_traced_apps_page_commands_run_as_written(tmp_path):
     app_traces = client.search_traces(locations=[client.get_experiment_by_name("ragexp app traces").experiment_id],
                                       max_results=100)
     assert len(app_traces) == 20  # the app's own traces of both jobs, beside the runs
+
+
+@pytest.mark.slow
+def test_a_ragexp_runs_own_traces_read_back_are_its_records(tmp_path):
+    """The traces a logged run writes (docs/traces.md) read back with dataset=mlflow_traces dataset.run_id=...:
+    every record the run scored, its fields, references, label and people's labels as they were."""
+    from ragexp.datasets.demo import load_demo
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    run = ragexp.evaluate("demo", metric="[hit_rate,answer_token_f1]", log=uri, progress=False,
+                          overrides=["dataset.limit=8"])
+    ds = load_mlflow_traces("ragexp", tracking_uri=uri, run_id=run.run_id)
+    fields = ("id", "query", "answer", "contexts", "context_ids", "reference_answers", "gt_context_ids", "label",
+              "human")
+    assert [[getattr(r, f) for f in fields] for r in ds.records] == \
+        [[getattr(r, f) for f in fields] for r in load_demo(limit=8).records]
+    assert {r.extra["trace_status"] for r in ds.records} == {"ok"}
