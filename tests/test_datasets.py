@@ -382,6 +382,25 @@ def _e2e_overrides(option: str, tmp_path: Path, data_dir: Path) -> list[str]:
                 "dataset.columns={query: question, reference_answers: ground_truths}"]
     if option in ("squad2", "tonic_qa_pairs", "autorag", "autorag_ko"):
         return ["retriever=bm25", "generator=extractive"]  # questions and corpus only: a pipeline answers them
+    if option == "mlflow_traces":  # two traces of an app (a root span and a retriever), written here
+        import mlflow
+        from mlflow.entities.trace_location import MlflowExperimentLocation
+
+        uri = f"sqlite:///{tmp_path / 'app.db'}"
+        where = MlflowExperimentLocation(mlflow.MlflowClient(uri).create_experiment("app"))
+        before = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
+        mlflow.set_tracking_uri(uri)
+        try:
+            for q in ("What do bees make?", "Who keeps bees?"):
+                with mlflow.start_span("app", span_type="CHAIN", trace_destination=where) as root:
+                    root.set_inputs({"question": q})
+                    with mlflow.start_span("search", span_type="RETRIEVER") as span:
+                        span.set_outputs([{"page_content": "Bees make honey; beekeepers keep them.", "id": "d1"}])
+                    root.set_outputs("Honey.")
+            mlflow.flush_trace_async_logging()
+        finally:
+            mlflow.set_tracking_uri(before)
+        return ["dataset.experiment=app", f"dataset.tracking_uri={uri}"]
     return []
 
 
@@ -399,4 +418,4 @@ def test_every_option_is_covered():
     assert NEEDS_PATH <= set(OPTIONS)
     assert {"demo", "squad2", "tonic_qa_pairs", "tonic_run", "continuous_eval", "continuous_eval_correctness",
             "autorag", "autorag_result", "autorag_ko", "halueval", "ragchecker", "memory_eval_true",
-            "memory_eval_false", "records", "mapped", "expertqa"} == set(OPTIONS)
+            "memory_eval_false", "records", "mapped", "expertqa", "mlflow_traces"} == set(OPTIONS)
