@@ -91,6 +91,7 @@ def per_sample_columns(records, scores: dict[str, list[Score]], cluster_by: str 
     for name in ("pipeline_error", "trace_id", "trace_status", "context_scores"):
         if any(r.extra.get(name) for r in records):
             columns[name] = [r.extra.get(name) or None for r in records]
+    columns.update(_extra_columns(records, set(columns)))
     for key, per in scores.items():
         columns[key] = [s.value for s in per]
         columns[status_column(key)] = [s.status for s in per]
@@ -100,6 +101,27 @@ def per_sample_columns(records, scores: dict[str, list[Score]], cluster_by: str 
         if any(s.samples and len(s.samples) > 1 for s in per):  # the k verdicts a paired comparison redraws
             columns[samples_column(key)] = [None if s.samples is None else list(s.samples) for s in per]
     return columns
+
+
+def _extra_columns(records, taken: set[str]) -> dict[str, list]:
+    """The records' other input keys (docs/records.md: kept, not scored), one column each in first-seen order:
+    a dot in a key becomes ``_`` (see :data:`STATUS_SUFFIX`); a column whose values are not all of one plain type
+    (text, number, boolean) holds each value as JSON text, so the Parquet table takes it."""
+    import json
+
+    out: dict[str, list] = {}
+    keys = dict.fromkeys(k for r in records for k in r.extra if not str(k).startswith("_"))
+    for key in keys:
+        name = str(key).replace(".", "_")
+        if name in taken or name in out or key in ("pipeline_error", "trace_id", "trace_status", "context_scores"):
+            continue
+        values = [r.extra.get(key) for r in records]
+        kinds = {type(v) for v in values if v is not None}
+        if len(kinds) > 1 or not kinds <= {str, int, float, bool}:
+            values = [None if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+                      for v in values]
+        out[name] = values
+    return out
 
 
 def frame_of(columns: dict[str, list]):
