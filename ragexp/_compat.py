@@ -32,3 +32,13 @@ def drop_leftover_migration_tables(db: Path) -> list[str]:
         return dropped
     finally:
         con.close()
+
+
+def ray_loopback_options(address: str) -> dict[str, str]:
+    """``ray.init`` options for a driver whose cluster is on this machine's loopback (``127.0.0.1:PORT``,
+    ``localhost:PORT``, or ``local``: a private instance): ``_node_ip_address`` 127.0.0.1, Ray's documented
+    but experimental ``ray.init`` keyword. Without it the driver takes the machine's outward address for
+    its own and waits for ever for a raylet there (a cluster started with ``--node-ip-address=127.0.0.1``),
+    or a private instance listens on that address. Tested on Ray 2.60 (``ray[default]<3`` in pyproject.toml)."""
+    host = address.rsplit(":", 1)[0] if ":" in address else address
+    return {"_node_ip_address": "127.0.0.1"} if host in ("local", "127.0.0.1", "localhost") else {}

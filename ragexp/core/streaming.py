@@ -25,6 +25,8 @@ from ragexp.core.scoring import MetricSpec, dataset_value, score
 from ragexp.metrics.base import STATUSES
 
 _NAN = float("nan")
+#: a dataset-level metric's per-record ratio parts, or None (the function's name before and after issue 31's move)
+_ratio_parts = getattr(scoring, "_ratio_parts", None) or getattr(scoring, "_confusion_parts")
 
 
 def streamable(specs: list[MetricSpec]) -> str | None:
@@ -33,7 +35,7 @@ def streamable(specs: list[MetricSpec]) -> str | None:
     for s in specs:
         if s.info.judge:
             return f"judge metric '{s.key}'"
-        if s.info.level == "dataset" and scoring._confusion_parts(s, [], {}) is None:
+        if s.info.level == "dataset" and _ratio_parts(s, [], {}) is None:
             return f"dataset-level metric '{s.key}' without per-record parts"
     return None
 
@@ -59,7 +61,7 @@ def score_chunk(records: list, specs: list[MetricSpec]) -> ChunkPart:
         warnings.simplefilter("always", RuntimeWarning)
         scores = score(records, specs, processes=1)
         confusions: dict[str, list] = {}
-        ratios = {s.key: scoring._confusion_parts(s, records, confusions) for s in specs if s.info.level == "dataset"}
+        ratios = {s.key: _ratio_parts(s, records, confusions) for s in specs if s.info.level == "dataset"}
     values = {key: [s.value if s.status == "ok" and s.value is not None else _NAN for s in per]
               for key, per in scores.items()}
     statuses = {key: Counter(s.status for s in per) for key, per in scores.items()}

@@ -37,7 +37,8 @@ from ragexp.core.streaming import ChunkPart, Tally, score_chunk, streamable
 from ragexp.datasets.base import RecordSink, streamed
 
 #: the settings of ``conf/execution/local.yaml``
-DEFAULTS = {"mode": "auto", "chunk_records": 2000, "processes": None, "stream_from_mb": 64}
+DEFAULTS = {"mode": "auto", "chunk_records": 2000, "processes": None, "stream_from_mb": 64, "address": "local",
+            "in_flight": None}
 
 
 def settings(cfg: DictConfig) -> dict[str, Any]:
@@ -79,6 +80,8 @@ class _Survey(RecordSink):
         self.questions, self.outputs = FieldsDigest(QUESTION_FIELDS), FieldsDigest(("id", *OUTPUT_FIELDS))
         self.shape: dict[str, list] = {}  # field → [first truthy value, first non-None value, a record lacks it]
         self.labelled = False
+        self.stages: set[str] = set()  # pipeline stages a record timed
+        self.depth = 0  # the most passages a record has
 
     def __call__(self, chunk: list) -> None:
         self.questions.update(chunk)
@@ -101,6 +104,8 @@ class _Survey(RecordSink):
                         s[0] = v
             self.n += 1
         self.labelled = self.labelled or any(r.label is not None or r.human for r in chunk)
+        self.stages.update(s for r in chunk for s in (r.timings or {}))
+        self.depth = max(self.depth, max((len(r.context_ids or r.contexts or ()) for r in chunk), default=0))
 
     def fields(self) -> list[str]:
         return [f for f in FIELDS if f in self.present]
@@ -196,6 +201,69 @@ class _Scorer(RecordSink):
             self.bar.update(part.n)
 
 
+class _RayScorer(_Scorer):
+    """The score pass on a Ray cluster: each chunk a task (one CPU) on whichever node is free, taken
+    back in order; the specs sent to the object store once."""
+
+    def __init__(self, size: int, specs: list, table: Any, address: str, in_flight: int | None, bar: Any) -> None:
+        import ray
+
+        super().__init__(size, specs, table, 1, bar)
+        self.started = not ray.is_initialized()
+        if self.started:
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
+            opts: dict[str, Any] = {"address": address, "log_to_driver": False,
+                                    "runtime_env": {"env_vars": {k: os.environ[k] for k in _RAY_ENV if k in os.environ}}}
+            if address == "local":
+                opts.update(include_dashboard=False)
+            from ragexp._compat import ray_loopback_options
+
+            ray.init(**opts, **ray_loopback_options(address))
+        self.task = ray.remote(num_cpus=1, max_retries=2)(_score_on_node)
+        self.specs_ref = ray.put(specs)
+        self.processes = int(ray.cluster_resources().get("CPU", 1))
+        self.in_flight = int(in_flight) if in_flight else 2 * self.processes
+        self.nodes: set[str] = set()
+
+    def __call__(self, chunk: list) -> None:
+        self.pending.append(self.task.remote(chunk, self.specs_ref))
+        while len(self.pending) > self.in_flight:
+            self._take_ref(self.pending.popleft())
+
+    def finish(self) -> None:
+        while self.pending:
+            self._take_ref(self.pending.popleft())
+        self.close()
+
+    def _take_ref(self, ref: Any) -> None:
+        import ray
+
+        node, part = ray.get(ref)
+        self.nodes.add(node)
+        self._take(part)
+
+    def close(self) -> None:
+        import ray
+
+        for ref in self.pending:
+            ray.cancel(ref)
+        self.pending.clear()
+        if self.started and ray.is_initialized():
+            ray.shutdown()
+            self.started = False
+
+
+#: environment variables a Ray worker gets from this process (no credential among them)
+_RAY_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "RAGEXP_DATA_DIR")
+
+
+def _score_on_node(chunk: list, specs: list) -> tuple[str, ChunkPart]:
+    """A Ray task: the chunk's scores, and the node that computed them."""
+    import ray
+
+    return ray.get_runtime_context().get_node_id(), score_chunk(chunk, specs)
+
+
 def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool, overrides: Sequence[str] | None,
             record: Any, started: float) -> Any:
     """The runner's steps over the file in chunks; an :class:`ragexp.workflow.runner.Outcome` whose
@@ -231,7 +299,10 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     sample_keys = [s.key for s in specs if s.info.level == "sample"]
     table = StreamedTable(folder / "per_sample.parquet", sample_keys, rows=tracking.get("table_rows", 5000))
     bar = _bar(show and bool(cfg.get("progress", True)), survey.n)
-    scorer = _Scorer(size, specs, table, processes_for(ex["processes"]), bar)
+    if ex["mode"] == "ray":
+        scorer: _Scorer = _RayScorer(size, specs, table, str(ex["address"]), ex["in_flight"], bar)
+    else:
+        scorer = _Scorer(size, specs, table, processes_for(ex["processes"]), bar)
     try:
         with streamed(scorer):
             runner.load_dataset(cfg.dataset)
@@ -268,7 +339,14 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     summary = runner.summary_step(cfg, plan, [], scored, intervals, facts)
     if scored.trust:
         summary["agreement"] = scored.trust["agreement"]
-    summary["execution"] = {"mode": "stream", "chunk_records": size, "processes": scorer.processes}
+    if hasattr(runner, "provenance"):  # where contexts, answers and latencies came from
+        summary["provenance"] = runner.provenance(plan, [])
+    if isinstance(summary.get("provenance"), dict):  # what the runner's provenance reads of the records
+        summary["provenance"].update(latency_stages=sorted(survey.stages - {"total"}), max_passages=survey.depth or None)
+    summary["execution"] = {"mode": ex["mode"] if ex["mode"] == "ray" else "stream", "chunk_records": size,
+                            "processes": scorer.processes}
+    if isinstance(scorer, _RayScorer):
+        summary["execution"]["nodes"] = len(scorer.nodes)  # the cluster's nodes that scored chunks
     summary["seconds"] = round(time.perf_counter() - started, 3)
     if save:
         if record is not None:
@@ -290,6 +368,9 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     outcome = runner.Outcome(summary, table, intervals, [], folder if save else None)
     if save:
         runner.log_step(tracking, folder, summary, record)
+        if tracking.get("enabled", True) and tracking.get("traces", 1) != 0:
+            print("Traces: none for a run scored in chunks (execution.mode=memory logs them); "
+                  "every sample is in per_sample.parquet")
     return outcome
 
 
