@@ -9,18 +9,12 @@ from ragexp.cli.standin_judge import *  # noqa: F401,F403 - JudgeServer, Reply, 
 from ragexp.cli.standin_judge import main
 
 
-#: each judge metric's module in ragexp/metrics/judged/
-_MODULE = {"answer_similarity": "similarity", "retrieval_precision": "relevance", "augmentation_accuracy": "usage",
-           "augmentation_precision": "relevant_usage", "answer_consistency": "main_points",
-           "answer_consistency_binary": "full_support", "overall_score": "overall", "questeval_recall": "questeval",
-           "questeval_precision": "questeval"}
-
-
 def judge_specs(*names: str, **options: dict):
     """Built specs of the named judge metrics (``options[name]`` holds a metric's options), as tests score them."""
     from ragexp.core.scoring import build_metrics
+    from ragexp.metrics.base import load_all
 
-    cfg = {n: {"_target_": f"ragexp.metrics.judged.{_MODULE[n]}.{n}", **options.get(n, {})} for n in names}
+    cfg = {n: {"_target_": f"{load_all()[n].fn.__module__}.{n}", **options.get(n, {})} for n in names}
     return build_metrics(cfg)[0]
 
 

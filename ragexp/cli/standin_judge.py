@@ -117,7 +117,8 @@ def task_of(user: str) -> str:
     """Which verdict the prompt asks for, from the JSON key its reply format names."""
     tail = user[user.rfind("</"):] if "</" in user else user
     for key, task in (('"evidence"', "testset_question"), ('"answerable"', "testset_answerable"),
-                      ('"fully_supported"', "full_support"), ('"supported"', "support"), ('"relevant"', "relevance"),
+                      ('"fully_supported"', "full_support"), ('"supported"', "support"), ('"relation"', "entailment"),
+                      ('"relevant"', "relevance"),
                       ('"used"', "usage"), ('"score"', "similarity"), ('"points"', "main_points"),
                       ('"questions"', "questions"), ('"answers"', "answers")):
         if key in tail:
@@ -155,6 +156,9 @@ def sensible(request: Request) -> dict[str, Any]:
     if task == "support":
         ok = _share(one("statement"), "\n".join(b.get("context", []))) >= 0.5
         return {"supported": ok, "reason": "stated in the context" if ok else "not in the context"}
+    if task == "entailment":  # one claim against one passage: entailed when most of its terms are there
+        share = _share(one("statement"), one("context"))
+        return {"relation": "entailment" if share >= 0.5 else "neutral", "reason": f"{share:.2f} of its terms"}
     if task == "full_support":
         ctx = "\n".join(b.get("context", []))
         ok = all(_share(s, ctx) >= 0.5 for s in sentences(one("answer")))

@@ -32,6 +32,8 @@ def _pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[A
         if not spec.info.judge or spec.key not in scores:
             continue
         name = spec.key if any(spec.key in (r.human or {}) for r in records) else spec.key.split("/")[0]
+        if spec.info.agrees_with and not any(name in (r.human or {}) for r in records):
+            name = spec.info.agrees_with  # a metric measuring what another's labels measure
         idx, human, judge, rest, rest_idx, failed = [], [], [], [], [], 0
         for i, (r, s) in enumerate(zip(records, scores[spec.key])):
             label = (r.human or {}).get(name)

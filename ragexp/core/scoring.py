@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ragexp.common.paths import plain
 from ragexp.errors import ConfigError, FieldsError
-from ragexp.metrics.base import MetricSpec, Score, info_for, mean_ok, status_counts
+from ragexp.metrics.base import MetricSpec, Score, info_for, is_int, is_number, mean_ok, status_counts
 from ragexp.common.records import Record, present_fields
 
 #: Keys of the ``metric`` node that are settings of the suite, not metrics.
@@ -99,13 +99,13 @@ def _check_options(spec: MetricSpec, key: str | None = None) -> None:
     work with one line naming the metric, the option, what was expected and what was got.
 
     The expected type comes from the metric function's annotation (``k: int | None``,
-    ``use_stemmer: bool``); :data:`_OPTION_RULES` adds what a type cannot say (k ≥ 1, a threshold
-    in [0, 1], the allowed words).
+    ``use_stemmer: bool``); the metric's ``option_rules`` add what a type cannot say (k ≥ 1, a
+    threshold in [0, 1], the allowed words).
     """
     key = key or spec.key.split("/", 1)[0]
     hints = _option_types(spec.info.fn)
     for name, value in spec.options.items():
-        expected = _option_problem(name, value, hints.get(name))
+        expected = _option_problem(spec.info.option_rules.get(name), value, hints.get(name))
         if expected is not None:
             raise ConfigError(f"metric '{key}': option '{name}' expected {expected}, got {_shown(value)}; "
                               f"set metric.{key}.{name}=...")
@@ -119,40 +119,6 @@ def _shown(value: Any) -> str:
     text = repr(value)
     text = text if len(text) <= 80 else text[:77] + "..."
     return f"{text} ({type(value).__name__})" if value is not None else text
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _bleu_tokenizers() -> tuple[str, ...]:
-    from sacrebleu.metrics.bleu import BLEU
-
-    return tuple(BLEU.TOKENIZERS)
-
-
-#: What an option's type cannot say: option name → (accepts(value), what is expected). A list
-#: given to a variant option (``k: [1, 5]``) is checked value by value after the expansion.
-_OPTION_RULES: dict[str, tuple[Callable[[Any], bool], Callable[[], str]]] = {
-    "k": (lambda v: v is None or (_is_int(v) and v >= 1),
-          lambda: "a positive integer or null (or a list of them)"),
-    "threshold": (lambda v: _is_number(v) and 0 <= v <= 1, lambda: "a number in [0, 1]"),
-    "relevance": (lambda v: v in ("auto", "ids", "matcher"), lambda: "one of 'auto', 'ids', 'matcher'"),
-    "denominator": (lambda v: v in ("relevant", "hits"), lambda: "one of 'relevant', 'hits'"),
-    "stopwords": (lambda v: v is None or v in ("none", "english")
-                  or (isinstance(v, list) and all(isinstance(w, str) for w in v)),
-                  lambda: "null, 'none', 'english' or a list of words"),
-    "smooth_method": (lambda v: v in ("exp", "floor", "add-k", "none"),
-                      lambda: "one of 'exp', 'floor', 'add-k', 'none' (sacrebleu's smoothing)"),
-    "smooth_value": (lambda v: v is None or (_is_number(v) and v >= 0), lambda: "a number >= 0 or null"),
-    "tokenize": (lambda v: isinstance(v, str) and v in _bleu_tokenizers(),
-                 lambda: "one of sacrebleu's tokenizers: " + ", ".join(map(repr, _bleu_tokenizers()))),
-    "prompt_version": (lambda v: isinstance(v, str) and v != "", lambda: "a prompt version such as 'v1'"),
-}
 
 
 def _option_types(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -189,17 +155,16 @@ def _type_accepts(tp: Any, value: Any) -> tuple[bool, str] | None:
     if tp is bool:
         return isinstance(value, bool), "true or false"
     if tp is int:
-        return _is_int(value), "an integer"
+        return is_int(value), "an integer"
     if tp is float:
-        return _is_number(value), "a number"
+        return is_number(value), "a number"
     if tp is str:
         return isinstance(value, str), "a string"
     return None
 
 
-def _option_problem(name: str, value: Any, annotation: Any) -> str | None:
-    """What option ``name`` expects when ``value`` does not fit, else None."""
-    rule = _OPTION_RULES.get(name)
+def _option_problem(rule: Any, value: Any, annotation: Any) -> str | None:
+    """What an option expects when ``value`` does not fit its ``rule`` (or else its annotation), else None."""
     if rule is not None:
         accepts, expected = rule
         return None if accepts(value) else expected()
@@ -399,15 +364,6 @@ def aggregate(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], re
     return values, counts
 
 
-#: dataset-level metrics that are a ratio of confusion counts: (numerator, denominator) per record
-_CONFUSION_RATIOS: dict[str, tuple[Callable[..., float], Callable[..., float]]] = {
-    "accuracy": (lambda tp, fn, fp, tn: tp + tn, lambda tp, fn, fp, tn: tp + fn + fp + tn),
-    "precision": (lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fp),
-    "recall": (lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fn),
-    "f1": (lambda tp, fn, fp, tn: 2 * tp, lambda tp, fn, fp, tn: 2 * tp + fp + fn),
-}
-
-
 def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], records: list[Record], *,
                 clusters: list[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
                 method: str = "percentile") -> dict[str, Any]:
@@ -421,10 +377,10 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
     columns: dict[str, list[float | None]] = {}
     ratios: dict[str, tuple[list[float], list[float]]] = {}
     out: dict[str, Any] = {}
-    confusions: dict[str, list[tuple[int, int, int, int]]] = {}  # the four metrics share each record's judgement
+    confusions: dict[Any, list[tuple]] = {}  # metrics sharing a ratio's parts share each record's counts
     for spec in specs:
         if spec.info.level == "dataset":
-            parts = _confusion_parts(spec, records, confusions)
+            parts = _ratio_parts(spec, records, confusions)
             if parts is None:
                 value = dataset_value(spec, records)
                 out[spec.key] = Interval(value, None, None, None, len(records), None, opts["confidence"],
@@ -450,24 +406,18 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
     return out
 
 
-def _confusion_parts(spec: MetricSpec, records: list[Record], cache: dict[str, list[tuple[int, int, int, int]]]
-                     ) -> tuple[list[float], list[float]] | None:
-    """A confusion metric's per-record numerator and denominator parts; None for a dataset metric
-    without a resampling rule."""
-    from ragexp.metrics import keyword
-
-    name = spec.info.name
-    if spec.info.fn is not getattr(keyword, name, None) or name not in _CONFUSION_RATIOS:
+def _ratio_parts(spec: MetricSpec, records: list[Record], cache: dict[Any, list[tuple]]
+                 ) -> tuple[list[float], list[float]] | None:
+    """A dataset-level ratio's per-record numerator and denominator (``MetricInfo.ratio``); None for a
+    dataset metric without one (no resampling rule)."""
+    if spec.info.ratio is None:
         return None
-    conf_opts = {k: v for k, v in spec.call_options().items() if k in ("threshold", "inclusive", "stopwords")}
-    cache_key = repr(sorted(conf_opts.items()))
+    parts, num_of, den_of = spec.info.ratio
+    opts = spec.call_options()
+    cache_key = (parts, repr(sorted(opts.items())))
     if cache_key not in cache:
-        cache[cache_key] = []
-        for r in records:
-            c = keyword.confusion([r.label], [r.answer], [r.reference_answers], **conf_opts)
-            cache[cache_key].append((c["tp"], c["fn"], c["fp"], c["tn"]))
-    num_of, den_of = _CONFUSION_RATIOS[name]
-    return [num_of(*parts) for parts in cache[cache_key]], [den_of(*parts) for parts in cache[cache_key]]
+        cache[cache_key] = [parts(*[getattr(r, f) for f in spec.fields], **opts) for r in records]
+    return [num_of(*c) for c in cache[cache_key]], [den_of(*c) for c in cache[cache_key]]
 
 
 def stage_latencies(records: list[Record]) -> dict[str, float]:

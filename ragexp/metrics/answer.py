@@ -30,7 +30,7 @@ from functools import lru_cache, partial
 
 from ragexp.matchers.rouge import rouge_l, rouge_n
 from ragexp.common.text import squad_counts, squad_normalize
-from ragexp.metrics.base import Score, register
+from ragexp.metrics.base import Score, is_number, register
 from ragexp.metrics.token import token_prf
 
 
@@ -103,7 +103,18 @@ def _bleu(prepared: tuple[str, list[str]], **options) -> float:
     return float(sentence_bleu(*prepared, **options))
 
 
-@register(bounds=(0.0, 100.0), prepare=_references, finish=_bleu)
+def _tokenizers() -> tuple[str, ...]:
+    from sacrebleu.metrics.bleu import BLEU
+
+    return tuple(BLEU.TOKENIZERS)
+
+
+@register(bounds=(0.0, 100.0), prepare=_references, finish=_bleu, option_rules={
+    "smooth_method": (lambda v: v in ("exp", "floor", "add-k", "none"),
+                      lambda: "one of 'exp', 'floor', 'add-k', 'none' (sacrebleu's smoothing)"),
+    "smooth_value": (lambda v: v is None or (is_number(v) and v >= 0), lambda: "a number >= 0 or null"),
+    "tokenize": (lambda v: isinstance(v, str) and v in _tokenizers(),
+                 lambda: "one of sacrebleu's tokenizers: " + ", ".join(map(repr, _tokenizers())))})
 def bleu(answer: str, reference_answers: list[str], *, lowercase: bool = False, tokenize: str = "13a",
          smooth_method: str = "exp", smooth_value: float | None = None) -> float | Score:
     """sacrebleu's sentence BLEU against all references at once; range [0, 100].

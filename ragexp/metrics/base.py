@@ -72,6 +72,9 @@ class MetricInfo:
     options: dict[str, Any] = field(default_factory=dict)
     level: str = "sample"
     judge: Judged | None = None  # a judge metric: its fn is its plan, ``async fn(ask, *fields, **options)``
+    #: the people's label (``human.<key>``) its agreement is measured on when the records have none of its
+    #: own name (a metric measuring what an existing label measures)
+    agrees_with: str | None = None
     binary: bool = False  # a 0/1 verdict: with ``judge.samples`` the majority, a tie 0; no two-stage row in a comparison
     #: what an option's type cannot say: option → (accepts(value), what is expected); a list given to a
     #: variant option (``k: [1, 5]``) is checked value by value after the expansion
@@ -133,8 +136,8 @@ _BY_FUNCTION: dict[Callable[..., Any], MetricInfo] = {}
 def register(*, fields: Sequence[str] | None = None, fields_for: Callable[[dict[str, Any]], Sequence[str]] | None = None,
              **settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a metric function under its own name; ``settings`` are :class:`MetricInfo`'s (``level``,
-    ``judge``, ``bounds``, ``higher_is_better``, ``variant_params``, ``resolve``, ``prepare``,
-    ``prepare_options``, ``finish``).
+    ``judge``, ``binary``, ``option_rules``, ``ratio``, ``bounds``, ``higher_is_better``, ``variant_params``,
+    ``resolve``, ``prepare``, ``prepare_options``, ``finish``).
 
     ``fields`` defaults to the names of the function's positional parameters; ``fields_for``
     computes them from the options when an option changes what is read (token metrics'
@@ -152,6 +155,8 @@ def register(*, fields: Sequence[str] | None = None, fields_for: Callable[[dict[
         options = {p.name: p.default for p in params if p.kind == p.KEYWORD_ONLY and p.default is not p.empty}
         positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         positional = positional[1:] if settings.get("judge") else positional  # a plan's first is ``ask``
+        if "option_rules" in settings:  # a module's rules: the ones for this metric's options
+            settings["option_rules"] = {k: v for k, v in settings["option_rules"].items() if k in options}
         info = MetricInfo(name=fn.__name__, fn=fn, fields=tuple(positional if fields is None else fields),
                           fields_for=(lambda o: tuple(fields_for(o))) if fields_for else None, options=options,
                           uses_matcher="matcher" in options, **settings)
@@ -184,6 +189,18 @@ def direction(key: str) -> tuple[bool, bool]:
         return False, True
     info = REGISTRY.get(base) or load_all().get(base)
     return (info.higher_is_better, True) if info is not None else (True, False)
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+#: the option rule of a cut-off ``k`` (:attr:`MetricInfo.option_rules`)
+K_RULE = (lambda v: v is None or (is_int(v) and v >= 1), lambda: "a positive integer or null (or a list of them)")
 
 
 def check_k(k: Any) -> None:

@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragexp.matchers import Matches, build_matcher
-from ragexp.metrics.base import Score, check_k, register
+from ragexp.metrics.base import K_RULE, Score, check_k, register
 
 
 def _matches(contexts: list[str], gt_contexts: list[str], *, matcher: Any = None, **_) -> Matches:
@@ -76,7 +76,7 @@ def _context(contexts: list[str], gt_contexts: list[str], k: int | None, matcher
     return finish(_matches(contexts, gt_contexts, matcher=matcher), k=k)
 
 
-_REG = dict(variant_params=("matcher", "k"), prepare=_matches, prepare_options=("matcher",))
+_REG = dict(variant_params=("matcher", "k"), prepare=_matches, prepare_options=("matcher",), option_rules={"k": K_RULE})
 
 
 @register(**_REG, finish=_precision)

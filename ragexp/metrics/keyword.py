@@ -25,10 +25,19 @@ from functools import lru_cache
 from typing import Sequence
 
 from ragexp.common.text import keywords, stopword_set
-from ragexp.metrics.base import Score, register
+from ragexp.metrics.base import Score, is_number, register
 
 
-@register()
+#: what the options' types cannot say (:attr:`~ragexp.metrics.base.MetricInfo.option_rules`)
+_RULES = {
+    "threshold": (lambda v: is_number(v) and 0 <= v <= 1, lambda: "a number in [0, 1]"),
+    "stopwords": (lambda v: v is None or v in ("none", "english")
+                  or (isinstance(v, list) and all(isinstance(w, str) for w in v)),
+                  lambda: "null, 'none', 'english' or a list of words"),
+}
+
+
+@register(option_rules=_RULES)
 def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str | list[str] | None = None) -> float | Score:
     """Share of the reference's keywords found in the answer; range [0, 1]. Max over references.
 
@@ -83,6 +92,16 @@ def confusion(labels: Sequence[bool | None], answers: Sequence[str | None], refe
     return counts
 
 
+def _counts(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False, stopwords=None,
+            zero_division: float = math.nan) -> tuple[int, int, int, int]:
+    """One record's (TP, FN, FP, TN): what a confusion metric's interval resamples."""
+    c = confusion([label], [answer], [reference_answers], threshold=threshold, inclusive=inclusive, stopwords=stopwords)
+    return c["tp"], c["fn"], c["fp"], c["tn"]
+
+
+_CONFUSION = dict(level="dataset", option_rules=_RULES)
+
+
 def _ratio(num: int, den: int, name: str, zero_division: float) -> float:
     if den == 0:
         warnings.warn(f"{name}: the denominator is 0 (no sample in it); the value is {zero_division}", RuntimeWarning, stacklevel=3)
@@ -90,7 +109,7 @@ def _ratio(num: int, den: int, name: str, zero_division: float) -> float:
     return num / den
 
 
-@register(level="dataset")
+@register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: tp + tn, lambda tp, fn, fp, tn: tp + fn + fp + tn))
 def accuracy(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
              stopwords=None, zero_division: float = math.nan) -> float:
     """(TP + TN) / all labelled samples; range [0, 1]. ``zero_division`` when there are none."""
@@ -98,7 +117,7 @@ def accuracy(label, answer, reference_answers, *, threshold: float = 0.7, inclus
     return _ratio(c["tp"] + c["tn"], c["tp"] + c["tn"] + c["fp"] + c["fn"], "accuracy", zero_division)
 
 
-@register(level="dataset")
+@register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fp))
 def precision(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
               stopwords=None, zero_division: float = math.nan) -> float:
     """TP / (TP + FP): of the answers judged correct, how many have a correct reference.
@@ -113,7 +132,7 @@ def precision(label, answer, reference_answers, *, threshold: float = 0.7, inclu
     return _ratio(c["tp"], c["tp"] + c["fp"], "precision", zero_division)
 
 
-@register(level="dataset")
+@register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fn))
 def recall(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
            stopwords=None, zero_division: float = math.nan) -> float:
     """TP / (TP + FN): of the samples with a correct reference, how many answers were judged correct."""
@@ -121,7 +140,7 @@ def recall(label, answer, reference_answers, *, threshold: float = 0.7, inclusiv
     return _ratio(c["tp"], c["tp"] + c["fn"], "recall", zero_division)
 
 
-@register(level="dataset")
+@register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: 2 * tp, lambda tp, fn, fp, tn: 2 * tp + fp + fn))
 def f1(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
        stopwords=None, zero_division: float = math.nan) -> float:
     """2TP / (2TP + FP + FN), on the positive class as the seed writes it."""
@@ -136,7 +155,7 @@ def _coverage_fields(options: dict) -> tuple[str, ...]:
     return ("contexts", "answer") if against == "answer" else ("contexts", "reference_answers")
 
 
-@register(fields_for=_coverage_fields)
+@register(fields_for=_coverage_fields, option_rules=_RULES)
 def avg_coverage(contexts: list[str], text: str | list[str], *, against: str = "answer", stopwords=None) -> float | Score:
     """Share of a text's keywords found in the contexts; range [0, 1]. Averaged per run.
 

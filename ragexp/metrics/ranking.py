@@ -55,7 +55,7 @@ from functools import lru_cache
 from typing import Any
 
 from ragexp.matchers import build_matcher
-from ragexp.metrics.base import Score, check_k, register
+from ragexp.metrics.base import K_RULE, Score, check_k, register
 
 RELEVANCE = ("auto", "ids", "matcher")
 _IDS = ("context_ids", "gt_context_ids")
@@ -191,7 +191,10 @@ def _ideal_dcg(n: int) -> float:
 
 
 _REG = dict(fields_for=_fields, resolve=_resolve, variant_params=("k", "matcher"), prepare=judgement,
-            prepare_options=("relevance", "matcher"))
+            prepare_options=("relevance", "matcher"), option_rules={
+                "k": K_RULE,
+                "relevance": (lambda v: v in ("auto", "ids", "matcher"), lambda: "one of 'auto', 'ids', 'matcher'"),
+                "denominator": (lambda v: v in ("relevant", "hits"), lambda: "one of 'relevant', 'hits'")})
 
 
 @register(**_REG, finish=_hit_rate)

@@ -136,6 +136,10 @@ def yes_no(name: str, field: str) -> VerdictKind:
     return VerdictKind(name, (field,), "true or false", read_flag, obj(**{field: BOOL, "reason": STR}), one_line=True)
 
 
+#: the rule of a judge metric's ``prompt_version`` option (:attr:`~ragexp.metrics.base.MetricInfo.option_rules`)
+PROMPT_VERSION = {"prompt_version": (lambda v: isinstance(v, str) and v != "", lambda: "a prompt version such as 'v1'")}
+
+
 # -- plan steps the metrics share ----------------------------------------------------------------
 
 NO_REFERENCE = "no reference answer (empty ground truth)"

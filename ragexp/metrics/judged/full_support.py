@@ -8,7 +8,7 @@ with ``judge.samples`` the majority decides, a tie is 0.
 from __future__ import annotations
 
 from ragexp.metrics.base import Judged, Score, register
-from ragexp.metrics.judged import blank, passages, yes_no
+from ragexp.metrics.judged import PROMPT_VERSION, blank, passages, yes_no
 
 FULL_SUPPORT = yes_no("full_support", "fully_supported")
 
@@ -22,7 +22,7 @@ def answer_consistency_binary_value(fully_supported: bool) -> float:
     return 1.0 if fully_supported else 0.0
 
 
-@register(judge=Judged(asks=(FULL_SUPPORT,), scale=1.0), binary=True)
+@register(option_rules=PROMPT_VERSION, judge=Judged(asks=(FULL_SUPPORT,), scale=1.0), binary=True)
 async def answer_consistency_binary(ask, answer: str, contexts: list[str], *, prompt_version: str = "v1") -> Score:
     """1 when everything in the answer can be attributed to the contexts, else 0.
 

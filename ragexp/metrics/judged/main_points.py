@@ -12,8 +12,8 @@ import asyncio
 from typing import Sequence
 
 from ragexp.metrics.base import Judged, Score, register
-from ragexp.metrics.judged import (STR, VerdictKind, blank, detail, obj, of_verdicts, passages, read_sentences,
-                                   share_true, yes_no)
+from ragexp.metrics.judged import (PROMPT_VERSION, STR, VerdictKind, blank, detail, obj, of_verdicts, passages,
+                                   read_sentences, share_true, yes_no)
 
 MAIN_POINTS = VerdictKind("main_points", ("points", "main_points"), "a list of sentences", read_sentences,
                           obj(points={"type": "array", "items": STR}))
@@ -34,7 +34,7 @@ def answer_consistency_value(supported: Sequence[bool]) -> float | None:
     return share_true(supported)
 
 
-@register(judge=Judged(asks=(MAIN_POINTS, SUPPORT), scale=1.0))
+@register(option_rules=PROMPT_VERSION, judge=Judged(asks=(MAIN_POINTS, SUPPORT), scale=1.0))
 async def answer_consistency(ask, answer: str, contexts: list[str], *, prompt_version: str = "v1") -> Score:
     """The judge lists the answer's main points; share of them derivable from the contexts.
 

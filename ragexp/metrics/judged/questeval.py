@@ -39,8 +39,8 @@ from typing import Any, Sequence
 from ragexp.common.text import answer_tokens
 from ragexp.errors import ParseError
 from ragexp.metrics.base import Judged, Score, register
-from ragexp.metrics.judged import (NO_REFERENCE, STR, Verdict, VerdictKind, blank, decided, detail, failed, obj,
-                                   references, text_item)
+from ragexp.metrics.judged import (NO_REFERENCE, PROMPT_VERSION, STR, Verdict, VerdictKind, blank, decided, detail,
+                                   failed, obj, references, text_item)
 
 UNANSWERABLE = "UNANSWERABLE"
 #: Replies meaning "the text does not say" (normalised: lowercase, no surrounding brackets or dots).
@@ -158,7 +158,7 @@ async def _questeval(ask: Any, answer: str, reference_answers: list[str], versio
     return Score(value, detail=shown)
 
 
-@register(judge=Judged(asks=(QUESTIONS, ANSWERS)))
+@register(option_rules=PROMPT_VERSION, judge=Judged(asks=(QUESTIONS, ANSWERS)))
 async def questeval_recall(ask, answer: str, reference_answers: list[str], *, prompt_version: str = "v1") -> Score:
     """Share of the reference's answerable questions that the generated answer answers.
 
@@ -171,7 +171,7 @@ async def questeval_recall(ask, answer: str, reference_answers: list[str], *, pr
     return await _questeval(ask, answer, reference_answers, prompt_version, None, "recall")
 
 
-@register(judge=Judged(asks=(QUESTIONS, ANSWERS)))
+@register(option_rules=PROMPT_VERSION, judge=Judged(asks=(QUESTIONS, ANSWERS)))
 async def questeval_precision(ask, answer: str, reference_answers: list[str], *, prompt_version: str = "v1",
                               zero_division: float | None = None) -> Score:
     """Mean token F1 of the two answers over the questions both texts answer.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ragexp.metrics.base import Judged, Score, register
-from ragexp.metrics.judged import of_verdicts, passages, per_passage, share_true, yes_no
+from ragexp.metrics.judged import PROMPT_VERSION, of_verdicts, passages, per_passage, share_true, yes_no
 
 RELEVANCE = yes_no("relevance", "relevant")
 
@@ -25,7 +25,7 @@ def retrieval_precision_value(relevant: Sequence[bool]) -> float:
     return share_true(relevant) if relevant else 0.0
 
 
-@register(judge=Judged(asks=(RELEVANCE,), scale=1.0))
+@register(option_rules=PROMPT_VERSION, judge=Judged(asks=(RELEVANCE,), scale=1.0))
 async def retrieval_precision(ask, query: str, contexts: list[str], *, prompt_version: str = "v1") -> Score:
     """Share of retrieved contexts the judge finds relevant to the question (prompt ``relevance``).
 

@@ -11,7 +11,7 @@ import asyncio
 from typing import Sequence
 
 from ragexp.metrics.base import Judged, Score, register
-from ragexp.metrics.judged import blank, detail, failed, passages, per_passage
+from ragexp.metrics.judged import PROMPT_VERSION, blank, detail, failed, passages, per_passage
 from ragexp.metrics.judged.usage import USAGE
 from ragexp.metrics.judged.relevance import RELEVANCE
 
@@ -35,7 +35,7 @@ def augmentation_precision_value(relevant: Sequence[bool], used: Sequence[bool])
     return sum(1 for r, u in zip(relevant, used) if r and u) / n_relevant
 
 
-@register(judge=Judged(asks=(RELEVANCE, USAGE), scale=1.0))
+@register(option_rules=PROMPT_VERSION, judge=Judged(asks=(RELEVANCE, USAGE), scale=1.0))
 async def augmentation_precision(ask, query: str, answer: str, contexts: list[str], *,
                                  prompt_version: str = "v1") -> Score:
     """Relevant contexts the answer uses / relevant contexts; 0 when none is relevant.

@@ -11,7 +11,8 @@ import asyncio
 from typing import Sequence
 
 from ragexp.metrics.base import Judged, Score, register
-from ragexp.metrics.judged import NO_REFERENCE, STR, VerdictKind, blank, obj, of_verdicts, read_score, references
+from ragexp.metrics.judged import (NO_REFERENCE, PROMPT_VERSION, STR, VerdictKind, blank, obj, of_verdicts,
+                                   read_score, references)
 
 SIMILARITY = VerdictKind("similarity", ("score",), "a number from 0 to 5", read_score,
                          obj(score={"type": "integer"}, reason=STR), one_line=True)
@@ -26,7 +27,7 @@ def answer_similarity_value(scores: Sequence[float]) -> float | None:
     return float(max(scores)) if scores else None
 
 
-@register(judge=Judged(asks=(SIMILARITY,), scale=5.0), bounds=(0.0, 5.0))
+@register(option_rules=PROMPT_VERSION, judge=Judged(asks=(SIMILARITY,), scale=5.0), bounds=(0.0, 5.0))
 async def answer_similarity(ask, query: str, answer: str, reference_answers: list[str], *,
                             prompt_version: str = "v1") -> Score:
     """0–5: how close in meaning the answer is to the reference answer (best over references).

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ragexp.metrics.base import Judged, Score, register
-from ragexp.metrics.judged import blank, of_verdicts, passages, per_passage, share_true, yes_no
+from ragexp.metrics.judged import PROMPT_VERSION, blank, of_verdicts, passages, per_passage, share_true, yes_no
 
 USAGE = yes_no("usage", "used")
 
@@ -25,7 +25,7 @@ def augmentation_accuracy_value(used: Sequence[bool]) -> float:
     return share_true(used) if used else 0.0
 
 
-@register(judge=Judged(asks=(USAGE,), scale=1.0))
+@register(option_rules=PROMPT_VERSION, judge=Judged(asks=(USAGE,), scale=1.0))
 async def augmentation_accuracy(ask, answer: str, contexts: list[str], *, prompt_version: str = "v1") -> Score:
     """Share of retrieved contexts whose information the answer uses (prompt ``usage``).
 
