@@ -12,6 +12,7 @@ import os
 import random
 import socket
 import sqlite3
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -215,18 +216,64 @@ def _check_sqlite_writable(uri: str, db: Path) -> None:
     if not os.access(db, os.W_OK):
         raise TrackingError(f"tracking store {uri}: {db} is read-only; make it writable or point tracking.uri elsewhere")
     try:  # a write that is rolled back: proves the file takes writes without leaving a trace
-        con = sqlite3.connect(str(db), timeout=60)
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            con.execute("CREATE TABLE _ragexp_write_probe (x)")
-            con.execute("ROLLBACK")
-        finally:
-            con.close()
+        _probe_sqlite(uri, db)
     except sqlite3.DatabaseError as exc:
         raise TrackingError(f"tracking store {uri}: {db} cannot be written ({exc})") from None
     mlruns = folder / "mlruns"
     if mlruns.exists() and not os.access(mlruns, os.W_OK | os.X_OK):
         raise TrackingError(f"tracking store {uri}: its artifact folder {mlruns} is not writable")
+
+
+#: Seconds a locked ``mlflow.db`` is waited for before a line says so (then up to a minute more)
+LOCKED_SAY_S = 3.0
+#: Tables of an MLflow store: a database holding tables but none of these belongs to another program
+MLFLOW_TABLES = ("alembic_version", "experiments", "runs")
+
+
+def _probe_sqlite(uri: str, db: Path) -> None:
+    """Refuse a SQLite file of another program (it is never altered: no MLflow table is added to it); prove the
+    file takes writes (a write rolled back); a lock held by another process is said in one line within
+    :data:`LOCKED_SAY_S` seconds, then waited for up to a minute."""
+    from ragexp.errors import TrackingError
+
+    said = False
+
+    def say() -> None:
+        print(f"ragexp: warning: tracking store {db} is locked by another process; waiting up to 60 s",
+              file=sys.stderr, flush=True)
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=LOCKED_SAY_S)
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc):
+            raise
+        say()
+        said = True
+        tables = list(MLFLOW_TABLES)  # what it holds is read by MLflow once the lock is gone
+    finally:
+        con.close()
+    if tables and not any(t in tables for t in MLFLOW_TABLES):
+        shown = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
+        raise TrackingError(f"tracking store {uri}: {db} is an SQLite database of another program (its tables: "
+                            f"{shown}), not an MLflow store; ragexp leaves it as it is: point tracking.uri at a new "
+                            "file (sqlite:///<folder>/mlflow.db)")
+    for wait in ((60.0,) if said else (LOCKED_SAY_S, 60.0)):
+        con = sqlite3.connect(str(db), timeout=wait)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("CREATE TABLE _ragexp_write_probe (x)")
+            con.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            if wait != LOCKED_SAY_S:
+                raise TrackingError(f"tracking store {uri}: {db} stayed locked by another process for over a "
+                                    "minute; end that process (or point tracking.uri elsewhere)") from None
+            say()
+        finally:
+            con.close()
 
 
 def _check_reachable(uri: str) -> None:
