@@ -9,6 +9,7 @@ aggregate → uncertainty → summary → save the results folder → print the 
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -151,7 +152,7 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
 
     if streaming.why_not(cfg, dataset) is None:  # a big file: chunk by chunk (ragexp/workflow/streaming.py)
         outcome = streaming.execute(cfg, tracking, save=save, show=show, overrides=overrides, record=record,
-                                    started=started)
+                                    started=started, runner=sys.modules[__name__])
         if outcome is not None:
             return outcome
     plan = check_step(cfg, tracking, dataset)  # every check, before any work

@@ -265,16 +265,16 @@ def _score_on_node(chunk: list, specs: list) -> tuple[str, ChunkPart]:
 
 
 def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool, overrides: Sequence[str] | None,
-            record: Any, started: float) -> Any:
+            record: Any, started: float, runner: Any) -> Any:
     """The runner's steps over the file in chunks; an :class:`ragexp.workflow.runner.Outcome` whose
     ``per_sample`` is a :class:`ragexp.tracking.tables.StreamedTable`, or None when the metrics or the
-    pipeline need every record at once (the caller runs in memory)."""
+    pipeline need every record at once (the caller runs in memory). ``runner``: the module
+    :mod:`ragexp.workflow.runner`, whose steps this one shares (passed in: it imports this module)."""
     from ragexp.core.scoring import build_metrics, check_fields
     from ragexp.errors import ConfigError
     from ragexp.pipeline import build_pipeline
     from ragexp.stats.settings import stats_settings
     from ragexp.tracking.tables import StreamedTable
-    from ragexp.workflow import runner
 
     ex = settings(cfg)
     specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))
