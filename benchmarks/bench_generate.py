@@ -7,7 +7,7 @@ seconds. :func:`ragexp.workflow.generation.run_generation` builds a test set of 
 descriptive and multi-passage) from SQuAD v2's paragraphs cut into 40-word chunks, on a fresh judge cache,
 ``judge.max_concurrency=--concurrency``. The ideal wall is ``calls × latency / concurrency``; printed: the
 ideal and the whole run's wall (corpus, chunking, BM25, filters, writing included), as a ratio to the ideal and to the floor this machine sets at that moment: as many bare ``litellm.acompletion``
-calls, as many in flight, to the same server. A cached re-run is timed too (zero calls).
+calls of the same size (the answerability prompt on a 40-word passage), as many in flight, to the same server. A cached re-run is timed too (zero calls).
 
 It checks it measured what it names: ``n`` items, 2 calls each (no filter dropped one before its check),
 the report adding up, and the re-run making no call; otherwise it exits non-zero (``--broken`` sets the
@@ -74,16 +74,21 @@ def main() -> int:
 
         import litellm
 
-        sem = asyncio.Semaphore(args.concurrency)
-        msgs = [{"role": "user", "content": 'Passage.\n{"answerable": true or false, "answer": ""}'}]
+        from ragexp.judge.templates import load_prompt
 
-        async def one() -> None:
+        sem = asyncio.Semaphore(args.concurrency)
+        texts = list(docs.values())
+        prompt = load_prompt("testset_answerable")  # the run's own messages' size and the server's work on them
+
+        async def one(i: int) -> None:
+            text = texts[i % len(texts)]
+            msgs = prompt.render(contexts=[" ".join(text.split()[:40])], question=" ".join(text.split()[3:12]) + "?")
             async with sem:
-                await litellm.acompletion(model="hosted_vllm/judge", api_base=url, messages=msgs, max_tokens=64,
-                                          num_retries=0, max_retries=0)
+                await litellm.acompletion(model="hosted_vllm/judge", api_base=url, messages=msgs, max_tokens=1024,
+                                          temperature=0.0, num_retries=0, max_retries=0)
 
         t = time.perf_counter()
-        await asyncio.gather(*[one() for _ in range(calls)])
+        await asyncio.gather(*[one(i) for i in range(calls)])
         return time.perf_counter() - t
 
     try:

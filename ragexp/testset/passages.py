@@ -94,16 +94,18 @@ class Neighbours:
         self.bm25 = BM25Retriever(top_k=10)
         self.bm25.prepare([Chunk(p.id, p.doc_id, p.text) for p in passages], {}, None)
 
-    def partners(self, items: list[Passage], depth: int = 10) -> list[Passage | None]:
-        """Each item's partner by the pairing rule (module docstring), or None."""
-        single_doc = len({p.doc_id for p in self.passages}) == 1
+    def partners(self, items: list[Passage], among: list[Passage], depth: int = 20) -> list[Passage | None]:
+        """Each item's partner by the pairing rule (module docstring) among the passages ``among`` (the eligible
+        ones), or None."""
+        allowed = {p.id for p in among}
+        single_doc = len({p.doc_id for p in among}) == 1
         hits = self.bm25.search_many([p.text for p in items], depth, [{} for _ in items])
         out: list[Passage | None] = []
         for p, found in zip(items, hits):
             partner = None
             for i, _score in found:
                 q = self.passages[i]
-                if q.id != p.id and (single_doc or q.doc_id != p.doc_id):
+                if q.id != p.id and q.id in allowed and (single_doc or q.doc_id != p.doc_id):
                     partner = q
                     break
             out.append(partner)

@@ -97,13 +97,19 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
         from ragexp.tracking.testset import check_testset_store
 
         check_testset_store(tracking)  # before any paid call
+    if cfg.get("judge") is None:
+        from ragexp.judge import JUDGE_NAMES_HINT
+
+        raise ConfigError(f"ragexp.generate needs a model to write and check the questions: add judge=<name> "
+                          f"({JUDGE_NAMES_HINT})")
     judge = build_judge(cfg.get("judge"))
     plan = kind_plan(n, shares, seed)
     picked = sample(pool, n, seed)
     candidates: list[Candidate] = []
     short_of = n - len(picked)
     multi_items = [i for i, k in enumerate(plan[:len(picked)]) if k == "multi"]
-    partners = Neighbours(pool).partners([picked[i] for i in multi_items]) if multi_items else []
+    index = Neighbours(passages)  # BM25 over every chunk: the pairing rule (eligible ones) and the round trip
+    partners = index.partners([picked[i] for i in multi_items], pool) if multi_items else []
     partner_of = dict(zip(multi_items, partners))
     no_partner = 0
     for i, (kind, p) in enumerate(zip(plan, picked)):
@@ -127,8 +133,7 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
         if twin is not None:
             c.drop("near_duplicate", f"repeats item {made[twin].index}: {made[twin].question!r}")
     kept = [c for c in candidates if c.outcome == "generated"]
-    index = Neighbours(passages) if kept else None
-    ranks = index.ranks([c.question for c in kept], [{p.id for p in c.passages} for c in kept]) if index else []
+    ranks = index.ranks([c.question for c in kept], [{p.id for p in c.passages} for c in kept]) if kept else []
     records = []
     for c, rank in zip(kept, ranks):
         c.outcome = "kept"
