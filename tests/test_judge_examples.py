@@ -59,7 +59,8 @@ def test_a_dev_test_sweep_gives_a_candidates_table_and_refuses_overlapping_examp
 
     sweep = tmp_path / "sweep"
     for n, (split, k) in enumerate([("dev", 0), ("test", 0), ("dev", 4), ("test", 4)]):
-        out = execute(_expertqa(compose, server, split, f"judge.examples={k}", "dataset.limit=80"), show=False)
+        out = execute(_expertqa(compose, server, split, f"judge.examples={k}", "dataset.limit=60",
+                                "tracking.enabled=false"), show=False)
         shutil.copytree(out.folder, sweep / str(n))
     table = candidates(sweep, resamples=500)
     rows = {r["candidate"]: r for r in table["candidates"]}
