@@ -190,10 +190,10 @@ class Tally:
         out: dict[str, Any] = {s.key: None for s in self.specs if s.info.level == "dataset"}
         ratios = {key: (np.frombuffer(num, dtype=np.int64).astype(float), np.frombuffer(den, dtype=np.int64).astype(float))
                   for key, (num, den) in self.ratios.items()}
-        columns = {s.key: np.frombuffer(self.values[s.key], dtype=np.float64).copy()
+        columns = {s.key: np.frombuffer(self.values[s.key], dtype=np.float64)  # joint_intervals copies
                    for s in self.specs if s.info.level != "dataset" and s.key in self.values}
         for stage in sorted(self.timings):
-            columns[f"latency/{stage}"] = np.frombuffer(self.timings[stage], dtype=np.float64).copy()
+            columns[f"latency/{stage}"] = np.frombuffer(self.timings[stage], dtype=np.float64)
         out.update(joint_intervals(columns, ratios, clusters=None, resamples=int(resamples),
                                    confidence=float(confidence), seed=int(seed), method=str(method)))
         return out
