@@ -38,7 +38,6 @@ def store(store_uri, request):
     experiment = f"my-app {request.node.name}"
     mlflow.set_experiment(experiment)
     yield SimpleNamespace(uri=store_uri, experiment=experiment)
-    mlflow.flush_trace_async_logging()
     mlflow.set_tracking_uri(before)
 
 
