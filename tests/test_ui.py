@@ -83,7 +83,7 @@ def test_printed_command_opens_the_runs_store_offline(tmp_path, data_dir):
     out = "".join(printed) + out
     assert ui.returncode == 0, out[-3000:]
     assert f"MLflow UI: {base}" in out  # the address is printed
-    page = f"{base}/#/experiments/{exp['experiment_id']}?workflowType=machine_learning"
+    page = f"{base}/#/experiments/{exp['experiment_id']}/runs?workflowType=machine_learning"
     assert f"The 'ragexp' runs table: {page}" in out
     assert _get(f"{base}/health") is None  # the server is stopped with it
     with socket.socket() as s:  # and nothing listens on the port any more (closed connections may linger)

@@ -67,11 +67,10 @@ def browser(tmp_path):
 
 @pytest.fixture
 def sweep_store(tmp_path, data_dir):
-    """A real sweep (two systems of the demo, 20 questions) logged to a SQLite store."""
+    """The README's sweep (the demo's two systems, the default suite) logged to a SQLite store."""
     launch = tmp_path / "launch"
     launch.mkdir()
-    run_cli("-m", "dataset.system=strong,weak", "dataset.limit=20", "metric=[hit_rate,context_recall]",
-            f"data_dir={data_dir}", "progress=false", cwd=launch)
+    run_cli("-m", "dataset.system=strong,weak", f"data_dir={data_dir}", "progress=false", cwd=launch)
     return f"sqlite:///{launch / 'mlflow.db'}"
 
 
@@ -170,21 +169,33 @@ def test_runs_first_statuses_shown_and_the_parents_pictures_load(browser, ui, tm
     # C's tag); MLflow 3.17's UI decides by its "GenAI | Model training" switch instead (remembered by
     # the browser, or ?workflowType= in the address), which is what a user sets once
     assert client.get_experiment(exp).tags.get("mlflow.experimentKind") == "custom_model_development"
-    browser.get(base)
-    # what a user would click for the screenshot: the sweep's children shown under it, a few columns
-    view = {"runsExpanded": {parent.info.run_id: True}, "selectedColumns": [
-        "params.`dataset`", "params.`dataset.system`", f"metrics.`{METRIC}`", f"metrics.`{METRIC}/n`",
-        "metrics.`context_recall`"]}
-    browser.execute_script("localStorage.setItem(arguments[0], arguments[1])",
-                           f'MLflowLocalStorage-1.1-ExperimentPage-["{exp}"]-ReactComponentState', json.dumps(view))
-    browser.get(f"{base}/#/experiments/{exp}?workflowType=machine_learning")
-    _wait(browser, lambda b: parent.info.run_name[:20] in b.find_element("tag name", "body").text,
-          "the experiment page never listed the sweep's parent run", tmp_path / "runs-timeout.png")
+    # the address `python -m ragexp.ui` prints opens the sweep's saved view, without a click: its children
+    # unfolded, best first, the headline metrics (answer_token_f1, context_recall) as columns
+    (page,) = [line.split(": ", 1)[1] for line in (tmp_path / "ui.log").read_text().splitlines()
+               if line.startswith("The 'ragexp' runs table")]
+    assert "viewStateShareKey=" in page, page
+    browser.get(page)
+    _wait(browser, lambda b: "dataset.system=weak" in b.find_element("tag name", "body").text,
+          "the saved view never listed the sweep's children", tmp_path / "runs-timeout.png")
     assert "/runs" in browser.current_url and "traces" not in browser.current_url.lower(), browser.current_url
     time.sleep(3)  # the table's remaining rows and columns
     browser.execute_script(CLOSE_ASSISTANT)
     time.sleep(1)
+    text = browser.find_element("tag name", "body").text
+    assert "answer_token_f1" in text and "context_recall" in text, text[:2000]
+    assert "0.4939" in text and "0.2220" in text, text[:2000]  # strong's and weak's means, side by side
+    assert text.index("dataset.system=strong") < text.index("dataset.system=weak")  # best first
     shot = tmp_path / "mlflow-runs.png"
+    browser.save_screenshot(str(shot))
+    _docs_copy(shot)
+
+    # the weak child's page: its description leads with where it stands in the sweep
+    browser.get(f"{base}/#/experiments/{exp}/runs/{child.info.run_id}?workflowType=machine_learning")
+    _wait(browser, lambda b: "below the best run" in b.find_element("tag name", "body").text,
+          "the child's description never said where it stands", tmp_path / "child-timeout.png")
+    browser.execute_script(CLOSE_ASSISTANT)
+    time.sleep(1)
+    shot = tmp_path / "mlflow-child.png"
     browser.save_screenshot(str(shot))
     _docs_copy(shot)
 
@@ -207,7 +218,7 @@ def test_runs_first_statuses_shown_and_the_parents_pictures_load(browser, ui, tm
     names = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"leaderboard.png", "heatmap.png"} <= names
     for picture in ("heatmap.png", "leaderboard.png"):
-        browser.get(f"{base}/#/experiments/{exp}/runs/{parent.info.run_id}/artifacts/{picture}")
+        browser.get(f"{base}/#/experiments/{exp}/runs/{parent.info.run_id}/artifacts/{picture}?workflowType=machine_learning")
         width = _wait(browser, lambda b: b.execute_script(
             "return Math.max(0, ...[...document.images].filter(i => i.src.startsWith('blob:'))"
             ".map(i => i.complete ? i.naturalWidth : 0))"), f"{picture} never loaded as an image",

@@ -121,7 +121,9 @@ def runs_page(url: str, experiment: str) -> str | None:
     """The address of ``experiment``'s runs table on the UI at ``url``, or None when it has no such experiment.
 
     MLflow 3's UI opens an experiment on its GenAI pages until its *Model training* switch is set;
-    ``workflowType=machine_learning`` in the address sets it, so the link lands on the runs.
+    ``workflowType=machine_learning`` in the address sets it, so the link lands on the runs. When a sweep
+    saved its view (:func:`ragexp.tracking.leaderboard.share_view`), the link opens it: the last sweep's
+    children unfolded, best first, with their headline metrics as columns.
     """
     import urllib.error
     import urllib.parse
@@ -130,10 +132,16 @@ def runs_page(url: str, experiment: str) -> str | None:
     query = urllib.parse.urlencode({"experiment_name": experiment})
     try:
         with urllib.request.urlopen(f"{url}/api/2.0/mlflow/experiments/get-by-name?{query}", timeout=5) as r:
-            exp_id = json.load(r)["experiment"]["experiment_id"]
+            found = json.load(r)["experiment"]
+            exp_id = found["experiment_id"]
     except (urllib.error.URLError, OSError, ValueError, KeyError):
         return None
-    return f"{url}/#/experiments/{exp_id}?workflowType=machine_learning"
+    from ragexp.tracking.leaderboard import VIEW_KEY, VIEW_TAG
+
+    saved = any(t.get("key") == VIEW_TAG for t in found.get("tags") or [])
+    # the runs tab itself: opening the experiment redirects there and drops the view's key on the way
+    return f"{url}/#/experiments/{exp_id}/runs?workflowType=machine_learning" + (f"&viewStateShareKey={VIEW_KEY}"
+                                                                                  if saved else "")
 
 
 def serve(uri: str, *, port: int = 5000, workers: int = 1, wait_s: float = 120, experiment: str = "ragexp") -> int:
@@ -158,7 +166,8 @@ def serve(uri: str, *, port: int = 5000, workers: int = 1, wait_s: float = 120, 
         print(f"MLflow UI: {url}   (runs of {uri}; Ctrl-C stops it)", flush=True)
         page = runs_page(url, experiment)
         if page:
-            print(f"The '{experiment}' runs table: {page}", flush=True)
+            said = " (the last sweep, best first, its headline metrics as columns)" if "viewStateShareKey" in page else ""
+            print(f"The '{experiment}' runs table{said}: {page}", flush=True)
         status = proc.wait()
         return 0 if status == 0 else 1
     except KeyboardInterrupt:

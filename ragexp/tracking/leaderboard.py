@@ -274,8 +274,73 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
             forest_plot(board, pictures / PLOT_FILE)
         sweep_heatmap(board, summaries, metric, pictures / HEATMAP_FILE)
         retrying(client.log_artifacts, parent_run_id, str(pictures))
+    try:  # what the UI opens on: each child's description and the experiment's saved view
+        describe_children(client, board, retrying)
+        share_view(client, parent_run_id, board, retrying)
+    except Exception as exc:  # noqa: BLE001 - the board is logged and printed; say what the UI lacks
+        print(f"[ragexp] warning: the children's descriptions or the saved view were not updated: "
+              f"{type(exc).__name__}: {exc}")
     print_leaderboard(board)
     return board
+
+
+#: the experiment's saved view of the last sweep (MLflow's shared view state: ``?viewStateShareKey=``)
+VIEW_KEY = "ragexp-last-sweep"
+VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
+
+
+def standing(board: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """One Markdown line: the child's headline metrics with their intervals, and where it stands against the
+    sweep's best on each (``best``, or the difference and whether it is larger than the noise).
+
+    >>> board = {"metric": "answer_token_f1", "rows": [{"label": "dataset.system=strong", "best": True}]}
+    >>> standing(board, {"mean": 0.222, "ci_low": 0.150, "ci_high": 0.304, "diff_vs_best": -0.272,
+    ...     "p_holm": 0.0002, "differs": True, "also": {"context_recall": {"mean": 0.522, "differs": True}}})
+    '**answer_token_f1 0.222** [0.150, 0.304]: 0.272 below the best run (dataset.system=strong), larger than the noise (p 0.0002) · **context_recall 0.522**: differs from the best'
+    """
+    best = next((r for r in board["rows"] if r.get("best")), {})
+    head = f"**{board['metric']} {row['mean']:.3f}**"
+    if row.get("ci_low") is not None:
+        head += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    if row.get("best"):
+        head += f": the best of {sum(r.get('mean') is not None for r in board['rows'])} runs"
+    elif row.get("diff_vs_best") is not None:
+        gap = abs(row["diff_vs_best"])
+        head += (f": {gap:.3f} {'below' if row['diff_vs_best'] < 0 else 'above'} the best run "
+                 f"({best.get('label') or best.get('run_name')}), "
+                 + (f"larger than the noise (p {row['p_holm']:.2g})" if row.get("differs") else
+                    f"within the noise (p {row['p_holm']:.2g})"))
+    parts = [head]
+    for key, o in (row.get("also") or {}).items():
+        if o.get("mean") is not None:
+            said = "the best" if o.get("best") else "differs from the best" if o.get("differs") else \
+                "within the noise of the best"
+            parts.append(f"**{key} {o['mean']:.3f}**: {said}")
+    return " · ".join(parts)
+
+
+def describe_children(client: Any, board: Mapping[str, Any], retrying: Any) -> None:
+    """Each child's MLflow description gains, first, its :func:`standing` in the sweep."""
+    for row in board["rows"]:
+        if row.get("mean") is None:
+            continue
+        note = client.get_run(row["run_id"]).data.tags.get("mlflow.note.content", "")
+        line = "Sweep: " + standing(board, row)
+        if not note.startswith("Sweep: "):
+            retrying(client.set_tag, row["run_id"], "mlflow.note.content", f"{line}\n\n{note}".strip())
+
+
+def share_view(client: Any, parent_run_id: str, board: Mapping[str, Any], retrying: Any) -> None:
+    """The experiment's saved view of this sweep (MLflow's shared view state, opened by ``python -m ragexp.ui``):
+    its children unfolded, sorted best first on the board's metric, the headline metrics as columns."""
+    experiment = client.get_run(parent_run_id).info.experiment_id
+    keys = list(board.get("headline") or [board["metric"]])
+    columns = [f"metrics.`{k}`" for k in keys]
+    view = {"searchFilter": "", "orderByKey": f"metrics.`{board['metric']}`",
+            "orderByAsc": not board.get("higher_is_better", True), "startTime": "ALL", "lifecycleFilter": "Active",
+            "selectedColumns": ["attributes.`Run Name`", *columns], "runsExpanded": {parent_run_id: True},
+            "columnWidths": {c: 10 * len(k) + 40 for c, k in zip(columns, keys)}}
+    retrying(client.set_experiment_tag, experiment, VIEW_TAG, json.dumps(view))
 
 
 def _add_labels(rows: list[dict[str, Any]]) -> None:
