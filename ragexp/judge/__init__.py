@@ -37,9 +37,7 @@ def _settings(cfg: Any):
         path = CONF_DIR / f"{cfg}.yaml"
         if not path.exists():
             raise ConfigError(f"no judge '{cfg}' (looked for {path}); choose one of: {JUDGE_NAMES_HINT}")
-        import yaml
-
-        cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
+        cfg = judge_config(cfg)
     from omegaconf import DictConfig, OmegaConf
 
     if isinstance(cfg, DictConfig):
@@ -47,6 +45,15 @@ def _settings(cfg: Any):
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"judge: expected a judge config (mapping) or a name, got {cfg!r}")
     return JudgeSettings.from_config(cfg)
+
+
+def judge_config(name: str) -> dict[str, Any]:
+    """``conf/judge/<name>.yaml`` over ``conf/judge_base.yaml``, as Hydra composes it (one key per setting)."""
+    import yaml
+
+    own = yaml.safe_load((CONF_DIR / f"{name}.yaml").read_text(encoding="utf-8"))  # what differs from the base
+    own.pop("defaults", None)
+    return {**yaml.safe_load((CONF_DIR.parent / "judge_base.yaml").read_text(encoding="utf-8")), **own}
 
 
 def build_judge(cfg: Any, specs: Sequence[Any] = ()) -> "Judge":
@@ -110,4 +117,4 @@ def judge_failed(scores: Mapping[str, Sequence[Any]]) -> str | None:
     return f"every judge metric failed on every sample ({told}); the first: {first}"
 
 
-__all__ = ["build_judge", "judge_failed"]
+__all__ = ["build_judge", "judge_config", "judge_failed"]
