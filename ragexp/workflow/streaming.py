@@ -280,14 +280,14 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))
     if not specs:
         raise ConfigError("no metric configured: choose one with metric=<name> (see conf/metric/)")
-    if streamable(specs) is not None:
-        return None
+    if (why := streamable(specs)) is not None:
+        return _in_memory(ex, why)
     size = max(1, int(ex["chunk_records"]))
     survey = _Survey(size)
     with streamed(survey):  # every record read and checked, none kept
         dataset = runner.load_dataset(cfg.dataset)
     if build_pipeline(cfg, dataset) is not None:
-        return None
+        return _in_memory(ex, "a pipeline")
     specs, skipped = check_fields(specs, [_Present(survey.fields())], dataset.name, all_that_apply)
     stats_cfg = stats_settings(plain(cfg.get("stats")))
     runner.check_store_step(tracking)
@@ -372,6 +372,16 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
             print("Traces: none for a run scored in chunks (execution.mode=memory logs them); "
                   "every sample is in per_sample.parquet")
     return outcome
+
+
+def _in_memory(ex: dict[str, Any], why: str) -> None:
+    """None (the caller runs in memory), with a line saying so when the run asked for chunks."""
+    if ex["mode"] in ("stream", "ray"):
+        import sys
+
+        print(f"execution.mode={ex['mode']}: {why} needs every record at once; this run is scored in memory",
+              file=sys.stderr)
+    return None
 
 
 def _bar(enabled: bool, total: int) -> Any:
