@@ -87,14 +87,14 @@ def family(key: str) -> str:
 def scale(key: str) -> str:
     """A row's scale where it is not a share in [0, 1]: ``0–100`` (BLEU), ``0–5`` (a 0–5 judge score),
     ``s`` (seconds), ``count``."""
-    from ragexp.metrics.base import REGISTRY
+    from ragexp.metrics.base import REGISTRY, load_all
 
     base = key.split("/", 1)[0]
     if base in ("latency", "avg_latency"):
         return "s"
     if base in ("judge", "pipeline"):
         return "count" if not key.endswith("cost_usd") else "US$"
-    info = REGISTRY.get(base)
+    info = REGISTRY.get(base) or (None if ": " in key else load_all().get(base))
     if info is None or info.bounds == (0.0, 1.0):
         return ""
     lo, hi = info.bounds

@@ -1,0 +1,47 @@
+"""The run's console table reads in ten seconds: the headline metrics first, a few rows per family, at most
+25 rows, each row's scale where it is not 0–1, no cut-off beyond the passages a question got — and
+nothing lost: every value not shown is named under the table and kept in the summary."""
+
+from __future__ import annotations
+
+import pytest
+
+import ragexp
+from ragexp.report.console import MAX_ROWS, family, layout, print_summary, scale
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return ragexp.evaluate("demo", log=False)
+
+
+def test_the_demo_table_leads_with_the_headline_and_fits_one_screen(demo):
+    summary = demo.summary
+    assert summary["headline"] == ["answer_token_f1", "context_recall"]
+    depth = summary["provenance"]["max_passages"]
+    assert depth == 4  # the strong system's four passages
+    keys = list(summary["metrics"])
+    rows, hidden = layout(keys, summary["headline"], depth)
+    shown = [k for _, k in rows]
+    assert shown[:2] == ["answer_token_f1", "context_recall"] and rows[0][0] == "headline"
+    assert len(rows) <= MAX_ROWS < len(keys)
+    assert sorted(shown + hidden) == sorted(keys)  # every value is either shown or named under the table
+    assert not any(k.endswith(("/k5", "/k10")) for k in shown)  # beyond the 4 passages: the k3 value repeated
+    every, _ = layout(keys, summary["headline"], depth, show_all=True)  # report.all=true
+    assert {k for _, k in every} == {k for k in keys if not k.endswith(("/k5", "/k10"))}
+
+
+def test_scales_and_families_are_said():
+    assert scale("bleu") == "0–100" and scale("answer_similarity") == "0–5" and scale("answer_token_f1") == ""
+    assert scale("avg_latency") == scale("latency/generate") == "s"
+    assert family("ndcg/k3") == "ranked" and family("answer_similarity") == "judge" and family("bleu") == "answer"
+
+
+def test_the_printed_table_names_what_it_leaves_out(demo, capsys):
+    s = demo.summary
+    print_summary("t", s["metrics"], s["status_counts"], s["n_samples"], [], headline=s["headline"],
+                  depth=s["provenance"]["max_passages"])
+    out = capsys.readouterr().out
+    assert "bleu (0–100)" in out and "report.all=true prints them" in out
+    body = [line for line in out.splitlines() if line.startswith("│")]
+    assert len(body) <= MAX_ROWS
