@@ -141,6 +141,18 @@ def test_pipeline_traced_refuses_what_it_cannot_build_in_one_line(store_uri):
         _run_traced(store_uri, "traced_apps:langchain_app", {"k": 0})
 
 
+def test_pipeline_traced_a_question_the_app_raises_on_keeps_its_record(store_uri, capsys):
+    result = _run_traced(store_uri, "traced_apps:plain_app", {}, autolog="none")
+    table = result.per_sample
+    moon = [i for i, q in enumerate(QUESTIONS) if "Moon" in q]
+    assert [table["pipeline_error"][i] for i in moon] == ["RuntimeError: the model is down for 'Moon'"]
+    assert not isinstance(table["answer"][moon[0]], str) and table["contexts"][moon[0]] is None  # absent, not ""
+    assert "trace_error" in table["trace_status"][moon[0]]
+    others = [i for i in range(len(QUESTIONS)) if i not in moon]
+    assert all(not isinstance(table["pipeline_error"][i], str) and isinstance(table["answer"][i], str) for i in others)
+    assert "1 question(s) raised an error in the app" in capsys.readouterr().err
+
+
 # --- traces ragexp cannot read whole: each keeps its record, with its reason ---------------------------------
 
 def _trace(inputs=None, outputs=None, documents=None, attributes=None, retriever=True):

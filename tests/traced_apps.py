@@ -48,3 +48,22 @@ def llama_index_app(k: int = 2):
     nodes = [TextNode(id_=p["id"], text=p["text"], metadata={"title": p["title"]}) for p in PASSAGES]
     index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
     return index.as_query_engine(similarity_top_k=k, llm=MockLLM(max_tokens=6))
+
+
+def plain_app(fail_on: str = "Moon"):
+    """An app of plain Python, traced with ``@mlflow.trace`` (a retriever span of its own), that raises on
+    questions containing ``fail_on``."""
+    import mlflow
+
+    @mlflow.trace(span_type="RETRIEVER")
+    def search(question: str) -> list[dict]:
+        return [{"page_content": p["text"], "id": p["id"]} for p in PASSAGES
+                if p["title"].split()[0].lower() in question.lower()][:2]
+
+    def ask(question: str) -> str:
+        if fail_on in question:
+            raise RuntimeError(f"the model is down for {fail_on!r}")
+        docs = search(question)
+        return docs[0]["page_content"].split(".")[0] if docs else ""
+
+    return ask
