@@ -52,13 +52,33 @@ def choose_metric(primary: str | None, objective: str | None, summaries: list[Ma
         return str(primary)
     if objective:
         return str(objective)
+    recorded = answers_recorded(summaries)
     for s in summaries:
-        if s.get("headline"):
-            return str(s["headline"][0])
+        if s.get("headline"):  # over recorded answers, a metric of the answer cannot tell the jobs apart
+            movable = [k for k in s["headline"] if not (recorded and reads_answer(k))]
+            return str((movable or s["headline"])[0])
     for s in summaries:
         if s.get("metrics"):
             return next(iter(s["metrics"]))
     return None
+
+
+def answers_recorded(summaries: list[Mapping[str, Any]]) -> bool:
+    """Every child retrieved with its own pipeline but kept the dataset's recorded answers
+    (``generator=precomputed`` with a retriever): its answer metrics are the same in every job."""
+    said = [s.get("provenance") or {} for s in summaries]
+    return bool(said) and all(p.get("contexts") == "pipeline" and p.get("answers") == "dataset" for p in said)
+
+
+def reads_answer(key: str) -> bool:
+    """Whether the metric of ``key`` reads the record's answer (``answer_token_f1``: yes; ``context_recall``: no)."""
+    from ragexp.metrics.base import load_all
+
+    info = load_all().get(key.split("/", 1)[0])
+    try:
+        return info is not None and "answer" in info.required_fields()
+    except ValueError:
+        return False
 
 
 def other_headlines(metric: str, summaries: list[Mapping[str, Any]]) -> list[str]:
@@ -261,8 +281,13 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
         headline_columns(board, {k: b for k, b in boards.items() if any(r.get("mean") is not None for r in b["rows"])})
         if not primary and not objective:  # nobody named the metric: say which one was taken, and how to choose
             named = any(metric in (s.get("headline") or ()) for s in present)
-            board["chosen_by"] = (f"Ranked by {metric}, " + ("the suite's first headline metric" if named else
+            first = named and all(metric == (s.get("headline") or [None])[0] for s in present)
+            board["chosen_by"] = (f"Ranked by {metric}, " + ("the suite's first headline metric" if first else
+                                  "the suite's first headline metric this sweep can change" if named else
                                   "the suite's first metric") + "; to rank by another, add stats.primary=<metric key>.")
+        if answers_recorded(present):
+            board["recorded_answers"] = ("Every job kept the dataset's recorded answers (generator=precomputed): the "
+                                         "answer metrics cannot differ between them; only the retrieval was swept.")
         on_disk = unlogged_jobs(sweep_dir, children)
         if on_disk:
             board["not_ranked"] = (f"{len(on_disk) - len(children)} job(s) of this sweep saved results but have no "
