@@ -42,7 +42,7 @@ def _fields(options: dict) -> tuple[str, str]:
     return ("contexts", against)
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=32_768)
 def token_prf(passage: str, truth: str) -> tuple[float, float, float]:
     """Token precision, recall and F1 of one text against another (SQuAD tokens, multiset overlap);
     0 for all three when they share no token."""
