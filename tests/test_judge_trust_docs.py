@@ -4,7 +4,8 @@ in-process with the command's overrides (a ``-m`` sweep: every combination, each
 under one sweep folder), ``python -m ragexp.compare`` and ``python -m ragexp.judge_candidates`` on
 what the earlier commands left; the stand-in judges the page starts on ports 8000 and 8001 are the
 test's scripted servers (tests/judge_server.py), their addresses put in place of the page's. The
-always-yes run checks the warning the page shows."""
+warnings the page shows are checked where they are made (tests/test_judge_degenerate.py,
+tests/test_label_hygiene.py)."""
 
 from __future__ import annotations
 
