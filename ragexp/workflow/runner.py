@@ -37,9 +37,9 @@ def load_dataset(dataset_cfg: DictConfig) -> Dataset:
 
     if dataset_cfg is None or "_target_" not in dataset_cfg:
         raise ConfigError("no dataset: choose one with dataset=<name> (see conf/dataset/)")
-    corpus_keys = {k: dataset_cfg.get(k) for k in CORPUS_KEYS if k in dataset_cfg}
+    corpus_keys = {k: dataset_cfg.get(k) for k in CORPUS_KEYS if k in dataset_cfg and not _takes(dataset_cfg, k)}
     if corpus_keys:  # the user's own corpus, for any adapter: read by ragexp.datasets.corpus, not the adapter
-        dataset_cfg = OmegaConf.masked_copy(dataset_cfg, [k for k in dataset_cfg if k not in CORPUS_KEYS])
+        dataset_cfg = {k: v for k, v in OmegaConf.to_container(dataset_cfg, resolve=True).items() if k not in corpus_keys}
     try:
         ds = instantiate(dataset_cfg, _convert_="all")
     except InstantiationException as exc:
@@ -50,14 +50,27 @@ def load_dataset(dataset_cfg: DictConfig) -> Dataset:
             raise cause from None
         raise ConfigError(f"dataset '{dataset_cfg.get('name')}': {exc}") from None
     if not isinstance(ds, Dataset):
-        raise ConfigError(f"dataset loader {dataset_cfg._target_} returned {type(ds).__name__}, expected a Dataset")
+        raise ConfigError(f"dataset loader {dataset_cfg['_target_']} returned {type(ds).__name__}, expected a Dataset")
     if corpus_keys.get("corpus") is not None:
         attach_corpus(ds, corpus_keys["corpus"], plain(corpus_keys.get("corpus_columns")), corpus_keys.get("corpus_format"))
     return ds
 
 
-#: keys of any dataset config that name the user's own corpus (docs/testset.md, "Your corpus")
+#: keys of any dataset config that name the user's own corpus (docs/testset.md, "Your corpus"); an adapter
+#: whose loader takes one itself (``dataset=autorag``'s corpus parquet) reads it its own way
 CORPUS_KEYS = ("corpus", "corpus_columns", "corpus_format")
+
+
+def _takes(dataset_cfg: Any, key: str) -> bool:
+    """True when the dataset's loader has a parameter ``key`` of its own."""
+    import inspect
+
+    from hydra.utils import get_method
+
+    try:
+        return key in inspect.signature(get_method(dataset_cfg["_target_"])).parameters
+    except Exception:  # noqa: BLE001 - a target that cannot be found fails in instantiate, with its own line
+        return False
 
 
 def attach_corpus(ds: Dataset, path: Any, columns: Any = None, format: str | None = None) -> None:
