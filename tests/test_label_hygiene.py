@@ -69,3 +69,17 @@ def test_labelled_records_selected_by_a_field_are_said_to_be_assumed_random(comp
     entry = _run(compose, server, _write(tmp_path / "r.jsonl", rows)).summary["agreement"]["answer_consistency_binary"]
     assert entry["corrected"]["selection"] == "field contexts (present in 100% of labelled, 0% of unlabelled)"
     assert any("the corrected mean assumes the labelled records are a random sample" in w for w in entry["warnings"])
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("bad", [{"answer_consistency_binary": "__nan__"}, {"answer_consistency_bianry": 0}])
+def test_the_cli_exits_2_with_one_line(tmp_path, bad):
+    from cli import run_cli
+
+    path = _write(tmp_path / "r.jsonl", [_row(0, {"answer_consistency_binary": 1}), _row(1, bad)])
+    proc = run_cli("dataset=records", f"dataset.path={path}", "metric=answer_consistency_binary",
+                   "judge=openai_compatible", "judge.api_base=http://127.0.0.1:9/v1", "tracking.enabled=false",
+                   cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ragexp: error: {path}, row 2, field 'human.")
