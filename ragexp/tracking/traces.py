@@ -35,7 +35,7 @@ from ragexp.core.results import detail_column, metric_keys, status_column
 
 #: Samples that become traces when ``tracking.traces`` is not set (docs/performance.md, "Traces":
 #: measured so a default run with traces stays within 1.5x the wall time of one without).
-DEFAULT_CAP = 100
+DEFAULT_CAP = 50
 #: Traces started between two flushes of MLflow's export queue (its default size is 1,000: a trace
 #: put on a full queue is dropped).
 FLUSH_EVERY = 500
@@ -242,6 +242,7 @@ def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *
             if (j + 1) % FLUSH_EVERY == 0:
                 mlflow.flush_trace_async_logging()
         mlflow.flush_trace_async_logging()
+        _at_exit_once(mlflow)
         lost = [m for m in failures.messages if "fail" in m.lower() or "discard" in m.lower()]
         report.logged = max(0, len(ids) - len(lost))
         if lost:
@@ -251,6 +252,20 @@ def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *
         mlflow.set_tracking_uri(before)
     report.seconds = time.perf_counter() - started
     return report
+
+
+_EXIT: list[bool] = []
+
+
+def _at_exit_once(mlflow: Any) -> None:
+    """At the process's exit, close MLflow's export queue (already flushed) before MLflow's own exit hook runs
+    (hooks run last-registered first), so a run does not end on MLflow's "Flushing the async trace logging
+    queue before program exit" line; the queue stays open until then for the process's next run."""
+    if not _EXIT:
+        import atexit
+
+        atexit.register(mlflow.flush_trace_async_logging, terminate=True)
+        _EXIT.append(True)
 
 
 class _Failures(logging.Handler):
