@@ -181,6 +181,16 @@ def of_verdicts(value: Callable[[list[Any]], Any], name: str, outs: Sequence[Out
     return Score(value(values), detail=detail(**before, **{name: values}, reasons=[x.verdict.reason for x in outs]))
 
 
+async def listed(ask: Any, kind: VerdictKind, version: str, none: str, ctx: dict[str, Any] | None = None,
+                 **values: Any) -> list[Any] | Score:
+    """The items of a list verdict (claims, questions), or the score when there are none: the failure's,
+    or undefined saying ``none``."""
+    found = await ask(kind, version, ctx, **values)
+    if not found.ok:
+        return Score(None, found.status, found.detail)
+    return list(found.verdict.value) or Score.undefined(none)
+
+
 async def decided(verdict: Verdict) -> Outcome:
     """A verdict the material decides without a judge (an empty passage is relevant to nothing)."""
     return Outcome(verdict, "ok", "decided without asking: " + verdict.reason)

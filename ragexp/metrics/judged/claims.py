@@ -28,7 +28,8 @@ from typing import Any, Sequence
 
 from ragexp.errors import ParseError
 from ragexp.metrics.base import Judged, Score, register
-from ragexp.metrics.judged import PROMPT_VERSION, STR, Outcome, VerdictKind, blank, detail, failed, obj, passages
+from ragexp.metrics.judged import (PROMPT_VERSION, STR, Outcome, VerdictKind, blank, detail, failed, listed, obj,
+                                   passages)
 from ragexp.metrics.judged.main_points import MAIN_POINTS
 
 RELATIONS = {"entailment": "entailment", "entailed": "entailment", "entails": "entailment", "neutral": "neutral",
@@ -64,19 +65,12 @@ def claim_faithfulness_value(relations: Sequence[Sequence[str]]) -> float | None
 @register(option_rules=PROMPT_VERSION, judge=Judged(asks=(MAIN_POINTS, ENTAILMENT), scale=1.0),
           agrees_with="answer_consistency")
 async def claim_faithfulness(ask, answer: str, contexts: list[str], *, prompt_version: str = "v1") -> Score:
-    """Share of the answer's claims entailed by at least one retrieved passage, each passage checked
-    on its own (RAGChecker's faithfulness); see :func:`claim_faithfulness_value`.
-
-    An answer without a claim is undefined; nothing retrieved is 0, only the claims asked.
-    """
+    """Share of the answer's claims entailed by at least one retrieved passage, each checked on its own."""
     if blank(answer):
         return Score.undefined("empty answer: no claim to check against the passages")
-    found = await ask(MAIN_POINTS, prompt_version, answer=answer)
-    if not found.ok:
-        return Score(None, found.status, found.detail)
-    claims = list(found.verdict.value)
-    if not claims:
-        return Score.undefined("the judge found no claim in the answer")
+    claims = await listed(ask, MAIN_POINTS, prompt_version, "the judge found no claim in the answer", answer=answer)
+    if isinstance(claims, Score):
+        return claims
     kept = passages(contexts)
 
     async def row(claim: str) -> list[Outcome]:

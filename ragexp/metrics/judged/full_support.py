@@ -26,8 +26,6 @@ def answer_consistency_binary_value(fully_supported: bool) -> float:
 async def answer_consistency_binary(ask, answer: str, contexts: list[str], *, prompt_version: str = "v1") -> Score:
     """1 when everything in the answer can be attributed to the contexts, else 0.
 
-    Nothing retrieved: 0 (not asked); an empty answer: undefined (nothing to attribute).
-
     >>> answer_consistency_binary_value(True)
     1.0
     """

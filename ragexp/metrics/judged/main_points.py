@@ -12,8 +12,8 @@ import asyncio
 from typing import Sequence
 
 from ragexp.metrics.base import Judged, Score, register
-from ragexp.metrics.judged import (PROMPT_VERSION, STR, VerdictKind, blank, detail, obj, of_verdicts, passages,
-                                   read_sentences, share_true, yes_no)
+from ragexp.metrics.judged import (PROMPT_VERSION, STR, VerdictKind, blank, detail, listed, obj, of_verdicts,
+                                   passages, read_sentences, share_true, yes_no)
 
 MAIN_POINTS = VerdictKind("main_points", ("points", "main_points"), "a list of sentences", read_sentences,
                           obj(points={"type": "array", "items": STR}))
@@ -38,21 +38,15 @@ def answer_consistency_value(supported: Sequence[bool]) -> float | None:
 async def answer_consistency(ask, answer: str, contexts: list[str], *, prompt_version: str = "v1") -> Score:
     """The judge lists the answer's main points; share of them derivable from the contexts.
 
-    An answer without any main point (a refusal, an empty answer) is undefined (status
-    ``undefined``); with nothing retrieved (``contexts: []``) no point is derivable: 0, and only
-    the main points are asked.
-
     >>> answer_consistency_value([True, True, False]) == 2 / 3
     True
     """
     if blank(answer):
         return Score.undefined("empty answer: no main point to check against the passages")
-    found = await ask(MAIN_POINTS, prompt_version, answer=answer)
-    if not found.ok:
-        return Score(None, found.status, found.detail)
-    points = list(found.verdict.value)
-    if not points:
-        return Score.undefined("the judge found no main point in the answer")
+    points = await listed(ask, MAIN_POINTS, prompt_version, "the judge found no main point in the answer",
+                          answer=answer)
+    if isinstance(points, Score):
+        return points
     if not passages(contexts):  # the points depend on the answer alone; none can be derived from nothing
         flags = [False] * len(points)
         return Score(answer_consistency_value(flags), detail=detail(

@@ -40,7 +40,7 @@ from ragexp.common.text import answer_tokens
 from ragexp.errors import ParseError
 from ragexp.metrics.base import Judged, Score, register
 from ragexp.metrics.judged import (NO_REFERENCE, PROMPT_VERSION, STR, Verdict, VerdictKind, blank, decided, detail,
-                                   failed, obj, references, text_item)
+                                   failed, listed, obj, references, text_item)
 
 UNANSWERABLE = "UNANSWERABLE"
 #: Replies meaning "the text does not say" (normalised: lowercase, no surrounding brackets or dots).
@@ -122,7 +122,8 @@ def _answers(value: Any, field: str, ctx: dict[str, Any]) -> tuple[str | None, .
 
 QUESTIONS = VerdictKind("questions", ("questions",), "a list of questions", _questions,
                         obj(questions={"type": "array", "items": obj(key_info=STR, question=STR)}))
-ANSWERS = VerdictKind("answers", ("answers",), "a list of answers", _answers, obj(answers={"type": "array", "items": STR}))
+ANSWERS = VerdictKind("answers", ("answers",), "a list of answers", _answers,
+                      obj(answers={"type": "array", "items": STR}))
 
 
 async def _questeval(ask: Any, answer: str, reference_answers: list[str], version: str,
@@ -131,12 +132,10 @@ async def _questeval(ask: Any, answer: str, reference_answers: list[str], versio
     if not refs:
         return Score.undefined(NO_REFERENCE)
     reference = "\n\n".join(refs)
-    qs = await ask(QUESTIONS, version, text=reference)
-    if not qs.ok:
-        return Score(None, qs.status, qs.detail)
-    questions = list(qs.verdict.value)
-    if not questions:
-        return Score.undefined("the judge found no key information in the reference")
+    questions = await listed(ask, QUESTIONS, version, "the judge found no key information in the reference",
+                             text=reference)
+    if isinstance(questions, Score):
+        return questions
     ctx = {"n_questions": len(questions)}
     # The questions and the reference's answers depend on the reference alone (shared, cached); an
     # empty answer answers none of them, so its side is not asked.

@@ -40,8 +40,6 @@ async def augmentation_precision(ask, query: str, answer: str, contexts: list[st
                                  prompt_version: str = "v1") -> Score:
     """Relevant contexts the answer uses / relevant contexts; 0 when none is relevant.
 
-    Reuses the verdicts of ``retrieval_precision`` and ``augmentation_accuracy``.
-
     >>> augmentation_precision_value([True, False], [True, True]) == 1 / 1
     True
     """

@@ -30,11 +30,7 @@ def answer_similarity_value(scores: Sequence[float]) -> float | None:
 @register(option_rules=PROMPT_VERSION, judge=Judged(asks=(SIMILARITY,), scale=5.0), bounds=(0.0, 5.0))
 async def answer_similarity(ask, query: str, answer: str, reference_answers: list[str], *,
                             prompt_version: str = "v1") -> Score:
-    """0–5: how close in meaning the answer is to the reference answer (best over references).
-
-    The judge grades on a described 0–5 scale (prompt ``similarity``); see :func:`answer_similarity_value`.
-    An empty answer is 0 (a miss, not asked); no reference answer leaves it undefined.
-    """
+    """0–5: how close in meaning the answer is to the reference answer (best over references)."""
     refs = references(reference_answers)
     if not refs:
         return Score.undefined(NO_REFERENCE)
