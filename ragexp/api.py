@@ -205,8 +205,8 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     try:
         outcome = execute(cfg, dataset=dataset, save=log is not False, show=False, overrides=composed_with)
     except JudgeFailed as exc:  # every judge metric failed: the reasons, sample by sample, go with the error
-        exc.result = _result(exc.outcome, container)  # the runner's judge_failed_step gives it the outcome
-        raise
+        raise JudgeFailed(*exc.args, outcome=exc.outcome,  # the runner's judge_failed_step gives the outcome
+                          result=_result(exc.outcome, container)).with_traceback(exc.__traceback__) from None
     return _result(outcome, container)
 
 

@@ -1,11 +1,15 @@
 """The exceptions ragexp raises on purpose: :class:`RagexpError` and its subclasses (printed as one line,
-exit status 2), and the ``KeyboardInterrupt`` subclasses :class:`Interrupted` (Ctrl-C, 130) and
-:class:`Terminated` (SIGTERM, 143). Definitions: docs/errors.md, "The exceptions" and "Exit status".
+exit status 2), the ``KeyboardInterrupt`` subclasses :class:`Interrupted` (Ctrl-C, 130) and
+:class:`Terminated` (SIGTERM, 143), :class:`GateFailed` (a missed floor, exit status 1), and the ones the
+judge's client and cache raise and handle themselves (:class:`CallFailed`, :class:`BudgetStop`,
+:class:`Paused`, :class:`BadReply`, :class:`CacheError`). Every attribute an exception carries is an
+argument of its constructor. Definitions: docs/errors.md, "The exceptions" and "Exit status".
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 #: What must not reach a terminal raw from a value quoted in a message (an id, a path, a field's text): line
 #: breaks (which would forge a line of their own), other C0/C1 control characters (ANSI escape sequences start
@@ -77,7 +81,70 @@ class BudgetExceeded(RagexpError):
 
 
 class JudgeFailed(RagexpError):
-    """Every judge metric failed on every sample (timeouts, API errors, unreadable replies): nothing was measured."""
+    """Every judge metric failed on every sample (timeouts, API errors, unreadable replies): nothing was measured.
+
+    ``outcome`` is the runner's outcome (each sample's scores, status and reason) when nothing was saved;
+    ``result`` is what :func:`ragexp.evaluate` makes of it (an ``EvaluationResult``), set by ``evaluate``.
+    """
+
+    outcome: Any
+    result: Any
+
+    def __init__(self, message: str, *, outcome: Any = None, result: Any = None):
+        super().__init__(message)
+        self.outcome, self.result = outcome, result
+
+
+class JudgeUnreachable(ConfigError):
+    """Connections to the judge's server failed again and again: nothing is listening there."""
+
+
+class CallFailed(Exception):
+    """A judge request failed for good; ``status`` is ``timeout``, ``rate_limited`` or ``api_error``."""
+
+    status: str
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class BudgetStop(Exception):
+    """The next judge request could pass ``max_cost_usd``; no request is started after this."""
+
+
+class Paused(Exception):
+    """A server's Retry-After pause ends after this verdict's deadline: waiting for it would be waiting for nothing."""
+
+    seconds: float
+
+    def __init__(self, seconds: float):
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+class BadReply(Exception):
+    """A 200 reply without a text to read: no ``choices``, a null message, no content, tool calls instead of text.
+    ``status_code`` 200 makes :func:`~ragexp.common.http.classify` retry it (a body that could not be read);
+    ``retryable=False`` (tool calls: the same request gets them again) is recorded at once."""
+
+    status_code: int | None
+
+    def __init__(self, message: str, retryable: bool = True):
+        super().__init__(message)
+        self.status_code = 200 if retryable else None
+
+
+class CacheError(Exception):
+    """The judge cache's store failed (a PostgreSQL server gone, a refused write); SQLite raises ``sqlite3.Error``."""
+
+
+class GateFailed(SystemExit):
+    """Exit status 1: a run (or a sweep's job) missed a floor. Apart from Hydra's own ``SystemExit(1)``
+    on a bad override, which ``python -m ragexp`` turns into exit 2."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
 
 
 class ParseError(ValueError):

@@ -16,7 +16,7 @@ import pytest
 
 from ragexp.judge import build_judge
 from ragexp.judge.cache import JudgeCache
-from ragexp.judge.client import JudgeUnreachable
+from ragexp.errors import JudgeUnreachable
 from ragexp.judge.parse import verdict_kinds
 from ragexp.common.records import Record
 

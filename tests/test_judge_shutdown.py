@@ -85,7 +85,7 @@ def test_clients_are_closed_after_an_error_at_once_and_after_a_success_by_shutdo
 
     from ragexp.core.scoring import build_metrics
     from ragexp.judge import build_judge
-    from ragexp.judge.client import JudgeUnreachable
+    from ragexp.errors import JudgeUnreachable
     from ragexp.judge.loop import shutdown
     from ragexp.common.records import Record
 

@@ -17,8 +17,8 @@ def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None
     from omegaconf.errors import OmegaConfBaseException
 
     from ragexp.common.secrets import ScrubbingStream
-    from ragexp.core.gate import GateFailed, add_override_prefix
-    from ragexp.errors import config_error_line
+    from ragexp.core.gate import add_override_prefix
+    from ragexp.errors import GateFailed, config_error_line
 
     if not isinstance(sys.stdout, ScrubbingStream):
         sys.stdout = ScrubbingStream(sys.stdout)

@@ -81,7 +81,7 @@ def _app(cfg: DictConfig) -> None:
         print(f"ragexp: error: {exc}", file=sys.stderr)
         sys.exit(2)
     if result["gate"]["failures"]:  # printed, one line each, by compare_runs
-        from ragexp.core.gate import GateFailed
+        from ragexp.errors import GateFailed
 
         raise GateFailed()
 

@@ -25,14 +25,6 @@ _GATE_ARG = re.compile(r"^gate\.(min|max_drop)\.[^=]+=")
 FAILED_FILE = "gate_failed.txt"
 
 
-class GateFailed(SystemExit):
-    """Exit status 1: a run (or a sweep's job) missed a floor. Apart from Hydra's own ``SystemExit(1)``
-    on a bad override, which ``python -m ragexp`` turns into exit 2."""
-
-    def __init__(self) -> None:
-        super().__init__(1)
-
-
 def record_failures(lines: Sequence[str], folder: Path) -> None:
     """Leave a job's missed floors in its output folder, for :func:`collect_failures` at the sweep's end."""
     if lines:

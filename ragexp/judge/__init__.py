@@ -74,7 +74,8 @@ def build_judge(cfg: Any, specs: Sequence[Any] = ()) -> "Judge":
     check_specs(judge_specs)
     cache = None
     if settings.cache:
-        from ragexp.judge.cache import CACHE_ERRORS, CacheError, open_cache
+        from ragexp.errors import CacheError
+        from ragexp.judge.cache import CACHE_ERRORS, open_cache
 
         path = settings.resolved_cache_path()
         try:  # before any work: a cache that cannot take a reply would fail after the first one is paid for

@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from ragexp.errors import CacheError
+
 
 def _create_table(table: str, real: str) -> str:
     """The replies table, the same columns in SQLite and PostgreSQL (``real``: each one's float type)."""
@@ -61,10 +63,6 @@ _SELECT_REPLY = f"SELECT {', '.join(_REPLY_COLUMNS)} FROM {{table}} WHERE key = 
 
 def _reply(row: tuple | None) -> dict[str, Any] | None:
     return None if row is None else dict(zip(_REPLY_COLUMNS, row))
-
-
-class CacheError(Exception):
-    """The judge cache's store failed (a PostgreSQL server gone, a refused write); SQLite raises ``sqlite3.Error``."""
 
 
 #: What a failing cache raises, whichever the backend.

@@ -24,8 +24,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, NoReturn
 
-from ragexp.errors import ConfigError, CredentialsError
-from ragexp.judge.cache import CACHE_ERRORS, CacheError, JudgeCache, cache_key
+from ragexp.errors import (BadReply, BudgetStop, CacheError, CallFailed, ConfigError, CredentialsError,
+                           JudgeUnreachable, Paused)
+from ragexp.judge.cache import CACHE_ERRORS, JudgeCache, cache_key
 from ragexp.common.http import classify, connection_failed, retry_after, root_cause, short_error
 from ragexp.common.secrets import redact_url, scrub
 from ragexp.judge.loop import litellm_provider
@@ -67,18 +68,6 @@ def register_price(model: str, per_in: float, per_out: float) -> None:
     litellm.register_model({model: entry})
 
 
-class CallFailed(Exception):
-    """A request failed for good; ``status`` is ``timeout``, ``rate_limited`` or ``api_error``."""
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = status
-
-
-class JudgeUnreachable(ConfigError):
-    """Connections to the judge's server failed again and again: nothing is listening there."""
-
-
 #: Consecutive failed connections (refused, unknown host), over at least :data:`UNREACHABLE_SPAN` back-offs,
 #: after which the judge counts as unreachable and the run stops with one line.
 UNREACHABLE_AFTER = 8
@@ -89,10 +78,6 @@ UNREACHABLE_SPAN = 2
 HANG_AFTER = 8
 #: A warning line when requests wait this long (at most; ``timeout_s`` if shorter) without any reply.
 STALL_WARN_S = 30.0
-
-
-class BudgetStop(Exception):
-    """The next request could pass ``max_cost_usd``; no request is started after this."""
 
 
 @dataclass
@@ -284,31 +269,13 @@ class RateLimiter:
             self._next = time.monotonic() + self.interval
 
 
-class Paused(Exception):
-    """A server's Retry-After pause ends after this verdict's deadline: waiting for it would be waiting for nothing."""
-
-    def __init__(self, seconds: float):
-        super().__init__(seconds)
-        self.seconds = seconds
-
-
-class BadReply(Exception):
-    """A 200 reply without a text to read: no ``choices``, a null message, no content, tool calls instead of text.
-    ``status_code`` 200 makes :func:`~ragexp.common.http.classify` retry it (a body that could not be read);
-    ``retryable=False`` (tool calls: the same request gets them again) is recorded at once."""
-
-    def __init__(self, message: str, retryable: bool = True):
-        super().__init__(message)
-        self.status_code = 200 if retryable else None
-
-
 def reply_text(response: Any) -> tuple[str, str | None]:
     """(text, finish_reason) of a chat reply, or :class:`BadReply` naming what the reply lacked.
 
     >>> reply_text({"choices": []})
     Traceback (most recent call last):
     ...
-    ragexp.judge.client.BadReply: the judge's reply held no choices (an empty "choices" list)
+    ragexp.errors.BadReply: the judge's reply held no choices (an empty "choices" list)
     """
     choices = _field(response, "choices")
     if not choices:

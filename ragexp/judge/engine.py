@@ -24,12 +24,12 @@ import logging
 import math
 from typing import Any, Iterable, Sequence
 
-from ragexp.errors import BudgetExceeded, ConfigError, Interrupted, ParseError
+from ragexp.errors import BudgetExceeded, BudgetStop, CallFailed, ConfigError, Interrupted, ParseError
 from ragexp.metrics.base import REGISTRY, MetricSpec, Score
 from ragexp.metrics.judged import Outcome, VerdictKind, detail
 from ragexp.common.records import Record
 from ragexp.judge.cache import JudgeCache
-from ragexp.judge.client import Budget, BudgetStop, CallFailed, JudgeClient, Prices, Usage
+from ragexp.judge.client import Budget, JudgeClient, Prices, Usage
 from ragexp.judge.loop import run_sync, shutdown
 from ragexp.judge.parse import parse_verdict
 from ragexp.judge.settings import JudgeSettings

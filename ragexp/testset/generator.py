@@ -16,7 +16,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragexp.judge.client import Budget, BudgetStop, CallFailed, JudgeClient, Usage
+from ragexp.errors import BudgetStop, CallFailed
+from ragexp.judge.client import Budget, JudgeClient, Usage
 from ragexp.judge.loop import run_sync, shutdown
 from ragexp.judge.parse import ParseError
 from ragexp.judge.templates import load_prompt

@@ -406,9 +406,7 @@ def judge_failed_step(plan: Plan, scored: Scored, folder: Path | None, outcome: 
     failed = judge_failed({s.key: scored.scores[s.key] for s in plan.judge_specs})
     if failed:
         where = f"{folder}/per_sample.json" if folder is not None else "the exception's .result.per_sample"
-        exc = JudgeFailed(f"{failed}. Each sample's reason is in {where}; nothing was logged")
-        exc.outcome = outcome
-        raise exc
+        raise JudgeFailed(f"{failed}. Each sample's reason is in {where}; nothing was logged", outcome=outcome)
 
 
 def uncertainty_step(specs, scores, records, stats_cfg: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
