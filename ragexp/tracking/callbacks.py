@@ -109,22 +109,25 @@ class ParentRunCallback(Callback):
             if missed:
                 raise GateFailed()
             return
+        _mark_ended(config)  # an upload may close the parent from now on (close_after_upload)
         try:
             failed = self._finish(config)
         except Exception as exc:  # noqa: BLE001 - the children's results are on disk; say so in one line
             print(f"ragexp: error: the sweep's parent run {self.run_id} could not be completed in "
-                  f"{scrub(str(self.uri))}: {scrub(first_line(exc))}. Each job's results are in its folder under "
-                  f"{config.hydra.sweep.dir}; log one later with: python -m ragexp.tracking.upload <folder>",
-                  file=sys.stderr)
-            failed = 0  # the parent is closed FAILED at exit (_close_if_open)
+                  f"{scrub(str(self.uri))}: {scrub(first_line(exc))}; it is closed by the upload below (or "
+                  f"FAILED at exit if the store answers by then)", file=sys.stderr)
+            failed = 0  # the parent is closed FAILED at exit (_close_if_open), else by the upload
         else:
             _redact_sweep_files(config)  # multirun.yaml (and a sweeper's results) as they are now final
         finally:
             os.environ.pop(PARENT_ENV, None)
+        unlogged = _say_unlogged(config)
         if missed:
             raise GateFailed()
         if failed:
             sys.exit(1)  # a job's run ended FAILED (its process was killed): the sweep did not succeed
+        if unlogged:
+            sys.exit(3)  # every job computed and saved, some are not in MLflow yet (docs/guarantees.md)
 
     def _finish(self, config: DictConfig, stopped: str | None = None) -> int:
         """Close the parent: killed jobs recorded FAILED, the children's table, how many jobs failed
@@ -133,11 +136,13 @@ class ParentRunCallback(Callback):
         from ragexp.tracking.jobs import JOBS_FAILED_METRIC, JOBS_FAILED_TAG, record_unreported, sweep_size
         from ragexp.tracking.leaderboard import log_leaderboard
 
+        from ragexp.tracking.jobs import unlogged_jobs
+
         with bounded_http():  # a server gone at the sweep's end fails in seconds, not minutes
             client = open_client(self.uri)
+            parent = retrying(client.get_run, self.run_id)  # a store still gone fails here, before any upload try
             record_unreported(config)  # jobs whose process was killed before they could report
             fail_orphaned_runs(client)  # a run a killed job's process had opened and could not close
-            parent = client.get_run(self.run_id)
             children = retrying(client.search_runs, [parent.info.experiment_id], max_results=5000,
                                 filter_string=f"tags.mlflow.parentRunId = '{self.run_id}'")
             rows = [{"run_id": c.info.run_id, "run_name": c.info.run_name, "status": c.info.status,
@@ -146,7 +151,8 @@ class ParentRunCallback(Callback):
                      **c.data.metrics} for c in children]
             failed = [c for c in children if c.info.status == "FAILED"]
             planned = sweep_size(config)
-            unstarted = max(0, (planned or 0) - len(children))  # the launcher stopped before they ran
+            unlogged = unlogged_jobs(str(config.hydra.sweep.dir))  # saved, not logged: the store was away
+            unstarted = max(0, (planned or 0) - len(children) - len(unlogged))  # the launcher stopped before they ran
             retrying(client.log_dict, self.run_id, redact({"children": rows}), "sweep_results.json")
             retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
             retrying(client.log_metric, self.run_id, JOBS_FAILED_METRIC, float(len(failed)))
@@ -159,16 +165,22 @@ class ParentRunCallback(Callback):
                 print(f"[ragexp] warning: no sweep leaderboard: {type(exc).__name__}: {exc}")
             if planned is not None:
                 retrying(client.log_metric, self.run_id, "sweep/jobs_planned", float(planned))
-            if failed or stopped or unstarted:
+            if failed or stopped or unstarted or unlogged:
                 said = "; ".join(f"{c.info.run_name}: {c.data.tags.get(FAILURE_TAG, '?')}" for c in failed[:3])
                 more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
-                total = planned or len(children)
+                total = planned or len(children) + len(unlogged)
                 reason = (f"{len(failed)} of {total} jobs failed: {said}{more}" if failed
-                          else stopped or "the sweep stopped early")
+                          else stopped or ("" if unlogged and not unstarted else "the sweep stopped early"))
                 if unstarted:
                     reason += f"; {unstarted} of {total} jobs never started (the launcher stopped)"
-                retrying(client.set_tag, self.run_id, FAILURE_TAG, scrub(str(reason))[:4000])
-            retrying(client.set_terminated, self.run_id, "FAILED" if failed or stopped or unstarted else "FINISHED")
+                if unlogged:
+                    reason += (f"; {len(unlogged)} of {total} jobs computed and saved but not logged (the store did "
+                               f"not answer): log them with {upload_command(unlogged)}")
+                retrying(client.set_tag, self.run_id, FAILURE_TAG, scrub(str(reason.lstrip("; ")))[:4000])
+            elif FAILURE_TAG in parent.data.tags:  # closed again after an upload: the old reason no longer holds
+                retrying(client.delete_tag, self.run_id, FAILURE_TAG)
+            retrying(client.set_terminated, self.run_id,
+                     "FAILED" if failed or stopped or unstarted or unlogged else "FINISHED")
         where = scrub(self.uri) if str(self.uri).startswith("http") else ui_command(str(self.uri))
         gone = f" ({len(failed)} FAILED, each with its reason in {FAILURE_TAG})" if failed else ""
         gone += f"; {unstarted} of {planned} jobs never started" if unstarted else ""
@@ -208,6 +220,64 @@ class ParentRunCallback(Callback):
         """Hydra has just written this job's ``.hydra/*.yaml`` (and the sweep's ``multirun.yaml``):
         rewrite them with secrets redacted before the job does any work."""
         _redact_hydra_files(config)
+
+
+def upload_command(folders: list[Path]) -> str:
+    """The one command that logs these saved results folders (under their sweep's parent run)."""
+    import shlex
+
+    from ragexp.tracking.log import UPLOAD_COMMAND
+
+    return " ".join([UPLOAD_COMMAND, *(shlex.quote(str(f)) for f in folders)])
+
+
+def _say_unlogged(config: DictConfig) -> int:
+    """At the sweep's end: which jobs computed and saved their results but are not in MLflow (the store went
+    away), and the exact command that logs them; how many."""
+    from ragexp.tracking.jobs import unlogged_jobs
+
+    folders = unlogged_jobs(str(config.hydra.sweep.dir))
+    if folders:
+        names = ", ".join(f.name for f in folders)
+        print(f"ragexp: {len(folders)} job(s) of this sweep computed and saved their results but are not logged "
+              f"to MLflow (the tracking store did not answer): {names}. Log them, and close the sweep's parent "
+              f"run, with:\n  {upload_command(folders)}", file=sys.stderr)
+    return len(folders)
+
+
+def _mark_ended(config: DictConfig) -> None:
+    """The sweep's parent file says the sweep has ended: from then on an upload may close the parent."""
+    path = Path(str(config.hydra.sweep.dir)) / PARENT_FILE
+    try:
+        saved = json.loads(path.read_text())
+        path.write_text(json.dumps({**saved, "ended": True}))
+    except (OSError, ValueError):
+        pass
+
+
+def close_after_upload(folder: Path, uri: str) -> str | None:
+    """After ``folder`` (a sweep's folder or a job folder in it) was uploaded: when that sweep has ended,
+    close (again) its parent run with the jobs as they stand now — FINISHED once every job is logged and none failed, else
+    FAILED with the reason. Returns a line to print, or None (not a sweep's job, or the sweep still runs)."""
+    from ragexp.common.secrets import redact_url
+
+    sweep_dir = next((p for p in (Path(folder), *Path(folder).parents) if (p / PARENT_FILE).is_file()), None)
+    if sweep_dir is None:
+        return None
+    try:
+        saved = json.loads((sweep_dir / PARENT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not saved.get("ended") or not saved.get("run_id") or saved.get("tracking_uri") != redact_url(uri):
+        return None
+    config = OmegaConf.load(sweep_dir / "multirun.yaml")
+    OmegaConf.update(config, "hydra.sweep.dir", str(sweep_dir), force_add=True)
+    callback = ParentRunCallback()
+    callback.run_id, callback.uri = saved["run_id"], uri
+    failed = callback._finish(config)
+    with bounded_http():
+        status = open_client(uri).get_run(saved["run_id"]).info.status
+    return f"sweep parent run {saved['run_id']} closed {status}" + (f" ({failed} jobs failed)" if failed else "")
 
 
 def _redact_hydra_files(config: DictConfig) -> None:

@@ -27,9 +27,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from ragexp.common.secrets import redact_url, restore_url
     from ragexp.tracking.log import MANIFEST_FILE, log_run, read_manifest
-    from ragexp.tracking.store import check_store, ui_command
+    from ragexp.common.secrets import scrub
+    from ragexp.tracking.callbacks import close_after_upload
+    from ragexp.tracking.store import check_store, first_line, ui_command
 
     status = 0
+    uploaded: dict[Path, str] = {}  # a sweep's folder → the store its jobs went to: its parent is closed after
     for folder in args.folders:
         folder = folder.resolve()
         try:
@@ -37,10 +40,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise RagexpError(f"{folder}: no {MANIFEST_FILE} here; expected the output folder of a ragexp run")
             manifest = read_manifest(folder)
             done = manifest["logged"]
+            uri = args.tracking_uri or restore_url(manifest["tracking_uri"])  # saved without credentials
             if done and not args.again:
                 print(f"{folder}: already logged as run {done['run_id']} to {done['tracking_uri']} (--again to log it once more)")
+                uploaded.setdefault(folder.parent, uri)
                 continue
-            uri = args.tracking_uri or restore_url(manifest["tracking_uri"])  # saved without credentials
             check_store(uri, manifest["experiment"])
             run_id, uri = log_run(folder, uri=uri)
         except RagexpError as exc:
@@ -49,6 +53,17 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{folder}: logged as MLflow run {run_id} to {redact_url(uri)}")
         print(f"Open it with:  {ui_command(uri)}")
+        uploaded.setdefault(folder.parent, uri)
+    for where, uri in uploaded.items():  # a sweep's parent run, closed with its jobs as they stand now
+        try:
+            line = close_after_upload(where, uri)
+        except Exception as exc:  # noqa: BLE001 - the folders are logged; say why the parent is not closed
+            print(f"ragexp: error: the sweep's parent run could not be closed: {scrub(first_line(exc))}; run this "
+                  "command again when the store answers", file=sys.stderr)
+            status = 2
+            continue
+        if line:
+            print(line)
     return status
 
 

@@ -449,23 +449,41 @@ def check_store_step(tracking: dict[str, Any]) -> None:
     runs left RUNNING by dead processes of this host are closed FAILED (one line says so)."""
     if not tracking.get("enabled", True):
         return
+    from ragexp.errors import TrackingError
     from ragexp.tracking.store import check_store, configure_http, resolve_uri
     from ragexp.tracking.traces import check_cap
 
     check_cap(tracking.get("traces"))  # tracking.traces: a bad cap said before any work
 
     configure_http(tracking)  # tracking.http_timeout_s / http_max_retries, for this job's MLflow calls
-    check_store(resolve_uri(tracking.get("uri")), tracking.get("experiment") or "ragexp")
+    try:
+        check_store(resolve_uri(tracking.get("uri")), tracking.get("experiment") or "ragexp")
+    except TrackingError:
+        if not _sweep_parent():
+            raise
+        # a sweep's store that went away after its parent run was opened: the job still computes and saves;
+        # log_step tries again at its end and, failing, leaves the job unlogged (docs/guarantees.md)
 
 
 def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any], record: Any = None) -> None:
     """Log the saved results folder to MLflow and say where; a failure says how to log it later."""
     if not tracking.get("enabled", True):
         return
+    from ragexp.errors import TrackingError
     from ragexp.tracking.log import log_run
     from ragexp.tracking.store import resolve_uri, ui_command
 
-    run_id, uri = log_run(folder, uri=resolve_uri(tracking.get("uri")), record=record)  # mlflow_run.json keeps it without credentials
+    try:
+        run_id, uri = log_run(folder, uri=resolve_uri(tracking.get("uri")), record=record)  # mlflow_run.json keeps it without credentials
+    except TrackingError as exc:
+        if not _sweep_parent():
+            raise
+        # in a sweep: this job is saved but unlogged; the sweep goes on, and its end names the upload command
+        from ragexp.common.secrets import scrub
+
+        why = scrub(str(exc).split("; the results are in ")[0])
+        print(f"  unlogged: {why}; its results are saved in {folder} (the sweep's end says how to log them)")
+        return
     summary["run_id"] = run_id
     summary["tracking_uri"] = uri
     from ragexp.common.secrets import redact_url
@@ -492,6 +510,13 @@ def traces_step(tracking: dict[str, Any], plan: Plan, records: list[Record], per
                           judges, cap=tracking.get("traces", DEFAULT_CAP), seed=plan.stats.get("seed") or 0)
     if line:
         print(line)
+
+
+def _sweep_parent() -> str | None:
+    """The parent run of the sweep this job belongs to (None outside a sweep, or a sweep logging nothing)."""
+    from ragexp.tracking.log import find_parent_run
+
+    return find_parent_run(_hydra_paths()[1])
 
 
 def results_folder() -> Path:
