@@ -197,6 +197,9 @@ def test_descriptions_give_the_dataset_n_and_each_headline_mean_with_its_interva
     labelled = [one(made, label) for label in ("demo", "bm25", "records", "judge")] + children(made)
     for run in labelled:
         note = run.data.tags["mlflow.note.content"]
+        if run in children(made):  # a sweep's child starts with where it stands in the sweep (its first paragraph)
+            assert note.startswith("Sweep: **") and " best" in note.split("\n\n", 1)[0], note
+            note = note.split("\n\n", 1)[1]
         summary = summary_of(client, run, work)
         head = f"**{summary['dataset']}** · {summary['n_samples']} samples · source `"
         if summary.get("agreement"):  # a run with people's labels leads with how far its judge agrees
