@@ -21,12 +21,14 @@ from __future__ import annotations
 import numbers
 from typing import Any, Mapping
 
+import yaml
+
+from ragexp.common.paths import conf_dir
 from ragexp.errors import ConfigError
 from ragexp.stats.intervals import METHODS
 
-DEFAULTS: dict[str, Any] = {"resamples": 10_000, "confidence": 0.95, "seed": 0, "method": "percentile",
-                            "cluster_by": None, "correct_with_labels": False, "target_halfwidth": 0.05,
-                            "primary": None}
+#: the ``stats`` defaults: conf/stats/default.yaml, their one place (the run composes the same file)
+DEFAULTS: dict[str, Any] = yaml.safe_load((conf_dir() / "stats" / "default.yaml").read_text(encoding="utf-8"))
 #: more resamples change a 95% interval's bounds by less than 0.1% of its width and cost minutes
 MAX_RESAMPLES = 1_000_000
 
