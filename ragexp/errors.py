@@ -167,11 +167,6 @@ def config_error_line(exc: BaseException) -> str:
     ``foo=1`` → ``Could not override 'foo'. To append to your config use +foo=1 (Key 'foo' is not in struct)``.
     """
     missing, options = getattr(exc, "missing_cfg_file", None), getattr(exc, "options", None)
-    from ragexp.common.extras import plugin_hint
-
-    hint = plugin_hint(str(missing or "") + " " + str(exc))
-    if hint:  # hydra/launcher=joblib without the sweep extra: Hydra knows no such option
-        return hint
     if missing and options is not None:
         group, _, option = str(missing).rpartition("/")
         return f"no option '{option}' in group '{group}'; the options are: {', '.join(options)}"

@@ -48,7 +48,11 @@ def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None
         elif isinstance(exc, RagexpError):  # raised outside a job (a launcher's missing extra): its one line
             print(f"ragexp: error: {exc}", file=sys.stderr)
         elif isinstance(exc, (HydraException, OmegaConfBaseException)):
-            print(f"ragexp: error: {config_error_line(exc)}", file=sys.stderr)
+            from ragexp.common.extras import plugin_hint
+
+            # hydra/launcher=joblib without the sweep extra: Hydra knows no such option; say which extra
+            hint = plugin_hint(f"{getattr(exc, 'missing_cfg_file', '')} {exc}")
+            print(f"ragexp: error: {hint or config_error_line(exc)}", file=sys.stderr)
         else:
             import traceback
 
