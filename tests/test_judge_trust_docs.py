@@ -55,7 +55,7 @@ def test_every_command_of_judge_trust_runs_as_written(compose, server, tmp_path,
     from ragexp.cli.compare import compare_runs
     from ragexp.cli.judge_candidates import candidates
     from ragexp.common.paths import conf_dir
-    from ragexp.core.gate import add_override_prefix
+    from ragexp.cli import add_override_prefix
     from ragexp.workflow.runner import execute
 
     ran = []

@@ -4,8 +4,20 @@ and ``python -m ragexp.ui``. Each top-level module of that name is a thin entry 
 from __future__ import annotations
 
 import os
+import re
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+_GATE_ARG = re.compile(r"^gate\.(min|max_drop)\.[^=]+=")
+
+
+def add_override_prefix(argv: Sequence[str]) -> list[str]:
+    """``gate.min.<key>=v`` / ``gate.max_drop.<key>=v`` → ``++gate...``: Hydra's add-or-set.
+
+    The default gate declares no key, and Hydra refuses to set an undeclared key without ``+``;
+    ``++`` sets it either way, so ``gate.max_drop.answer_token_f1=0.02`` works as written.
+    """
+    return [f"++{a}" if _GATE_ARG.match(a) else a for a in argv]
 
 
 def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None] | None = None) -> None:
@@ -17,7 +29,6 @@ def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None
     from omegaconf.errors import OmegaConfBaseException
 
     from ragexp.common.secrets import ScrubbingStream
-    from ragexp.core.gate import add_override_prefix
     from ragexp.errors import GateFailed, config_error_line
 
     if not isinstance(sys.stdout, ScrubbingStream):

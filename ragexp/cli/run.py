@@ -27,7 +27,8 @@ OmegaConf.register_new_resolver("ragexp_launch_id", launch_id, replace=True)
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def _app(cfg: DictConfig) -> float | None:
-    from ragexp.core.gate import floor_failures, read_gate, record_failures
+    from ragexp.core.gate import floor_failures, read_gate
+    from ragexp.tracking.gate_files import record_failures
     from ragexp.errors import GateFailed
     from ragexp.workflow.runner import run
 

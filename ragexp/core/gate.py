@@ -1,7 +1,9 @@
 """The regression gate: ``max_drop`` (compare only: worse by more than the allowance *and* Holm-significant)
 and ``min`` floors, from ``conf/gate/`` or overrides. Definitions: docs/uncertainty.md, "The regression
 gate". A variant key's slash is written as a dot in overrides (nested maps joined with ``/``);
-:func:`add_override_prefix` adds Hydra's ``++`` for keys the chosen gate does not declare.
+:func:`ragexp.cli.add_override_prefix` adds Hydra's ``++`` for keys the chosen gate does not declare. This module
+computes the lines; the exit status (:class:`ragexp.errors.GateFailed`) is the commands', and a sweep job's
+file of missed floors is :mod:`ragexp.tracking.gate_files`'.
 
 >>> flat_conditions({"hit_rate": {"k5": 0.5}, "answer_token_f1": 0.3})
 {'hit_rate/k5': 0.5, 'answer_token_f1': 0.3}
@@ -12,39 +14,9 @@ gate". A variant key's slash is written as a dot in overrides (nested maps joine
 from __future__ import annotations
 
 import math
-import re
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from ragexp.errors import ConfigError
-
-_GATE_ARG = re.compile(r"^gate\.(min|max_drop)\.[^=]+=")
-
-#: in a multirun, a job that missed a floor leaves its lines in this file of its output folder; the sweep's
-#: end reads them from every job's folder, whichever process ran the job (basic, joblib, Ray launchers)
-FAILED_FILE = "gate_failed.txt"
-
-
-def record_failures(lines: Sequence[str], folder: Path) -> None:
-    """Leave a job's missed floors in its output folder, for :func:`collect_failures` at the sweep's end."""
-    if lines:
-        (folder / FAILED_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def collect_failures(sweep_dir: str | Path) -> list[str]:
-    """The missed floors every job of a sweep left in its folder."""
-    return [line for f in sorted(Path(sweep_dir).glob(f"*/{FAILED_FILE}"))
-            for line in f.read_text(encoding="utf-8").splitlines() if line]
-
-
-def add_override_prefix(argv: Sequence[str]) -> list[str]:
-    """``gate.min.<key>=v`` / ``gate.max_drop.<key>=v`` → ``++gate...``: Hydra's add-or-set.
-
-    The default gate declares no key, and Hydra refuses to set an undeclared key without ``+``;
-    ``++`` sets it either way, so ``gate.max_drop.answer_token_f1=0.02`` works as written.
-    """
-    return [f"++{a}" if _GATE_ARG.match(a) else a for a in argv]
-
 
 def flat_conditions(node: Any, where: str = "gate") -> dict[str, float]:
     """``{hit_rate: {k5: 0.5}}`` → ``{"hit_rate/k5": 0.5}``; every value must be a number."""

@@ -101,7 +101,7 @@ class ParentRunCallback(Callback):
             _fail_parent(self.uri, self.run_id, reason)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from ragexp.core.gate import collect_failures
+        from ragexp.tracking.gate_files import collect_failures
         from ragexp.errors import GateFailed
 
         missed = collect_failures(str(config.hydra.sweep.dir))  # floors missed by the jobs, whatever ran them
