@@ -176,15 +176,19 @@ def _objects(text: str) -> list[tuple[str, dict[str, Any]]]:
     i = text.find("{")
     while i != -1 and budget > 0:
         end = closers.get(i)
-        if end is not None:
-            chunk = _balanced(text, i, end + 1)
-            if chunk is not None:
-                budget -= 3 * len(chunk)
-                obj = _load(chunk)
-                if isinstance(obj, dict):
-                    out.append((chunk, _norm_keys(obj)))
-                    i = text.find("{", i + len(chunk))
-                    continue
+        chunk = _balanced(text, i, end + 1) if end is not None else None
+        if chunk is None:
+            # the one pass read this '{' inside a string of an unclosed object before it (a malformed reply
+            # quoting the verdict); read on from here alone, the scan charged to the budget
+            chunk = _balanced(text, i)
+            budget -= len(text) - i if chunk is None else 0
+        if chunk is not None:
+            budget -= 3 * len(chunk)
+            obj = _load(chunk)
+            if isinstance(obj, dict):
+                out.append((chunk, _norm_keys(obj)))
+                i = text.find("{", i + len(chunk))
+                continue
         i = text.find("{", i + 1)
     return out
 
