@@ -337,7 +337,8 @@ def test_mlflow_http_bounds_hold_inside_the_block_only_and_never_override_the_us
 def test_only_runs_of_dead_processes_of_this_host_are_closed(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from ragexp.tracking.store import FAILURE_TAG, HOST_TAG, PID_START_TAG, PID_TAG, check_store, owner_tags
+    from ragexp.tracking.store import (FAILURE_TAG, HOST_TAG, PID_SPACE_TAG, PID_START_TAG, PID_TAG, check_store,
+                                       owner_tags)
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client, exp = check_store(uri, "ragexp")
@@ -346,14 +347,20 @@ def test_only_runs_of_dead_processes_of_this_host_are_closed(tmp_path):
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(900)"])  # killed below; alive until then
     try:
         host = socket.gethostname()
-        live_tags = {HOST_TAG: host, PID_TAG: str(alive.pid)}
         mine = owner_tags()
+        assert mine.get(PID_SPACE_TAG), "this boot and PID namespace are known (Linux /proc)"
+        here = {HOST_TAG: host, PID_SPACE_TAG: mine[PID_SPACE_TAG]}  # this host, this boot and PID namespace
+        live_tags = {**here, PID_TAG: str(alive.pid)}
         cases = {
-            "dead": {HOST_TAG: host, PID_TAG: str(dead.pid)},
+            "dead": {**here, PID_TAG: str(dead.pid)},
             "alive": live_tags,
             "reused pid": {**live_tags, PID_START_TAG: "1"},  # that pid now belongs to another process
             "this process": mine,
-            "other host": {HOST_TAG: host + "-elsewhere", PID_TAG: str(dead.pid)},
+            "other host": {**here, HOST_TAG: host + "-elsewhere", PID_TAG: str(dead.pid)},
+            # the same host name and pid seen from another container (PID namespace): not this process's to judge
+            "other namespace": {**here, PID_SPACE_TAG: "another-boot/pid:[1]", PID_TAG: str(dead.pid)},
+            # an owner that does not say its namespace could be any container's: left alone
+            "namespace not said": {HOST_TAG: host, PID_TAG: str(dead.pid)},
         }
         ids = {name: client.create_run(exp, run_name=name, tags=tags).info.run_id for name, tags in cases.items()}
         check_store(uri, "ragexp")
@@ -362,7 +369,8 @@ def test_only_runs_of_dead_processes_of_this_host_are_closed(tmp_path):
         alive.kill()
         alive.wait()
     assert {n: r.info.status for n, r in status.items()} == {
-        "dead": "FAILED", "alive": "RUNNING", "reused pid": "FAILED", "this process": "RUNNING", "other host": "RUNNING"}
+        "dead": "FAILED", "alive": "RUNNING", "reused pid": "FAILED", "this process": "RUNNING", "other host": "RUNNING",
+        "other namespace": "RUNNING", "namespace not said": "RUNNING"}
     assert f"pid {dead.pid} on {socket.gethostname()}" in status["dead"].data.tags[FAILURE_TAG]
 
 

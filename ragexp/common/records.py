@@ -178,7 +178,7 @@ HUMAN_SCALES = {
     "correctness": ("ordinal", 0, 4),  # ExpertQA's experts: is the claim true? (no built-in metric yet)
     **{k: ("continuous", 0, 1) for k in ("answer_consistency", "retrieval_precision", "augmentation_accuracy",
                                           "augmentation_precision", "overall_score", "questeval_recall",
-                                          "questeval_precision")},
+                                          "questeval_precision", "claim_faithfulness")},
 }
 
 
