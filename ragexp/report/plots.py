@@ -190,7 +190,9 @@ def run_plots(folder: str | Path, per_sample: Any, summary: dict[str, Any], *,
     title = f"{summary.get('dataset', '')} · {n} samples"
     ranges = _ranges(keys)
     out = []
-    bars = metric_bars(intervals, [k for k in keys if ranges[k] is not None], headline, title,
+    # blue for the run's own headline metrics only, not the others a picture fills its rows with
+    named = [k for k in (primary, objective, *(summary.get("headline") or ())) if k and k in keys] or headline[:1]
+    bars = metric_bars(intervals, [k for k in keys if ranges[k] is not None], named, title,
                        folder / METRICS_PLOT, confidence=float((summary.get("stats") or {}).get("confidence", 0.95)),
                        samples=n)
     if bars is not None:
