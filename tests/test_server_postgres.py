@@ -147,6 +147,7 @@ def test_the_server_stopped_mid_run_fails_in_seconds_keeps_the_results_and_the_u
     assert a["metrics"]["answer_similarity"] == saved["metrics"]["answer_similarity"]
     for key in a:
         assert a[key] == b[key], key
+    assert "ragexp.traces_failed" not in a["tags"] and not a["tags"]["ragexp.traces"].startswith("0 of")  # traces too
 
 
 @pytest.mark.integration

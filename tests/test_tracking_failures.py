@@ -224,6 +224,7 @@ def test_a_tracking_server_killed_mid_run_loses_nothing_and_the_printed_command_
     assert a["metrics"]["answer_similarity"] == saved["metrics"]["answer_similarity"]
     for key in a:
         assert a[key] == b[key], key
+    assert "ragexp.traces_failed" not in a["tags"] and not a["tags"]["ragexp.traces"].startswith("0 of")  # traces too
 
 
 # --- item 2: parallel processes on one fresh SQLite store ------------------------------------------------------

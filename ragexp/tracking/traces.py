@@ -28,6 +28,7 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ragexp.common.secrets import scrub, scrub_columns
@@ -294,7 +295,7 @@ def _one_trace(mlflow: Any, where: Any, run_id: str, source: TraceSource, rows: 
         root.set_inputs({"query": query})
         trace_id = root.trace_id
         mlflow.update_current_trace(tags={RECORD_TAG: record_id, DIGEST_TAG: source.dataset_digest, RUN_TAG: run_id},
-                                    client_request_id=f"{run_id}:{record_id}")
+                                    client_request_id=request_id(run_id, record_id))
         latency = cell("latency_s")
         if latency is not None:
             root.set_attribute("ragexp.latency_s", latency)
@@ -374,6 +375,30 @@ def _people(mlflow: Any, trace_id: str, rows: Mapping[str, list], j: int) -> Non
                 mlflow.log_feedback(trace_id=trace_id, name=name, value=value, source=people)
 
 
+#: MLflow's SQL store keeps a trace's ``client_request_id`` in 50 characters (PostgreSQL refuses a longer one).
+REQUEST_ID_CHARS = 50
+
+
+def request_id(run_id: str, record_id: str) -> str:
+    """A trace's ``client_request_id``: ``<run id>:<record id>``, or, when that is longer than MLflow's SQL
+    store keeps (:data:`REQUEST_ID_CHARS`), the record id's place taken by a digest of it; the whole record id
+    is the trace's tag ``ragexp.record_id``.
+
+    >>> request_id("0" * 32, "q-1")
+    '00000000000000000000000000000000:q-1'
+    >>> long = request_id("0" * 32, "a record id longer than the store keeps")
+    >>> len(long), long[:33]
+    (50, '00000000000000000000000000000000:')
+    """
+    import hashlib
+
+    whole = f"{run_id}:{record_id}"
+    if len(whole) <= REQUEST_ID_CHARS:
+        return whole
+    room = max(8, REQUEST_ID_CHARS - len(run_id) - 1)
+    return f"{run_id}:{hashlib.sha256(record_id.encode()).hexdigest()[:room]}"[-REQUEST_ID_CHARS:]
+
+
 def check_cap(value: Any) -> int | None:
     """``tracking.traces`` checked: a whole number >= 0 (0: no traces) or null (every sample).
 
@@ -398,6 +423,59 @@ def log_run_traces(uri: str, run_id: str, records: Sequence[Any], per_sample: Ma
     (``50 of 50``), a sentence in its description when not every sample is a trace, ``ragexp.traces_failed``
     when some could not be logged. Returns the line to print when something is worth saying, else None.
     Never raises: the run is logged, and its values are in its per-sample table whatever happens here."""
+    return _traces_on_run(uri, run_id, source_of(records, per_sample, dataset_digest, judges), cap=cap, seed=seed)
+
+
+def log_folder_traces(folder: Path, uri: str, run_id: str) -> str | None:
+    """The traces of a results folder logged later (``python -m ragexp.tracking.upload``), through the same
+    code as a run's own: every sample whole from ``per_sample.parquet``, the cap, seed and judge from the run's
+    ``config.yaml``. The folder keeps no per-stage durations, so the stage spans of a pipeline ragexp ran are
+    not among them (docs/traces.md). Returns the line to print, as :func:`log_run_traces`; never raises."""
+    from ragexp.common.secrets import redact_url
+    from ragexp.core.results import FULL_TABLE_FILE
+    from ragexp.tracking.tables import read_parquet_columns
+
+    try:
+        import yaml
+
+        cfg = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8")) or {}
+        tracking = cfg.get("tracking") or {}
+        if not tracking.get("enabled", True) or tracking.get("traces", 1) == 0:
+            return None
+        cap = check_cap(tracking.get("traces", DEFAULT_CAP))
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        if summary.get("execution"):  # a run streamed in chunks logs no traces (docs/traces.md): nor does its upload
+            return None
+        columns = read_parquet_columns(folder / FULL_TABLE_FILE)
+        source = TraceSource(columns, summary["dataset_digest"], _judges(cfg), None,
+                             columns.get("context_scores"), _lists(columns.get("chunk_ids")))
+        seed = (cfg.get("stats") or {}).get("seed") or 0
+    except Exception as exc:  # noqa: BLE001 - the run is logged; its traces are extra
+        return (f"warning: the traces of run {run_id} could not be logged to {redact_url(uri)} "
+                f"({scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}); every value is in its "
+                "per-sample table")
+    return _traces_on_run(uri, run_id, source, cap=cap, seed=seed)
+
+
+def _judges(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """Metric key → judge model of a saved config, as the run had them (the metrics a judge scores)."""
+    from ragexp.core.scoring import build_metrics
+
+    specs, _ = build_metrics(cfg.get("metric"), cfg.get("matcher"))
+    keys = [s.key for s in specs if s.info.judge]
+    model = (cfg.get("judge") or {}).get("model")
+    return {key: scrub(str(model)) for key in keys} if keys and model is not None else {}
+
+
+def _lists(values: Sequence[Any] | None) -> list | None:
+    """A column of lists read back from the folder (an extra column holds a list as JSON text)."""
+    if values is None:
+        return None
+    return [json.loads(v) if isinstance(v, str) else v for v in values]
+
+
+def _traces_on_run(uri: str, run_id: str, source: TraceSource, *, cap: int | None, seed: int) -> str | None:
+    """:func:`log_run_traces`'s work on a built :class:`TraceSource`."""
     from ragexp.common.secrets import redact_url
     from ragexp.tracking.store import bounded_http, open_client, retrying
 
@@ -406,8 +484,7 @@ def log_run_traces(uri: str, run_id: str, records: Sequence[Any], per_sample: Ma
         with bounded_http():
             client = open_client(uri)
             run = retrying(client.get_run, run_id)
-            report = log_traces(uri, run.info.experiment_id, run_id, source_of(records, per_sample, dataset_digest,
-                                                                               judges), cap=cap, seed=seed)
+            report = log_traces(uri, run.info.experiment_id, run_id, source, cap=cap, seed=seed)
             tags = {COUNT_TAG: f"{report.logged} of {report.samples}"}
             note = report.note(cap)
             if note:

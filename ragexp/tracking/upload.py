@@ -3,7 +3,7 @@
 Every run writes ``summary.json``, ``per_sample.json``, ``config.yaml`` and ``mlflow_run.json``
 into its output folder before it logs anything (:func:`ragexp.tracking.log.save_results`). When
 the store failed at the end (a server down, a disk full), the run says so in one line and names
-this command; it logs each folder as the run would have, to the store the run was configured
+this command; it logs each folder as the run would have (its traces included), to the store the run was configured
 for or to ``--tracking-uri``. A folder already logged is skipped unless ``--again``.
 """
 
@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragexp.common.secrets import scrub
     from ragexp.tracking.callbacks import close_after_upload
     from ragexp.tracking.store import check_store, first_line, ui_command
+    from ragexp.tracking.traces import log_folder_traces
 
     status = 0
     uploaded: dict[Path, str] = {}  # a sweep's folder → the store its jobs went to: its parent is closed after
@@ -52,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
             status = 2
             continue
         print(f"{folder}: logged as MLflow run {run_id} to {redact_url(uri)}")
+        line = log_folder_traces(folder, uri, run_id)  # its samples as traces, as the run would have logged them
+        if line:
+            print(line)
         print(f"Open it with:  {ui_command(uri)}")
         uploaded.setdefault(folder.parent, uri)
     for where, uri in uploaded.items():  # a sweep's parent run, closed with its jobs as they stand now
