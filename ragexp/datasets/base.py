@@ -319,6 +319,18 @@ def streamed(sink: RecordSink) -> Iterator[None]:
         _SINK.pop()
 
 
+def _hand(sink: Any, records: list) -> int:
+    """Hand a chunk of records to a streaming sink with the collector on (reading runs with it off); their count."""
+    import gc
+
+    gc.enable()
+    try:
+        sink(records)
+    finally:
+        gc.disable()
+    return len(records)
+
+
 @collector_paused()
 def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None = None,
           label: bool | None = None, corpus: dict[str, str] | None = None, split: tuple = ("all", 0.5, 0),
@@ -326,8 +338,6 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
     """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels; ``split`` is
     ``(dataset.split, split_fraction, split_seed)`` (:mod:`ragexp.datasets.split`). The garbage collector
     is paused meanwhile (:func:`collector_paused`). Within :func:`streamed`, the records go to its sink."""
-    import gc
-
     records: list[Record] = []
     seen: dict[str, int] = {}
     sink = _SINK[-1] if _SINK else None
@@ -351,20 +361,10 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
         seen[record.id] = row
         records.append(record)
         if sink is not None and len(records) >= sink.size:
-            handed += len(records)
-            gc.enable()
-            try:
-                sink(records)
-            finally:
-                gc.disable()
+            handed += _hand(sink, records)
             records = []
     if sink is not None and records:
-        handed += len(records)
-        gc.enable()
-        try:
-            sink(records)
-        finally:
-            gc.disable()
+        handed += _hand(sink, records)
         records = []
     if not records and not handed:
         raise DataError("the dataset is empty: expected at least one record", path=str(source))
