@@ -17,6 +17,10 @@ from pathlib import Path
 #: The prefix of alembic's batch-migration copies of a table (alembic.operations.batch).
 ALEMBIC_TMP = "_alembic_tmp_"
 
+#: Tables every MLflow SQL store holds (its schema, not a promised API; tested on MLflow 3.17): a SQLite
+#: file holding tables but none of these belongs to another program (tracking.store refuses it).
+MLFLOW_TABLES = ("alembic_version", "experiments", "runs")
+
 
 def drop_leftover_migration_tables(db: Path) -> list[str]:
     """Drop the ``_alembic_tmp_<table>`` copies a failed migration left in the SQLite file ``db`` whose

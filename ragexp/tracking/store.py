@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from ragexp.common.paths import artifact_root, env_defaults, sqlite_path, store_uri  # noqa: F401 - artifact_root: used here and by cli.ui
+from ragexp._compat import MLFLOW_TABLES
 
 T = TypeVar("T")
 
@@ -226,8 +227,6 @@ def _check_sqlite_writable(uri: str, db: Path) -> None:
 
 #: Seconds a locked ``mlflow.db`` is waited for before a line says so (then up to a minute more)
 LOCKED_SAY_S = 3.0
-#: Tables of an MLflow store: a database holding tables but none of these belongs to another program
-MLFLOW_TABLES = ("alembic_version", "experiments", "runs")
 
 
 def _probe_sqlite(uri: str, db: Path) -> None:
