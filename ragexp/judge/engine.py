@@ -30,7 +30,7 @@ from ragexp.metrics.judged import Outcome, VerdictKind, detail
 from ragexp.common.records import Record
 from ragexp.judge.cache import JudgeCache
 from ragexp.judge.client import Budget, JudgeClient, Prices, Usage
-from ragexp.judge.loop import run_sync, shutdown
+from ragexp.judge.loop import gather_watched, run_sync, shutdown
 from ragexp.judge.parse import parse_verdict
 from ragexp.judge.settings import JudgeSettings
 from ragexp.judge.templates import Prompt, load_prompt
@@ -239,21 +239,9 @@ class Judge:
                     bar.update(1)
 
         tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(records)]
-        watch = asyncio.ensure_future(run.client.watch())  # a line when the server goes quiet
-        try:
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-            await run.drain()  # requests still in flight (a sibling failed first) finish and are cached
-        except BaseException:
-            for t in tasks + list(run.memo.values()):
-                t.cancel()
-            raise
-        finally:
-            watch.cancel()
-            if bar is not None:
-                bar.close()
-        fatal = next((e for e in results if isinstance(e, BaseException) and not isinstance(e, BudgetStop)), None)
-        if fatal is not None:
-            raise fatal
+        # requests still in flight (a sibling failed first) finish and are cached before a failure is raised
+        results = await gather_watched(run.client, tasks, bar=bar, settle=run.drain,
+                                       also_cancel=lambda: list(run.memo.values()), tolerate=(BudgetStop,))
         usage = run.usage.as_metrics()
         if self.settings.samples > 1:
             usage.update(noise_metrics(specs, per_record))

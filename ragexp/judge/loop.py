@@ -16,7 +16,7 @@ import functools
 import os
 import sys
 import threading
-from typing import Any, Awaitable
+from typing import Any, Awaitable, Callable, Iterable
 
 
 @functools.lru_cache(maxsize=64)
@@ -119,3 +119,30 @@ def run_sync(coro: Awaitable[Any]) -> Any:
     except KeyboardInterrupt:
         future.cancel()
         raise
+
+
+async def gather_watched(client: Any, tasks: list[asyncio.Future], *, bar: Any = None,
+                         settle: Callable[[], Awaitable[Any]] | None = None,
+                         also_cancel: Callable[[], Iterable[asyncio.Future]] = tuple,
+                         tolerate: tuple[type[BaseException], ...] = ()) -> list[Any]:
+    """Await every task with ``client``'s stall watcher on (a line when the server goes quiet); then
+    ``settle()`` (requests still in flight finishing). An interruption cancels the tasks and
+    ``also_cancel()``; the watcher and the progress ``bar`` are closed on every way out. The first
+    exception a task ended with (but ``tolerate``'s) is raised once all are done; else the results."""
+    watch = asyncio.ensure_future(client.watch())
+    try:
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        if settle is not None:
+            await settle()
+    except BaseException:
+        for t in [*tasks, *also_cancel()]:
+            t.cancel()
+        raise
+    finally:
+        watch.cancel()
+        if bar is not None:
+            bar.close()
+    fatal = next((r for r in results if isinstance(r, BaseException) and not isinstance(r, tolerate)), None)
+    if fatal is not None:
+        raise fatal
+    return results

@@ -18,7 +18,7 @@ from typing import Any
 
 from ragexp.errors import BudgetStop, CallFailed
 from ragexp.judge.client import Budget, JudgeClient, Usage
-from ragexp.judge.loop import run_sync, shutdown
+from ragexp.judge.loop import gather_watched, run_sync, shutdown
 from ragexp.judge.parse import ParseError
 from ragexp.judge.templates import load_prompt
 from ragexp.testset import checks
@@ -178,21 +178,7 @@ async def agenerate(judge: Any, candidates: list[Candidate], limits: Limits, pro
                 if bar is not None:
                     bar.update(1)
 
-    watch = asyncio.ensure_future(client.watch())
-    tasks = [asyncio.ensure_future(guarded(c)) for c in candidates]
-    try:
-        results = await asyncio.gather(*tasks, return_exceptions=True)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        raise
-    finally:
-        watch.cancel()
-        if bar is not None:
-            bar.close()
-    fatal = next((r for r in results if isinstance(r, BaseException)), None)
-    if fatal is not None:
-        raise fatal
+    await gather_watched(client, [asyncio.ensure_future(guarded(c)) for c in candidates], bar=bar)
     return usage
 
 
