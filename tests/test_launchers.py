@@ -204,7 +204,7 @@ def test_a_killed_jobs_folder_without_results_is_recorded_failed_at_the_sweeps_e
     from omegaconf import OmegaConf
 
     from ragexp.tracking.jobs import KILLED, record_unreported, unreported_jobs
-    from ragexp.tracking.log import LAUNCH_ENV, PARENT_FILE
+    from ragexp.tracking.launch import LAUNCH_ENV, PARENT_FILE
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)

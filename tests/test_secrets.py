@@ -245,7 +245,7 @@ def test_the_sweeps_callback_pickled_with_each_job_holds_no_store_address(monkey
     import pickle
 
     from ragexp.tracking.callbacks import ParentRunCallback
-    from ragexp.tracking.log import PARENT_URI_ENV
+    from ragexp.tracking.launch import PARENT_URI_ENV
 
     callback = ParentRunCallback()
     callback.run_id, callback.uri = "abc", f"postgresql://u:{PG_PASSWORD}@db/runs"

@@ -78,7 +78,7 @@ def test_two_sweeps_in_the_same_second_keep_their_own_folders_and_children(tmp_p
 def test_parent_lookup_takes_only_this_launchs_parent(tmp_path, monkeypatch):
     import json
 
-    from ragexp.tracking.log import LAUNCH_ENV, PARENT_ENV, PARENT_FILE, find_parent_run
+    from ragexp.tracking.launch import LAUNCH_ENV, PARENT_ENV, PARENT_FILE, find_parent_run
 
     monkeypatch.delenv(PARENT_ENV, raising=False)
     monkeypatch.setenv(LAUNCH_ENV, "aaaaaa")

@@ -19,7 +19,8 @@ from ragexp.common.paths import conf_dir
 from ragexp.common.secrets import hide_overrides, scrub
 from ragexp.errors import RagexpError, Terminated
 from ragexp.tracking.callbacks import close_parent
-from ragexp.tracking.log import LAUNCH_ENV, RunRecord, interrupt_report, launch_id, new_launch_id
+from ragexp.tracking.launch import LAUNCH_ENV, launch_id, new_launch_id
+from ragexp.tracking.log import RunRecord, interrupt_report
 
 # ${ragexp_launch_id:} in conf/config.yaml's output folders: unique per launch, the same in joblib's workers
 OmegaConf.register_new_resolver("ragexp_launch_id", launch_id, replace=True)

@@ -34,7 +34,8 @@ HOST = "127.0.0.1"
 
 def store_of_folder(folder: str | Path) -> str:
     """The store a sweep folder's parent run or a results folder's run was logged to."""
-    from ragexp.tracking.log import MANIFEST_FILE, PARENT_FILE
+    from ragexp.tracking.launch import PARENT_FILE
+    from ragexp.tracking.log import MANIFEST_FILE
 
     where = Path(folder)
     for name in (PARENT_FILE, MANIFEST_FILE):

@@ -24,8 +24,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp.tracking.log import (LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, git_commit, interrupt_reason,
-                                 launch_id)
+from ragexp.tracking.launch import LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, git_commit, launch_id
+from ragexp.tracking.log import interrupt_reason
 from ragexp.common.secrets import redact, redact_url, redact_yaml_file, scrub
 from ragexp.tracking.store import (FAILURE_TAG, bounded_http, check_store, configure_http, fail_orphaned_runs, first_line,
                                    open_client, owner_tags, resolve_uri, retrying, ui_command)

@@ -67,7 +67,8 @@ def _record_failed(sweep_dir: str, overrides: list[str], num: Any, tracking: dic
                    folder: Path) -> str | None:
     from ragexp.common.secrets import restore_url, scrub
     from ragexp.errors import ConfigError
-    from ragexp.tracking.log import LAUNCH_TAG, MANIFEST_FILE, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, launch_id
+    from ragexp.tracking.launch import LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, launch_id
+    from ragexp.tracking.log import MANIFEST_FILE
     from ragexp.tracking.store import FAILURE_TAG, bounded_http, open_client, resolve_uri, retrying
 
     if (folder / MANIFEST_FILE).exists():  # results saved: the job failed while logging, and that run is closed FAILED

@@ -514,7 +514,7 @@ def traces_step(tracking: dict[str, Any], plan: Plan, records: list[Record], per
 
 def _sweep_parent() -> str | None:
     """The parent run of the sweep this job belongs to (None outside a sweep, or a sweep logging nothing)."""
-    from ragexp.tracking.log import find_parent_run
+    from ragexp.tracking.launch import find_parent_run
 
     return find_parent_run(_hydra_paths()[1])
 
