@@ -11,8 +11,11 @@ alembic 1.20 with MLflow 3.17 (the tables a full disk left: ``_alembic_tmp_param
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import sys
 from pathlib import Path
+from typing import Any
 
 #: The prefix of alembic's batch-migration copies of a table (alembic.operations.batch).
 ALEMBIC_TMP = "_alembic_tmp_"
@@ -36,6 +39,43 @@ def drop_leftover_migration_tables(db: Path) -> list[str]:
         return dropped
     finally:
         con.close()
+
+
+#: Ray's own switch between one machine and a cluster (``ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR``, which
+#: ``ray start`` names in its messages). At "0" — Ray's default on macOS and Windows — a new instance takes
+#: 127.0.0.1 for its node address, and its GCS, raylet, workers, object manager, dashboard and runtime-env
+#: agents all listen there. Linux's default is "1": the node address is the machine's outward one, GCS,
+#: raylet and workers listen on every interface, and ``ray.init(_node_ip_address="127.0.0.1")`` or
+#: ``ray start --node-ip-address 127.0.0.1`` are rewritten to the outward address (``resolve_ip_for_localhost``),
+#: so no ``ray.init`` option makes a local instance loopback-only. Ray reads the variable once, when first
+#: imported. Tested on Ray 2.60: with it every listening socket of the Ray processes is on 127.0.0.1, without
+#: it GCS, raylet and workers are on ``*`` and the agents on 0.0.0.0 or the outward address (tests/test_ray_secrets.py).
+RAY_CLUSTER_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def import_ray(address: str) -> Any:
+    """``import ray`` for a driver that calls ``ray.init(address=address)``: for ``local`` (a private instance
+    on this machine) with :data:`RAY_CLUSTER_ENV` at "0" unless the user set it, so the instance listens on
+    127.0.0.1 only. Ray already imported by this process keeps what it read then (:func:`ray_exposed`)."""
+    if str(address) == "local" and "ray" not in sys.modules:
+        os.environ.setdefault(RAY_CLUSTER_ENV, "0")
+    import ray
+
+    return ray
+
+
+def ray_exposed(ray: Any, address: str) -> str | None:
+    """After ``ray.init(address=address)``: a warning line when a private instance's node address is not the
+    loopback one (Ray was imported before :func:`import_ray`, or the user set :data:`RAY_CLUSTER_ENV` to 1),
+    so its ports are reachable from the network; None when it is loopback-only or a cluster was joined."""
+    if str(address) != "local":
+        return None
+    ip = ray.util.get_node_ip_address()
+    if ip in ("127.0.0.1", "::1", "localhost"):
+        return None
+    return (f"ragexp: warning: the local Ray instance listens on {ip} and every interface, not 127.0.0.1 only "
+            f"(ray was imported before ragexp started it, or {RAY_CLUSTER_ENV}={os.environ.get(RAY_CLUSTER_ENV, '1')}): "
+            f"set {RAY_CLUSTER_ENV}=0 before importing ray, or firewall its ports")
 
 
 def ray_loopback_options(address: str) -> dict[str, str]:

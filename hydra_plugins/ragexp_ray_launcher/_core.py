@@ -5,9 +5,9 @@
   the options that only make sense for a new instance, such as ``num_cpus``, are left out).
 - Each job is one task with ``hydra.launcher.ray.remote`` as its options (``num_cpus: 1``,
   ``max_retries: 0``: a job whose worker died is recorded FAILED rather than run again).
-- A local instance's dashboard, when asked for, listens on 127.0.0.1 (``dashboard_host``). Its GCS and raylet
-  still listen on every interface: Ray 2.60 resolves a ``_node_ip_address`` of 127.0.0.1 to the machine's
-  address (docs/guarantees.md says so; firewall the ports on a shared network).
+- A local instance listens on 127.0.0.1 only — GCS, raylet, workers, agents, and the dashboard when asked for
+  (``dashboard_host``): ray is imported with Ray's single-machine switch on (:func:`ragexp._compat.import_ray`;
+  no ``ray.init`` option does it on Linux). A process that imported ray earlier gets a warning line.
 - A job needs what the launching process has: the environment variables ragexp's jobs read (the
   sweep's launch id and parent run, the tracking URI, ...) travel as the task's ``runtime_env`` —
   except those holding a secret (a store URL with its password, a key, a typed secret override:
@@ -86,7 +86,6 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     from ragexp.common.extras import require
 
     require("ray", feature="hydra/launcher=ray")  # one line naming the extra, not an import traceback
-    import ray
     from hydra.core.singleton import Singleton
     from hydra.core.utils import configure_log, filter_overrides, setup_globals
     from omegaconf import OmegaConf, open_dict
@@ -96,7 +95,8 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
     Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
     ray_cfg = OmegaConf.to_container(launcher.ray_cfg, resolve=True) or {}
-    started = _start(ray_cfg.get("init") or {})
+    started = _start(ray_cfg.get("init") or {})  # imports ray first
+    import ray
 
     remote = {"max_retries": 0, **(ray_cfg.get("remote") or {})}
     runtime_env = dict(remote.get("runtime_env") or {})
@@ -129,14 +129,19 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
 
 def _start(init: dict[str, Any]) -> bool:
     """Start or join Ray unless this process already did; whether this call started it."""
-    import ray
+    from ragexp._compat import import_ray, ray_exposed
 
+    opts = init_options(init)
+    address = str(opts.get("address", "local"))
+    ray = import_ray(address)  # a local instance on 127.0.0.1 only
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
-    opts = init_options(init)
     log.info(f"Ray launcher: ray.init({', '.join(f'{k}={v!r}' for k, v in opts.items())})")
     ray.init(**opts)
+    warning = ray_exposed(ray, address)
+    if warning:
+        print(warning, file=sys.stderr)
     return True
 
 

@@ -23,6 +23,7 @@ import atexit
 import collections
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -206,8 +207,9 @@ class _RayScorer(_Scorer):
     back in order; the specs sent to the object store once."""
 
     def __init__(self, size: int, specs: list, table: Any, address: str, in_flight: int | None, bar: Any) -> None:
-        import ray
+        from ragexp._compat import import_ray, ray_exposed
 
+        ray = import_ray(address)  # a local instance listens on 127.0.0.1 only
         super().__init__(size, specs, table, 1, bar)
         self.started = not ray.is_initialized()
         if self.started:
@@ -219,6 +221,8 @@ class _RayScorer(_Scorer):
             from ragexp._compat import ray_loopback_options
 
             ray.init(**opts, **ray_loopback_options(address))
+            if warning := ray_exposed(ray, address):
+                print(warning, file=sys.stderr)
         self.task = ray.remote(num_cpus=1, max_retries=2)(_score_on_node)
         self.specs_ref = ray.put(specs)
         self.processes = int(ray.cluster_resources().get("CPU", 1))
