@@ -163,14 +163,27 @@ def config_error_line(exc: BaseException) -> str:
     """A Hydra or OmegaConf composition error as one line: what was wrong and the fix, without
     Hydra's list of every option on its own line or its config search path.
 
-    ``metric=nosuch`` → ``no option 'nosuch' in group 'metric'; the options are: accuracy, answer, …``;
+    ``metric=nosuch`` → ``no option 'nosuch' in group 'metric'; the options are: answer, answer_consistency, …``;
+    ``metric=precision`` (an old name) → ``metric=precision is now called keyword_verdict_precision: …``;
     ``foo=1`` → ``Could not override 'foo'. To append to your config use +foo=1 (Key 'foo' is not in struct)``.
     """
     missing, options = getattr(exc, "missing_cfg_file", None), getattr(exc, "options", None)
     if missing and options is not None:
         group, _, option = str(missing).rpartition("/")
+        from ragexp.common.renamed import current_key
+
+        if group == "metric" and current_key(option) != option:  # an old key: say its new name
+            return f"metric={option} is now called {current_key(option)}: write metric={current_key(option)}"
         return f"no option '{option}' in group '{group}'; the options are: {', '.join(options)}"
     text = str(exc).split("Config search path:")[0]
+    old = re.match(r"Could not override 'metric\.(\w+)((?:\.\w+)*)'", text)
+    if old:  # metric.accuracy.threshold=… of a suite that now holds keyword_verdict_accuracy
+        from ragexp.common.renamed import current_key
+
+        name, rest = old.groups()
+        if current_key(name) != name:
+            new = current_key(name)
+            return f"metric.{name}{rest}: '{name}' is now called {new}: write metric.{new}{rest}=…"
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     cause = exc.__cause__
     if cause is not None and type(cause).__module__.startswith("omegaconf"):

@@ -129,7 +129,7 @@ def test_a_bad_row_is_the_same_one_line_data_error_as_the_cli(tmp_path, data_dir
 
 def test_config_mistakes_are_one_line_config_errors():
     rows = [{"query": "q", "answer": "a", "reference_answers": ["a"]}]
-    with pytest.raises(ConfigError, match="no option 'no_such_suite' in group 'metric'; the options are: accuracy, "):
+    with pytest.raises(ConfigError, match="no option 'no_such_suite' in group 'metric'; the options are: answer, "):
         ragexp.evaluate(rows, metric="no_such_suite", log=False)
     with pytest.raises(ConfigError, match="stats.resampels: unknown key"):
         ragexp.evaluate(rows, metric="answer", stats={"resampels": 100}, log=False)

@@ -278,8 +278,8 @@ def test_cli_compare_weak_to_strong_by_name(demo_sweep, tmp_path):
         assert rows[key]["mean_baseline"] == pytest.approx(weak.data.metrics[key])
     assert rows["hit_rate/k1"]["test"] == "mcnemar" and rows["answer_token_f1"]["test"] == "permutation"
     assert rows["avg_latency"]["verdict"] == "worse"  # strong is slower: lower is better
-    assert data["samples"]["matched"] == 50 and data["not_compared"]["accuracy"]["candidate"] == pytest.approx(
-        strong.data.metrics["accuracy"])
+    assert data["samples"]["matched"] == 50 and data["not_compared"]["keyword_verdict_accuracy"]["candidate"] == pytest.approx(
+        strong.data.metrics["keyword_verdict_accuracy"])
     assert run.data.metrics["diff/answer_token_f1"] == pytest.approx(rows["answer_token_f1"]["diff"])
 
 

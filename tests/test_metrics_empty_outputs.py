@@ -17,7 +17,8 @@ from ragexp.matchers import build_matcher
 from ragexp.metrics.answer import answer_token_f1, bleu, exact_match, rouge1, rouge2, rougeL
 from ragexp.metrics.base import STATUSES, Score
 from ragexp.metrics.context import context_f1, context_precision, context_recall
-from ragexp.metrics.keyword import accuracy, avg_coverage, confusion, keyword_overlap
+from ragexp.metrics.keyword import avg_coverage, confusion, keyword_overlap
+from ragexp.metrics.keyword import keyword_verdict_accuracy as accuracy
 from ragexp.metrics.ranking import hit_rate, map, mrr, ndcg, precision_at_k, recall_at_k
 from ragexp.metrics.token import token_f1, token_precision, token_recall
 from ragexp.common.records import Record, present_fields, to_record

@@ -7,7 +7,11 @@ import math
 
 import pytest
 
-from ragexp.metrics.keyword import accuracy, avg_coverage, f1, keyword_overlap, precision, recall
+from ragexp.metrics.keyword import avg_coverage, keyword_overlap
+from ragexp.metrics.keyword import keyword_verdict_accuracy as accuracy
+from ragexp.metrics.keyword import keyword_verdict_f1 as f1
+from ragexp.metrics.keyword import keyword_verdict_precision as precision
+from ragexp.metrics.keyword import keyword_verdict_recall as recall
 from ragexp.metrics.token import token_f1, token_precision, token_recall
 
 SEED_PASSAGES = ["Do you want to buy some?", "I want to buy some", "I want to buy some water"]

@@ -17,8 +17,10 @@ CASES = [
     (["metric=context_recall", "metric.context_recall.k=[-1,0]"], "context_recall", "k", "-1 (int)"),
     (["metric=hit_rate", "metric.hit_rate.k=1.5"], "hit_rate", "k", "1.5 (float)"),
     (["metric=hit_rate", "metric.hit_rate.k=[]"], "hit_rate", "k", "[]"),
-    (["metric=memory", "metric.accuracy.threshold=abc"], "accuracy", "threshold", "'abc' (str)"),
-    (["metric=memory", "metric.accuracy.threshold=5"], "accuracy", "threshold", "5 (int)"),
+    (["metric=memory", "metric.keyword_verdict_accuracy.threshold=abc"], "keyword_verdict_accuracy", "threshold",
+     "'abc' (str)"),
+    (["metric=memory", "metric.keyword_verdict_accuracy.threshold=5"], "keyword_verdict_accuracy", "threshold",
+     "5 (int)"),
     (["metric=map", "metric.map.denominator=xyz"], "map", "denominator", "'xyz' (str)"),
     (["metric=keyword_overlap", "metric.keyword_overlap.stopwords=xyz"], "keyword_overlap", "stopwords", "'xyz' (str)"),
     (["metric=bleu", "metric.bleu.tokenize=xyz"], "bleu", "tokenize", "'xyz' (str)"),
@@ -69,11 +71,16 @@ def test_a_list_of_good_values_still_makes_one_variant_each(compose, capsys):
 
 HYDRA_CASES = [
     # (overrides, the line, or how it starts)
-    (["metric=nosuch"], "ragexp: error: no option 'nosuch' in group 'metric'; the options are: accuracy, answer, "),
+    (["metric=nosuch"], "ragexp: error: no option 'nosuch' in group 'metric'; the options are: answer, answer_consistency, "),
     (["metric.ndcg.k={a: 1}"],
      "ragexp: error: Error merging override metric.ndcg.k={a: 1} (Cannot merge DictConfig with ListConfig)"),
     (["foo=1"], "ragexp: error: Could not override 'foo'. To append to your config use +foo=1 (Key 'foo' is not in struct)"),
     (["-m", "metric=bleu,nosuch"], "ragexp: error: no option 'nosuch' in group 'metric'; the options are: "),
+    # the keyword verdict's confusion metrics before their rename (ragexp.common.renamed): the new name
+    (["metric=precision"], "ragexp: error: metric=precision is now called keyword_verdict_precision: write "
+                           "metric=keyword_verdict_precision"),
+    (["metric.accuracy.threshold=0.5"], "ragexp: error: metric.accuracy.threshold: 'accuracy' is now called "
+                                        "keyword_verdict_accuracy: write metric.keyword_verdict_accuracy.threshold="),
 ]
 
 

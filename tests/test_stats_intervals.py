@@ -247,13 +247,13 @@ def test_a_run_reports_every_aggregate_with_its_interval(compose, tmp_path):
     assert (intervals["hit_rate/k1"]["ci_low"], intervals["hit_rate/k1"]["ci_high"]) == pytest.approx((ref.low, ref.high))
 
     # the dataset-level confusion metrics: resampled records, n = the samples in the denominator
-    acc = intervals["accuracy"]
-    assert acc["mean"] == pytest.approx(summary["metrics"]["accuracy"]) and acc["ci_low"] <= acc["mean"] <= acc["ci_high"]
-    assert intervals["precision"]["n"] <= acc["n"] <= 50
+    acc = intervals["keyword_verdict_accuracy"]
+    assert acc["mean"] == pytest.approx(summary["metrics"]["keyword_verdict_accuracy"]) and acc["ci_low"] <= acc["mean"] <= acc["ci_high"]
+    assert intervals["keyword_verdict_precision"]["n"] <= acc["n"] <= 50
 
     # MLflow: K/n, K/stderr, K/ci_low, K/ci_high for every aggregate key K
     logged = MlflowClient(tracking_uri=summary["tracking_uri"]).get_run(summary["run_id"]).data.metrics
-    for key in ("answer_token_f1", "hit_rate/k1", "ndcg/k10", "accuracy", "latency/generate"):
+    for key in ("answer_token_f1", "hit_rate/k1", "ndcg/k10", "keyword_verdict_accuracy", "latency/generate"):
         assert logged[f"{key}/n"] == intervals[key]["n"]
         for part in ("stderr", "ci_low", "ci_high"):
             assert logged[f"{key}/{part}"] == pytest.approx(intervals[key][part])

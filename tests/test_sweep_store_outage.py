@@ -29,7 +29,7 @@ def test_store_gone_after_job_1_saves_every_job_and_upload_closes_the_parent(tmp
     env.pop("MLFLOW_TRACKING_URI", None)
     sweep = subprocess.Popen(
         [sys.executable, "-m", "ragexp", "-m", f"data_dir={data_dir}", "dataset=memory_eval_true", "metric=memory",
-         "metric.accuracy.threshold=0.3,0.6,0.9", f"tracking.uri={url}", "tracking.traces=0",
+         "metric.keyword_verdict_accuracy.threshold=0.3,0.6,0.9", f"tracking.uri={url}", "tracking.traces=0",
          "tracking.plots=false", "progress=false", "hydra.sweep.dir=sweep"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

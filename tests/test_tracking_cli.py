@@ -106,18 +106,18 @@ def test_secrets_never_reach_params_artifacts_or_output(tmp_path, data_dir):
 @pytest.mark.integration
 def test_multirun_basic_launcher_nests_children_under_one_parent(tmp_path, data_dir):
     run_cli("-m", f"data_dir={data_dir}", "dataset=memory_eval_true,memory_eval_false",
-            "metric=memory", "metric.accuracy.threshold=0.3,0.6", "progress=false", cwd=tmp_path)
+            "metric=memory", "metric.keyword_verdict_accuracy.threshold=0.3,0.6", "progress=false", cwd=tmp_path)
     client, parents, children = parent_and_children(f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert len(parents) == 1 and len(children) == 4
     assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parents[0].info.run_id}
-    assert {(c.data.params["dataset"], c.data.params["metric.accuracy.threshold"]) for c in children} == {
+    assert {(c.data.params["dataset"], c.data.params["metric.keyword_verdict_accuracy.threshold"]) for c in children} == {
         ("memory_eval_true", "0.3"), ("memory_eval_true", "0.6"), ("memory_eval_false", "0.3"), ("memory_eval_false", "0.6")}
     assert parents[0].info.status == "FINISHED" and parents[0].data.metrics["sweep/children"] == 4
     path = client.download_artifacts(parents[0].info.run_id, "sweep_results.json", str(tmp_path))
     rows = json.loads(open(path).read())["children"]
     assert len(rows) == 4 and all("keyword_overlap" in r for r in rows)
     # the swept settings are columns of the comparison table, a group's choice under the group's name
-    assert {(r["param.dataset"], r["param.metric.accuracy.threshold"]) for r in rows} == {
+    assert {(r["param.dataset"], r["param.metric.keyword_verdict_accuracy.threshold"]) for r in rows} == {
         ("memory_eval_true", "0.3"), ("memory_eval_true", "0.6"), ("memory_eval_false", "0.3"), ("memory_eval_false", "0.6")}
 
 
@@ -137,7 +137,7 @@ def test_multirun_with_tracking_disabled_logs_nothing_and_succeeds(tmp_path, dat
 def test_multirun_joblib_parallel_jobs_share_one_sqlite_store(tmp_path, data_dir):
     run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"data_dir={data_dir}",
             "dataset=memory_eval_true,memory_eval_false", "metric=memory",
-            "metric.accuracy.threshold=0.2,0.4,0.6", "progress=false", cwd=tmp_path)
+            "metric.keyword_verdict_accuracy.threshold=0.2,0.4,0.6", "progress=false", cwd=tmp_path)
     _, parents, children = parent_and_children(f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert len(parents) == 1 and len(children) == 6
     assert all(c.info.status == "FINISHED" for c in children)

@@ -21,7 +21,7 @@ def mlflow_server(tmp_path):
 @pytest.mark.services
 def test_joblib_sweep_against_a_real_mlflow_server(tmp_path, data_dir, mlflow_server):
     run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"data_dir={data_dir}",
-            "dataset=memory_eval_true,memory_eval_false", "metric=memory", "metric.accuracy.threshold=0.3,0.6",
+            "dataset=memory_eval_true,memory_eval_false", "metric=memory", "metric.keyword_verdict_accuracy.threshold=0.3,0.6",
             f"tracking.uri={mlflow_server}", "progress=false", cwd=tmp_path)
     assert not (tmp_path / "mlflow.db").exists()
     client, parents, children = parent_and_children(mlflow_server)

@@ -14,8 +14,10 @@ file of missed floors is :mod:`ragexp.tracking.gate_files`'.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Mapping
 
+from ragexp.common.renamed import current_key, renamed_note
 from ragexp.errors import ConfigError
 
 def flat_conditions(node: Any, where: str = "gate") -> dict[str, float]:
@@ -43,8 +45,18 @@ def read_gate(gate_cfg: Any) -> tuple[dict[str, float], dict[str, float]]:
     unknown = set(gate_cfg.keys()) - {"max_drop", "min"}
     if unknown:
         raise ConfigError(f"gate: unknown key(s) {', '.join(sorted(map(str, unknown)))}; a gate has max_drop and min")
-    return (flat_conditions(gate_cfg.get("max_drop"), "gate.max_drop"),
-            flat_conditions(gate_cfg.get("min"), "gate.min"))
+    return (_current(flat_conditions(gate_cfg.get("max_drop"), "gate.max_drop"), "gate.max_drop"),
+            _current(flat_conditions(gate_cfg.get("min"), "gate.min"), "gate.min"))
+
+
+def _current(conditions: dict[str, float], where: str) -> dict[str, float]:
+    """Conditions on an old key of the keyword verdict's confusion metrics read as on today's key, with
+    one warning line each (ragexp.common.renamed)."""
+    for key in conditions:
+        note = renamed_note(key, f"{where}.{key.replace('/', '.')}")
+        if note:
+            warnings.warn(note, FutureWarning, stacklevel=3)
+    return {current_key(k): v for k, v in conditions.items()}
 
 
 def floor_failures(values: Mapping[str, float | None], floors: Mapping[str, float],

@@ -18,7 +18,9 @@ from ragexp.common.records import FIELDS, HUMAN_SCALES
 
 #: the agreement key of the keyword verdict (keyword_overlap above the confusion metrics' threshold)
 VERDICT_KEY = "keyword_verdict"
-CONFUSION_METRICS = ("accuracy", "precision", "recall", "f1")
+#: seed 004's confusion of that verdict with ``label`` (logged as accuracy … f1 before: ragexp.common.renamed)
+CONFUSION_METRICS = ("keyword_verdict_accuracy", "keyword_verdict_precision", "keyword_verdict_recall",
+                     "keyword_verdict_f1")
 #: rows of the disagreements table kept per metric (the largest disagreements first)
 MAX_DISAGREEMENTS = 1000
 DISAGREEMENT_COLUMNS = ("metric", "id", "query", "answer", "judge", "human", "reason")

@@ -11,8 +11,9 @@ work, and the runner check its fields against the dataset before any work. A met
 a float, or a :class:`Score` when it must say why a value is missing.
 
 Two levels exist. ``level="sample"`` metrics score one record and are averaged over the
-records whose status is ``ok``. ``level="dataset"`` metrics (the confusion metrics, docs/metrics.md#accuracy)
-receive one list per field, a value per record, and return one number for the run.
+records whose status is ``ok``. ``level="dataset"`` metrics (the confusion metrics,
+docs/metrics.md#keyword_verdict_accuracy) receive one list per field, a value per record, and return one
+number for the run.
 """
 
 from __future__ import annotations

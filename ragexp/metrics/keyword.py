@@ -6,14 +6,17 @@ segmented with jieba (:func:`ragexp.common.text.keywords`). A word is a run of l
 ``emphasis``; any other punctuation separates words. An answer is judged correct when
 ``|kw(reference) ∩ kw(answer)| / |kw(reference)| > threshold`` (0.7 by default;
 ``inclusive: true`` makes it ≥). The judgement is set against the human ``label`` (is the
-reference correct?): [1,1] TP, [1,0] FN, [0,1] FP, [0,0] TN.
+reference correct?): [1,1] TP, [1,0] FN, [0,1] FP, [0,0] TN. The four confusion metrics are
+``keyword_verdict_accuracy``, ``_precision``, ``_recall`` and ``_f1``: how far the keyword verdict agrees
+with people, not a property of the answers (logged as ``accuracy`` … ``f1`` before; those keys are
+still read, :mod:`ragexp.common.renamed`).
 
     >>> keyword_overlap("Paris is the capital", ["The capital is Paris, France"])
     0.8
     >>> labels = [True, True, False, False]
     >>> answers = ["paris capital", "berlin", "paris capital", "rome"]
     >>> refs = [["paris capital"]] * 4
-    >>> accuracy(labels, answers, refs) == (1 + 1) / 4   # TP=1, FN=1, FP=1, TN=1
+    >>> keyword_verdict_accuracy(labels, answers, refs) == (1 + 1) / 4   # TP=1, FN=1, FP=1, TN=1
     True
 """
 
@@ -110,42 +113,47 @@ def _ratio(num: int, den: int, name: str, zero_division: float) -> float:
 
 
 @register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: tp + tn, lambda tp, fn, fp, tn: tp + fn + fp + tn))
-def accuracy(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
-             stopwords=None, zero_division: float = math.nan) -> float:
-    """(TP + TN) / all labelled samples; range [0, 1]. ``zero_division`` when there are none."""
+def keyword_verdict_accuracy(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
+                             stopwords=None, zero_division: float = math.nan) -> float:
+    """How often the keyword verdict agrees with people's label: (TP + TN) / all labelled samples; range
+    [0, 1]. ``zero_division`` when there are none. Logged as ``accuracy`` before."""
     c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
-    return _ratio(c["tp"] + c["tn"], c["tp"] + c["tn"] + c["fp"] + c["fn"], "accuracy", zero_division)
+    return _ratio(c["tp"] + c["tn"], c["tp"] + c["tn"] + c["fp"] + c["fn"], "keyword_verdict_accuracy", zero_division)
 
 
 @register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fp))
-def precision(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
-              stopwords=None, zero_division: float = math.nan) -> float:
-    """TP / (TP + FP): of the answers judged correct, how many have a correct reference.
+def keyword_verdict_precision(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
+                              stopwords=None, zero_division: float = math.nan) -> float:
+    """TP / (TP + FP): of the answers the keyword verdict calls correct, how many people label correct.
+    Logged as ``precision`` before.
 
     Labels and judged answers [1,1], [1,0], [1,1], [0,1] give TP = 2, FP = 1:
 
     >>> refs = [["paris capital"]] * 4
-    >>> precision([True, True, True, False], ["paris capital", "rome", "capital paris", "paris capital"], refs) == 2 / (2 + 1)
+    >>> answers = ["paris capital", "rome", "capital paris", "paris capital"]
+    >>> keyword_verdict_precision([True, True, True, False], answers, refs) == 2 / (2 + 1)
     True
     """
     c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
-    return _ratio(c["tp"], c["tp"] + c["fp"], "precision", zero_division)
+    return _ratio(c["tp"], c["tp"] + c["fp"], "keyword_verdict_precision", zero_division)
 
 
 @register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fn))
-def recall(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
-           stopwords=None, zero_division: float = math.nan) -> float:
-    """TP / (TP + FN): of the samples with a correct reference, how many answers were judged correct."""
+def keyword_verdict_recall(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
+                           stopwords=None, zero_division: float = math.nan) -> float:
+    """TP / (TP + FN): of the samples people label correct, how many the keyword verdict calls correct.
+    Logged as ``recall`` before."""
     c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
-    return _ratio(c["tp"], c["tp"] + c["fn"], "recall", zero_division)
+    return _ratio(c["tp"], c["tp"] + c["fn"], "keyword_verdict_recall", zero_division)
 
 
 @register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: 2 * tp, lambda tp, fn, fp, tn: 2 * tp + fp + fn))
-def f1(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
-       stopwords=None, zero_division: float = math.nan) -> float:
-    """2TP / (2TP + FP + FN), on the positive class as the seed writes it."""
+def keyword_verdict_f1(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
+                       stopwords=None, zero_division: float = math.nan) -> float:
+    """2TP / (2TP + FP + FN) of the keyword verdict against the label, on the positive class as the seed
+    writes it. Logged as ``f1`` before."""
     c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
-    return _ratio(2 * c["tp"], 2 * c["tp"] + c["fp"] + c["fn"], "f1", zero_division)
+    return _ratio(2 * c["tp"], 2 * c["tp"] + c["fp"] + c["fn"], "keyword_verdict_f1", zero_division)
 
 
 def _coverage_fields(options: dict) -> tuple[str, ...]:

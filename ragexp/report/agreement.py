@@ -32,7 +32,7 @@ def trust_lines(trust: Mapping[str, Any]) -> list[str]:
     >>> print("\\n".join(lines))
     judge agrees with people on answer_consistency_binary: κ 0.62 [0.48, 0.74] over 120 labels (κ: 1 = always agree, 0 = no better than chance)
     answer_consistency_binary corrected with people's labels: 0.72 [0.66, 0.78] (the judge alone: 0.81; 120 labelled of 2,000 samples)
-    To know the judge's answer_consistency_binary within ±0.05, label about 430 for its corrected mean and about 700 for κ (120 labelled now).
+    To know the corrected mean of the judge's answer_consistency_binary within ±0.05, about 430 labelled samples are needed, and about 700 for κ; 120 are labelled now.
     """
     lines = []
     for key, e in (trust.get("agreement") or {}).items():
@@ -52,12 +52,14 @@ def trust_lines(trust: Mapping[str, Any]) -> list[str]:
                          f"[{_num(iv.get('ci_low'))}, {_num(iv.get('ci_high'))}] over {e['n']} labels{scale}{flag}")
         lines += [f"WARNING {key}: {w}" for w in e.get("warnings") or []]
         per = e.get("per_class") or {}
+        subject = "the keyword verdict" if e.get("against") else "the judge"  # seed 004's verdict is no judge
+        lead = "" if e.get("against") else f"{key}: "  # the keyword verdict's lines name it already
         if per:
             said = "; ".join(f"on people's {cls[-1]}s {_num(d.get('mean'))} [{_num(d.get('ci_low'))}, "
                              f"{_num(d.get('ci_high'))}] ({d['caught']:,} of {d['of']:,})" for cls, d in per.items())
-            lines.append(f"{key}: the judge agrees {said}")
+            lines.append(f"{lead}{subject} agrees {said}")
         if e.get("misses"):
-            lines.append(f"{key}: {e['misses']}")
+            lines.append(f"{lead}{subject}{e['misses'].removeprefix('the judge')}")
     for key, e in (trust.get("agreement") or {}).items():
         c = e.get("corrected") or {}
         if c.get("mean") is not None:
@@ -77,7 +79,7 @@ def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
     for k, v in need.items():
         if k in ("target_halfwidth", "clustered"):
             continue
-        what = "its corrected mean" if k == "corrected_mean" else SYMBOLS.get(k, k)
+        what = "the corrected mean" if k == "corrected_mean" else SYMBOLS.get(k, k)
         if v is None:
             beyond.append(what)
         elif v <= n:
@@ -85,13 +87,19 @@ def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
         else:
             wants.append((what, v))
     parts = []
-    if wants:
-        said = " and ".join(f"about {v:,} for {what}" for what, v in wants)
-        parts.append(f"To know {_who(key, e)} within ±{hw:g}, label {said} ({n:,} labelled now).")
+    if wants:  # one sentence: the first statistic in full, the others after it
+        (what, v), rest = wants[0], wants[1:]
+        said = "".join(f", and about {v2:,} for {w2}" for w2, v2 in rest)
+        parts.append(f"To know {what} of {_who(key, e)} within ±{hw:g}, about {v:,} labelled samples are "
+                     f"needed{said}; {n:,} are labelled now.")
     if met:
-        parts.append(f"{' and '.join(met)} of {_who(key, e)}: already within ±{hw:g} with {n:,} labels.")
+        said = " and ".join(met)
+        parts.append(f"{said[0].upper()}{said[1:]} of {_who(key, e)} {'are' if len(met) > 1 else 'is'} already "
+                     f"known within ±{hw:g} with {n:,} labels.")
     if beyond:
-        parts.append(f"{' and '.join(beyond)} of {_who(key, e)}: more labels alone cannot bring it within ±{hw:g}.")
+        said = " and ".join(beyond)
+        parts.append(f"{said[0].upper()}{said[1:]} of {_who(key, e)} cannot be brought within ±{hw:g} by more "
+                     f"labels alone.")
     cl = need.get("clustered")
     if cl and parts:
         parts.append(f"(Clustered: the labels fall in {cl['clusters']:,} clusters, design effect "

@@ -19,11 +19,13 @@ was expected and what was got (docs/errors.md):
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any, Mapping
 
 import yaml
 
 from ragexp.common.paths import conf_dir
+from ragexp.common.renamed import current_key, renamed_note
 from ragexp.errors import ConfigError
 from ragexp.stats.intervals import METHODS
 
@@ -56,6 +58,10 @@ def stats_settings(node: Mapping[str, Any] | None) -> dict[str, Any]:
     for key in ("cluster_by", "primary"):
         if out[key] is not None and not isinstance(out[key], str):
             raise ConfigError(f"stats.{key} must be a name or null, got {out[key]!r}")
+    note = renamed_note(out["primary"], f"stats.primary={out['primary']}") if out["primary"] else None
+    if note:  # an old key of the keyword verdict's confusion metrics (ragexp.common.renamed)
+        warnings.warn(note, FutureWarning, stacklevel=2)
+        out["primary"] = current_key(out["primary"])
     if not isinstance(out["correct_with_labels"], bool):
         raise ConfigError(f"stats.correct_with_labels must be true or false, got {out['correct_with_labels']!r}")
     h = out["target_halfwidth"]

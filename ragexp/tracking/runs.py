@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from ragexp.common.renamed import current_key, current_keys
 from ragexp.core.pairing import TABLE_FILE, RunTable
 from ragexp.core.results import current_columns
 from ragexp.errors import ConfigError, DataError, RagexpError, TrackingError
@@ -99,11 +100,12 @@ def load_run(client: Any, run: Any, role: str) -> RunTable:
             pass
     if not isinstance(table, dict) or "columns" not in table or "data" not in table:
         raise DataError(f"{role} run '{name}': {TABLE_FILE} is not an MLflow table (columns, data)")
-    # a run logged before the slash scheme (K.status) reads as today's columns
+    # a run logged before the slash scheme (K.status) reads as today's columns, and its keyword verdict's
+    # accuracy … f1 (the keys before the rename) as today's keyword_verdict_accuracy … (ragexp.common.renamed)
     return RunTable(name=name, columns=current_columns(table["columns"]), rows=table["data"], run_id=run.info.run_id,
                     experiment_id=run.info.experiment_id, questions_digest=summary.get("questions_digest"),
-                    dataset=run.data.tags.get("ragexp.dataset"), metrics=dict(run.data.metrics),
-                    headline=list(summary.get("headline") or []))
+                    dataset=run.data.tags.get("ragexp.dataset"), metrics=current_keys(run.data.metrics),
+                    headline=[current_key(k) for k in summary.get("headline") or []])
 
 
 def _full_table(client: Any, run_id: str, tmp: str) -> dict[str, Any] | None:
