@@ -9,28 +9,19 @@ reduces them to the run's numbers.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import math
 import warnings
 from typing import Any, Callable, Iterable, Mapping
 
 from ragexp.common.paths import plain
+from ragexp.common.targets import resolve
 from ragexp.errors import ConfigError, FieldsError
 from ragexp.metrics.base import MetricSpec, Score, info_for, is_int, is_number, mean_ok, status_counts
 from ragexp.common.records import Record, present_fields
 
 #: Keys of the ``metric`` node that are settings of the suite, not metrics.
 SUITE_KEYS = ("_all_that_apply_", "_headline_")
-
-
-def _import_target(target: str, key: str) -> Callable[..., Any]:
-    module, _, attr = target.rpartition(".")
-    try:
-        fn = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError(f"metric '{key}': _target_ '{target}' cannot be imported ({exc})") from None
-    return fn
 
 
 def _variant_label(param: str, value: Any) -> str:
@@ -53,7 +44,7 @@ def build_metrics(metric_cfg: Mapping[str, Any] | None, matcher_cfg: Any = None)
             continue  # a suite member switched off with metric.<name>=null
         if not isinstance(node, Mapping) or "_target_" not in node:
             raise ConfigError(f"metric '{key}': expected a mapping with a _target_, got {node!r}")
-        fn = _import_target(node["_target_"], key)
+        fn = resolve(node["_target_"], f"metric.{key}._target_")
         try:
             info = info_for(fn)
         except KeyError:

@@ -5,45 +5,15 @@ every setting before heavy work and returns None when every stage is off. Defini
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
 from ragexp.common.paths import plain, store_uri
+from ragexp.common.targets import build, resolve
 from ragexp.errors import ConfigError
 
 BUILTIN = "ragexp.pipeline.core.RAGPipeline"
 TRACED = "ragexp.pipeline.traced.TracedPipeline"
-
-
-def _instantiate(node: Any, group: str, default: Any = None) -> Any:
-    """Build one stage from its config node, turning every failure into a one-line ConfigError."""
-    node = plain(node)
-    if node is None:
-        return default
-    if not isinstance(node, dict) or "_target_" not in node:
-        raise ConfigError(f"{group}: expected a mapping with a _target_ (see conf/{group}/), got {node!r}")
-    target = node["_target_"]
-    kwargs = {k: v for k, v in node.items() if not k.startswith("_")}
-    fn = _import(target, f"{group}._target_")
-    try:
-        inspect.signature(fn).bind(**kwargs)
-    except TypeError as exc:
-        raise ConfigError(f"{group} ({target}): {exc}; its arguments are "
-                          f"{', '.join(inspect.signature(fn).parameters)}") from None
-    return fn(**kwargs)
-
-
-def _import(target: Any, where: str) -> Any:
-    if not isinstance(target, str) or "." not in target:
-        raise ConfigError(f"{where}: expected a dotted path like my_package.module.function, got {target!r}")
-    module, _, attr = target.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except ImportError as exc:
-        raise ConfigError(f"{where}: cannot import module {module!r} ({exc}); is it on PYTHONPATH?") from None
-    except AttributeError:
-        raise ConfigError(f"{where}: module {module!r} has no attribute {attr!r}") from None
 
 
 def build_pipeline(cfg: Any, dataset: Any):
@@ -67,10 +37,10 @@ def _builtin(pipe: dict[str, Any], cfg: Any, dataset: Any):
     from ragexp.pipeline.generators import ExtractiveGenerator, PrecomputedGenerator
     from ragexp.pipeline.retrievers import NoRetriever
 
-    retriever = _instantiate(cfg.get("retriever"), "retriever", NoRetriever())
-    compressor = _instantiate(cfg.get("compressor"), "compressor", NoCompressor())
-    generator = _instantiate(cfg.get("generator"), "generator", PrecomputedGenerator())
-    chunker = _instantiate(cfg.get("chunker"), "chunker", Chunker())
+    retriever = build(cfg.get("retriever"), "retriever", NoRetriever())
+    compressor = build(cfg.get("compressor"), "compressor", NoCompressor())
+    generator = build(cfg.get("generator"), "generator", PrecomputedGenerator())
+    chunker = build(cfg.get("chunker"), "chunker", Chunker())
     if not retriever.uses_corpus and retriever.top_k is None and not compressor.active and not generator.active:
         return None
 
@@ -137,7 +107,7 @@ def _custom(pipe: dict[str, Any], cfg: Any):
     target = pipe["_target_"]
     produces = pipe.get("_produces_") or ("contexts", "context_ids", "answer")
     kwargs = {k: v for k, v in pipe.items() if not k.startswith("_")}
-    obj = _import(target, "pipeline._target_")
+    obj = resolve(target, "pipeline._target_")
     try:
         if inspect.isclass(obj):
             system = obj(**kwargs)

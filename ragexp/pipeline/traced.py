@@ -6,7 +6,6 @@ Contexts, ids, the answer and stage timings are read from the app's own spans by
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
 import sys
@@ -15,6 +14,7 @@ from typing import Any, Callable, Iterable
 
 from ragexp.common.paths import artifact_root
 from ragexp.common.records import Record
+from ragexp.common.targets import resolve
 from ragexp.common.spans import RECORD_TAG, SpanReading, count_problems, problems_line, read_trace
 from ragexp.errors import ConfigError
 
@@ -25,23 +25,6 @@ AUTOLOG = {"langchain": "langchain", "llama_index": "llama_index"}
 BATCH = 64
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
-
-
-def import_target(target: Any, where: str) -> Any:
-    """``module:function`` (or ``module.function``) imported, or a one-line ConfigError."""
-    if not isinstance(target, str) or not (":" in target or "." in target) or target.startswith((":", ".")):
-        raise ConfigError(f"{where}: expected module:function (e.g. my_app:build), got {target!r}")
-    module, _, attr = target.partition(":") if ":" in target else target.rpartition(".")
-    try:
-        obj = importlib.import_module(module)
-    except ImportError as exc:
-        raise ConfigError(f"{where}: cannot import module {module!r} ({exc}); is its folder on PYTHONPATH "
-                          "or the current directory?") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ConfigError(f"{where}: module {module!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    return obj
 
 
 def _autolog(which: Any, app: Any) -> list[str]:
@@ -76,7 +59,7 @@ class TracedPipeline:
                  reading: SpanReading = SpanReading()):
         self.target = factory
         self.kwargs = dict(kwargs or {})
-        build = import_target(factory, "pipeline.factory")
+        build = resolve(factory, "pipeline.factory")
         if not callable(build):
             raise ConfigError(f"pipeline.factory {factory}: expected a function that builds your app, got "
                               f"{type(build).__name__}")
@@ -89,7 +72,7 @@ class TracedPipeline:
             pass
         self.build = build
         self.call = call
-        self.caller = None if call in ("auto", None) or ":" not in str(call) else import_target(call, "pipeline.call")
+        self.caller = None if call in ("auto", None) or ":" not in str(call) else resolve(call, "pipeline.call")
         self.autolog = autolog
         self.experiment = experiment
         self.uri = tracking_uri
@@ -235,4 +218,4 @@ class TracedPipeline:
         return out
 
 
-__all__ = ["TracedPipeline", "import_target"]
+__all__ = ["TracedPipeline"]

@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp.version import __version__
 from ragexp.report.console import print_job_line, print_summary, progress
 from ragexp.datasets.base import Dataset
-from ragexp.errors import ConfigError, JudgeFailed, RagexpError
+from ragexp.errors import ConfigError, JudgeFailed
 from ragexp.core.scoring import MetricSpec, aggregate, build_metrics, check_fields, score, stage_latencies, uncertainty
 from ragexp.metrics.base import Score
 from ragexp.common.records import Record, cluster_labels, present_fields
@@ -32,23 +32,14 @@ from ragexp.stats.settings import stats_settings
 
 
 def load_dataset(dataset_cfg: DictConfig) -> Dataset:
-    from hydra.errors import InstantiationException
-    from hydra.utils import instantiate
+    from ragexp.common.targets import build
 
     if dataset_cfg is None or "_target_" not in dataset_cfg:
         raise ConfigError("no dataset: choose one with dataset=<name> (see conf/dataset/)")
     corpus_keys = {k: dataset_cfg.get(k) for k in CORPUS_KEYS if k in dataset_cfg and not _takes(dataset_cfg, k)}
     if corpus_keys:  # the user's own corpus, for any adapter: read by ragexp.datasets.corpus, not the adapter
         dataset_cfg = {k: v for k, v in OmegaConf.to_container(dataset_cfg, resolve=True).items() if k not in corpus_keys}
-    try:
-        ds = instantiate(dataset_cfg, _convert_="all")
-    except InstantiationException as exc:
-        cause = exc.__cause__
-        while cause is not None and not isinstance(cause, RagexpError) and cause.__cause__ is not None:
-            cause = cause.__cause__
-        if isinstance(cause, RagexpError):
-            raise cause from None
-        raise ConfigError(f"dataset '{dataset_cfg.get('name')}': {exc}") from None
+    ds = build(dataset_cfg, "dataset")
     if not isinstance(ds, Dataset):
         raise ConfigError(f"dataset loader {dataset_cfg['_target_']} returned {type(ds).__name__}, expected a Dataset")
     if corpus_keys.get("corpus") is not None:
@@ -65,11 +56,11 @@ def _takes(dataset_cfg: Any, key: str) -> bool:
     """True when the dataset's loader has a parameter ``key`` of its own."""
     import inspect
 
-    from hydra.utils import get_method
+    from ragexp.common.targets import resolve
 
     try:
-        return key in inspect.signature(get_method(dataset_cfg["_target_"])).parameters
-    except Exception:  # noqa: BLE001 - a target that cannot be found fails in instantiate, with its own line
+        return key in inspect.signature(resolve(dataset_cfg["_target_"], "dataset._target_")).parameters
+    except (ConfigError, TypeError, ValueError):  # a target that cannot be found fails in build, with its own line
         return False
 
 
