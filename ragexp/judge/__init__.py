@@ -51,9 +51,11 @@ def judge_config(name: str) -> dict[str, Any]:
     """``conf/judge/<name>.yaml`` over ``conf/judge_base.yaml``, as Hydra composes it (one key per setting)."""
     import yaml
 
+    from ragexp.judge.settings import judge_base
+
     own = yaml.safe_load((CONF_DIR / f"{name}.yaml").read_text(encoding="utf-8"))  # what differs from the base
     own.pop("defaults", None)
-    return {**yaml.safe_load((CONF_DIR.parent / "judge_base.yaml").read_text(encoding="utf-8")), **own}
+    return {**judge_base(), **own}
 
 
 def build_judge(cfg: Any, specs: Sequence[Any] = ()) -> "Judge":

@@ -4,7 +4,7 @@ The keys of the YAML are exactly the fields below. Credentials never sit in the 
 holds the *name* of the environment variable (``api_key_env: OPENAI_API_KEY``), and
 :meth:`JudgeSettings.check` refuses, before any work, a judge whose variable is not set::
 
-    >>> s = JudgeSettings(name="gpt4o", model="gpt-4o", api_key_env="RAGEXP_DOCTEST_UNSET_KEY")
+    >>> s = JudgeSettings.from_config({"name": "gpt4o", "model": "gpt-4o", "api_key_env": "RAGEXP_DOCTEST_UNSET_KEY"})
     >>> s.check()
     Traceback (most recent call last):
     ...
@@ -27,58 +27,68 @@ NO_KEY = "no-key-needed"
 _COMPATIBLE = ("openai/", "hosted_vllm/")
 
 
+def judge_base() -> dict[str, Any]:
+    """``conf/judge_base.yaml``: every setting's default, what each ``conf/judge/<name>.yaml`` starts from."""
+    import yaml
+
+    from ragexp.common.paths import conf_dir
+
+    return yaml.safe_load((conf_dir() / "judge_base.yaml").read_text(encoding="utf-8"))
+
+
 @dataclass
 class JudgeSettings:
-    """How to reach one judge model and how hard to push it."""
+    """How to reach one judge model and how hard to push it. The defaults are ``conf/judge_base.yaml``'s
+    (their one place): :meth:`from_config` fills a setting a config leaves out from there."""
 
-    name: str = "judge"
+    name: str
     #: litellm model string: ``gpt-4o``, ``anthropic/claude-…``, ``gemini/…``, ``ollama_chat/…``, or for an
     #: OpenAI-compatible server at ``api_base`` ``hosted_vllm/<served name>`` (or ``openai/<served name>``).
-    model: str = "gpt-4o-mini"
+    model: str
     #: Base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama); None = the provider's own.
-    api_base: str | None = None
+    api_base: str | None
     #: Name of the environment variable holding the key; None = the server needs none.
-    api_key_env: str | None = "OPENAI_API_KEY"
-    temperature: float = 0.0
+    api_key_env: str | None
+    temperature: float
     #: Sampling seed, for providers that take one (OpenAI, Gemini, Ollama); None = not sent.
-    seed: int | None = 0
-    max_tokens: int = 1024
+    seed: int | None
+    max_tokens: int
     #: Seconds one request may take before it counts as a timeout (and is retried).
-    timeout_s: float = 60.0
+    timeout_s: float
     #: Seconds one verdict may take from its first request, every retry and back-off included; past it the
     #: verdict is recorded as ``timeout`` with the reason (docs/judge.md).
-    deadline_s: float = 150.0
+    deadline_s: float
     #: Requests in flight at once.
-    max_concurrency: int = 16
+    max_concurrency: int
     #: Optional cap on requests started per minute (None = no cap).
-    requests_per_minute: float | None = None
+    requests_per_minute: float | None
     #: Retries after the first attempt, on 429, 5xx, connection errors and timeouts (the only retry layer).
-    max_retries: int = 4
+    max_retries: int
     #: First back-off in seconds; doubles on every retry, with jitter. A 429's Retry-After wins.
-    backoff_s: float = 1.0
-    max_backoff_s: float = 30.0
+    backoff_s: float
+    max_backoff_s: float
     #: Persistent cache of answers, shared by runs and sweep jobs.
-    cache: bool = True
+    cache: bool
     #: ``sqlite`` (the file ``cache_path``, for one machine) or a ``postgresql://USER@HOST:PORT/DB`` URL shared
     #: by every node of a cluster (password in ``PGPASSWORD`` / ``~/.pgpass`` rather than the URL).
-    cache_backend: str = "sqlite"
-    cache_path: str = ".ragexp_cache/judge.sqlite"
+    cache_backend: str
+    cache_path: str
     #: Stop before the run's judge spending would pass this many US dollars (None = no limit).
-    max_cost_usd: float | None = None
+    max_cost_usd: float | None
     #: Prices per million tokens; None = litellm's price map for ``model``.
-    cost_per_million_in: float | None = None
-    cost_per_million_out: float | None = None
+    cost_per_million_in: float | None
+    cost_per_million_out: float | None
     #: Ask for the verdict as JSON that follows the verdict's schema (docs/judge.md, "Structured output"):
     #: None = OpenAI's json_schema when litellm says the model takes it, else plain text; ``json_schema`` (or
     #: true) = OpenAI's form (vLLM, llama-server, Ollama); ``json_object_schema`` = llama-cpp-python's form;
     #: ``auto`` = json_schema, then json_object_schema, then text, each fallback once when a server refuses;
     #: false = plain text.
-    structured_output: bool | str | None = None
+    structured_output: bool | str | None
     #: Times every judge question is asked (its own cache key and seed + j each); a sample's value is the mean
     #: of its verdicts (the majority for a binary metric) and the run logs the judge's self-agreement.
-    samples: int = 1
+    samples: int
     #: Labelled ``dev`` records shown to the judge as worked examples (ragexp.judge.examples; 0 = none).
-    examples: int = 0
+    examples: int
 
     def __post_init__(self) -> None:
         from ragexp.common.secrets import declare_secret_env
@@ -88,7 +98,7 @@ class JudgeSettings:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "JudgeSettings":
         """Build from a ``judge`` config node; an unknown key is a :class:`ConfigError` naming the valid ones."""
-        data = {k: v for k, v in dict(cfg).items() if not str(k).startswith("_")}
+        data = {k: v for k, v in {**judge_base(), **dict(cfg)}.items() if not str(k).startswith("_")}
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
