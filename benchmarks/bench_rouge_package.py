@@ -53,10 +53,10 @@ def main() -> int:
     from rouge import Rouge
 
     from bench_metrics import build_workload
-    from ragexp.matchers.rouge import RougeMatcher
+    from ragexp.matchers import build_matcher
 
     records = build_workload(Path(args.data_dir))[: args.records]
-    matcher = RougeMatcher("chunk", threshold=0.7, inclusive=True, implementation="rouge_package")
+    matcher = build_matcher({"name": "rouge_chunk", "threshold": 0.7, "inclusive": True, "implementation": "rouge_package"})
     t0 = time.perf_counter()
     ours = []
     for rec in records:

@@ -12,7 +12,7 @@ from rouge import Rouge
 
 from ragexp.errors import ConfigError
 from ragexp.matchers import build_matcher
-from ragexp.matchers.rouge import RougeMatcher, rouge_l
+from ragexp.matchers.rouge import rouge_l
 from ragexp.matchers.rouge_package import package_rouge_l
 
 ROUGE = Rouge()
@@ -113,7 +113,7 @@ def test_the_pairs_span_the_thresholds(pairs):
 @pytest.mark.parametrize("threshold", [0.7, 0.8])
 @pytest.mark.parametrize("inclusive", [True, False])
 def test_rouge_package_match_decisions_identical(pairs, threshold, inclusive):
-    m = RougeMatcher("chunk", threshold=threshold, inclusive=inclusive, implementation="rouge_package")
+    m = build_matcher({"name": "rouge_chunk", "threshold": threshold, "inclusive": inclusive, "implementation": "rouge_package"})
     for truth, retrieved in pairs:
         assert m.is_match(retrieved, truth) == reference_is_relevant(retrieved, truth, threshold, inclusive), (
             truth, retrieved)
@@ -124,14 +124,14 @@ def test_decisions_on_exact_ties_follow_inclusive():
     truth = "one two three four five six seven eight nine ten"
     retrieved = "one two three four five six seven"
     assert reference_rouge_l(truth, retrieved)[1] == 7 / 10
-    assert RougeMatcher("chunk", threshold=0.7, inclusive=True, implementation="rouge_package").is_match(retrieved, truth)
-    assert not RougeMatcher("chunk", threshold=0.7, implementation="rouge_package").is_match(retrieved, truth)
+    assert build_matcher({"name": "rouge_chunk", "threshold": 0.7, "inclusive": True, "implementation": "rouge_package"}).is_match(retrieved, truth)
+    assert not build_matcher({"name": "rouge_chunk", "threshold": 0.7, "implementation": "rouge_package"}).is_match(retrieved, truth)
 
 
 def test_case_and_punctuation_count_for_the_package_not_for_rouge_score():
     truth, retrieved = "Paris is the capital of France.", "paris is the capital of france, and its largest city."
-    score = RougeMatcher("chunk", threshold=0.7, inclusive=True)
-    package = RougeMatcher("chunk", threshold=0.7, inclusive=True, implementation="rouge_package")
+    score = build_matcher({"name": "rouge_chunk", "threshold": 0.7, "inclusive": True})
+    package = build_matcher({"name": "rouge_chunk", "threshold": 0.7, "inclusive": True, "implementation": "rouge_package"})
     assert rouge_l(truth, retrieved)[1] == 6 / 6
     assert package_rouge_l(truth, retrieved)[1] == 4 / 6 == reference_rouge_l(truth, retrieved)[1]
     assert score.is_match(retrieved, truth) and not package.is_match(retrieved, truth)

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragexp.core.scoring import MetricSpec, aggregate, score
-from ragexp.matchers import DEFAULTS, build_matcher
+from ragexp.matchers import MATCHER_NAMES, build_matcher
 from ragexp.metrics import STATUSES, Score, load_all
 from ragexp.metrics.context import context_f1, context_precision, context_recall
 from ragexp.metrics.ranking import hit_rate, mrr, ndcg, precision_at_k, recall_at_k
@@ -56,7 +56,7 @@ FIELD_STRATEGIES = {
 
 #: Option values every property is checked under (options not listed keep their default).
 OPTION_VALUES = {
-    "matcher": [build_matcher(name) for name in DEFAULTS] + [build_matcher({"name": "rouge_chunk", "inclusive": True})],
+    "matcher": [build_matcher(name) for name in MATCHER_NAMES] + [build_matcher({"name": "rouge_chunk", "inclusive": True})],
     "k": [None, 1, 3, 10],
     "against": None,          # filled from each metric's own allowed values below
     "relevance": ["ids", "matcher"],
@@ -154,7 +154,7 @@ def test_bounds_order_invariance_and_purity(name, opts, data):
     assert value3 == value or (value is None and value3 is None)
 
 
-MATCHERS = [build_matcher(name) for name in DEFAULTS]
+MATCHERS = [build_matcher(name) for name in MATCHER_NAMES]
 
 
 @settings(max_examples=150, deadline=None)

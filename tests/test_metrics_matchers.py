@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
 from ragexp.errors import ConfigError
-from ragexp.matchers import DEFAULTS, build_matcher, split_sentences
+from ragexp.matchers import MATCHER_NAMES, build_matcher, split_sentences
 from ragexp.matchers.rouge import lcs_length, rouge_l, rouge_n, tokens
 
 SCORER = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"])
@@ -148,12 +148,6 @@ def test_build_matcher_refuses_unknown_names_and_options():
         build_matcher({"name": "rouge_chunk", "threshold": 7})
 
 
-def test_matcher_yaml_files_hold_the_code_defaults(compose):
-    for name, defaults in DEFAULTS.items():
-        cfg = compose(f"matcher={name}")
-        assert dict(cfg.matcher) == {"name": name, **defaults}
-
-
 # -- the matcher relation agrees with a direct rouge-score computation on SQuAD --------------
 
 def _reference_relation(retrieved, truths, threshold, sentences):
@@ -191,12 +185,11 @@ def squad_run(data_dir):
 def test_a_ground_truth_of_many_distinct_words_matches_as_rouge_score_says():
     # a long text's token masks are built in one pass (ragexp.matchers.rouge._bits);
     # OR-ing one bit at a time was quadratic in the vocabulary (200,000 distinct words: 30.6 s, now 2.0 s)
-    from ragexp.matchers.rouge import RougeMatcher
 
     truth = " ".join(f"w{i}" for i in range(3000))
     retrieved = [" ".join(f"w{i}" for i in range(0, 3000, 2)), " ".join(f"w{i}" for i in range(2500)), "w1 w2"]
     scorer = rouge_scorer.RougeScorer(["rougeL"])
     expected = [scorer.score(truth, r)["rougeL"].recall > 0.6 for r in retrieved]
     assert expected == [False, True, False]
-    result = RougeMatcher("chunk", threshold=0.6).match(retrieved, [truth])
+    result = build_matcher({"name": "rouge_chunk", "threshold": 0.6}).match(retrieved, [truth])
     assert result.precision() == sum(expected) / len(retrieved) and result.recall() == 1.0

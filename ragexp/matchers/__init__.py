@@ -13,23 +13,28 @@ configuration, shared by the metrics. Definitions: docs/metrics.md, "Matchers".
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping
 
+from ragexp.common.paths import conf_dir
+from ragexp.common.targets import build
 from ragexp.errors import ConfigError
 from ragexp.matchers.base import Matcher, Matches
 from ragexp.matchers.exact import ExactMatcher
 from ragexp.matchers.rouge import RougeMatcher
 from ragexp.matchers.sentences import split_sentences
 
-#: Each matcher's options and their defaults (the same values as ``conf/matcher/<name>.yaml``).
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "exact_chunk": {},
-    "exact_sentence": {},
-    "rouge_chunk": {"threshold": 0.7, "inclusive": False, "use_stemmer": False, "implementation": "rouge_score"},
-    "rouge_sentence": {"threshold": 0.8, "inclusive": False, "use_stemmer": False, "implementation": "rouge_score"},
-}
+#: The matchers: one ``conf/matcher/<name>.yaml`` each, the one place of its class and its options' defaults.
+MATCHER_NAMES = tuple(sorted(p.stem for p in (conf_dir() / "matcher").glob("*.yaml")))
 
-_BUILT: dict[tuple, Matcher] = {}
+_BUILT: dict[str, Matcher] = {}
+
+
+@functools.cache
+def _conf(name: str) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load((conf_dir() / "matcher" / f"{name}.yaml").read_text(encoding="utf-8"))
 
 
 def build_matcher(cfg: str | Mapping[str, Any] | Matcher) -> Matcher:
@@ -41,22 +46,19 @@ def build_matcher(cfg: str | Mapping[str, Any] | Matcher) -> Matcher:
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"matcher: expected a name or a mapping with a 'name', got {cfg!r}")
     name = cfg.get("name")
-    if name not in DEFAULTS:
-        raise ConfigError(f"matcher: unknown name {name!r}; expected one of: {', '.join(DEFAULTS)}")
-    options = dict(DEFAULTS[name])
+    if name not in MATCHER_NAMES:
+        raise ConfigError(f"matcher: unknown name {name!r}; expected one of: {', '.join(MATCHER_NAMES)}")
+    node = {k: v for k, v in _conf(name).items() if k != "name"}
+    options = [k for k in node if not k.startswith("_")]
     unknown = sorted(k for k in cfg if k != "name" and not str(k).startswith("_") and k not in options)
     if unknown:
         raise ConfigError(f"matcher '{name}' has no option {', '.join(map(repr, unknown))}; "
                           f"its options are: {', '.join(options) or '(none)'}")
-    options.update({k: v for k, v in cfg.items() if k in options})
-    key = (name, repr(sorted(options.items())))
+    node.update({k: v for k, v in cfg.items() if k in options}, granularity=name.split("_", 1)[1])
+    key = repr(sorted(node.items()))
     if key not in _BUILT:
-        granularity = name.split("_", 1)[1]
-        try:
-            _BUILT[key] = ExactMatcher(granularity) if name.startswith("exact") else RougeMatcher(granularity, **options)
-        except ValueError as exc:  # the matcher's own check of its options
-            raise ConfigError(f"matcher '{name}': {exc}") from None
+        _BUILT[key] = build(node, f"matcher '{name}'")
     return _BUILT[key]
 
 
-__all__ = ["DEFAULTS", "Matcher", "Matches", "ExactMatcher", "RougeMatcher", "build_matcher", "split_sentences"]
+__all__ = ["MATCHER_NAMES", "Matcher", "Matches", "ExactMatcher", "RougeMatcher", "build_matcher", "split_sentences"]

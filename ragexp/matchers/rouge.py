@@ -199,20 +199,20 @@ class RougeMatcher(Matcher):
 
     The test vectors: the seed's Paris example and continuous-eval's Shakespeare one:
 
-    >>> chunk = RougeMatcher("chunk", threshold=0.7)
+    >>> from ragexp.matchers import build_matcher
+    >>> chunk = build_matcher("rouge_chunk")
     >>> r = chunk.match(["Paris is the capital of France and also the largest city in the country.",
     ...                  "Lyon is a major city in France."], ["Paris is the capital of France."])
     >>> r.precision(), r.recall()
     (0.5, 1.0)
-    >>> sentence = RougeMatcher("sentence", threshold=0.8)
+    >>> sentence = build_matcher("rouge_sentence")
     >>> r = sentence.match(["Shakespeare was a playwright.", "Romeo and Juliet is a play by Shakespeare."],
     ...                    ["Shakespeare was a playwright.", "Romeo and Juliet is a play by William Shakespeare."])
     >>> r.precision(), r.recall()
     (1.0, 1.0)
     """
 
-    def __init__(self, granularity: str = "chunk", *, threshold: float = 0.7, inclusive: bool = False,
-                 use_stemmer: bool = False, implementation: str = "rouge_score"):
+    def __init__(self, granularity: str, *, threshold: float, inclusive: bool, use_stemmer: bool, implementation: str):
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
             raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}")
         if implementation not in IMPLEMENTATIONS:
