@@ -371,7 +371,7 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
     confusions: dict[Any, list[tuple]] = {}  # metrics sharing a ratio's parts share each record's counts
     for spec in specs:
         if spec.info.level == "dataset":
-            parts = _ratio_parts(spec, records, confusions)
+            parts = ratio_parts(spec, records, confusions)
             if parts is None:
                 value = dataset_value(spec, records)
                 out[spec.key] = Interval(value, None, None, None, len(records), None, opts["confidence"],
@@ -397,8 +397,8 @@ def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], 
     return out
 
 
-def _ratio_parts(spec: MetricSpec, records: list[Record], cache: dict[Any, list[tuple]]
-                 ) -> tuple[list[float], list[float]] | None:
+def ratio_parts(spec: MetricSpec, records: list[Record], cache: dict[Any, list[tuple]]
+                ) -> tuple[list[float], list[float]] | None:
     """A dataset-level ratio's per-record numerator and denominator (``MetricInfo.ratio``); None for a
     dataset metric without one (no resampling rule)."""
     if spec.info.ratio is None:

@@ -19,14 +19,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragexp.core import scoring
 from ragexp.core.results import per_sample_columns
-from ragexp.core.scoring import MetricSpec, dataset_value, score
+from ragexp.core.scoring import MetricSpec, dataset_value, ratio_parts, score
 from ragexp.metrics.base import STATUSES
 
 _NAN = float("nan")
-#: a dataset-level metric's per-record ratio parts, or None (the function's name before and after issue 31's move)
-_ratio_parts = getattr(scoring, "_ratio_parts", None) or getattr(scoring, "_confusion_parts")
 
 
 def streamable(specs: list[MetricSpec]) -> str | None:
@@ -35,7 +32,7 @@ def streamable(specs: list[MetricSpec]) -> str | None:
     for s in specs:
         if s.info.judge:
             return f"judge metric '{s.key}'"
-        if s.info.level == "dataset" and _ratio_parts(s, [], {}) is None:
+        if s.info.level == "dataset" and ratio_parts(s, [], {}) is None:
             return f"dataset-level metric '{s.key}' without per-record parts"
     return None
 
@@ -61,7 +58,7 @@ def score_chunk(records: list, specs: list[MetricSpec]) -> ChunkPart:
         warnings.simplefilter("always", RuntimeWarning)
         scores = score(records, specs, processes=1)
         confusions: dict[str, list] = {}
-        ratios = {s.key: _ratio_parts(s, records, confusions) for s in specs if s.info.level == "dataset"}
+        ratios = {s.key: ratio_parts(s, records, confusions) for s in specs if s.info.level == "dataset"}
     values = {key: [s.value if s.status == "ok" and s.value is not None else _NAN for s in per]
               for key, per in scores.items()}
     statuses = {key: Counter(s.status for s in per) for key, per in scores.items()}
