@@ -99,13 +99,14 @@ def test_clients_are_closed_after_an_error_at_once_and_after_a_success_by_shutdo
             scores, _ = build_judge(judge_cfg(server.url, tmp_path, model=model, cache=False), s).score(records, s)
             assert [sc.status for sc in scores["retrieval_precision"]] == ["ok"] * 6
         clients = list(litellm.in_memory_llm_clients_cache.cache_dict.values())
+        # each client's HTTP pool, taken now: openai's clients say is_closed(); litellm's handlers give their
+        # httpx client as .client (a closed one is replaced by a fresh one when asked again)
+        pools = [None if callable(getattr(c, "is_closed", None)) else c.client for c in clients]
         assert clients and _loop_threads()  # kept between runs of one process...
         shutdown()  # ...until exit (atexit runs this) or an error
         assert not _loop_threads() and not litellm.in_memory_llm_clients_cache.cache_dict
-        for c in clients:
-            inner = getattr(c, "_client", None) or getattr(c, "client", None)
-            if hasattr(inner, "is_closed"):
-                assert inner.is_closed, c
+        for c, pool in zip(clients, pools):
+            assert (c.is_closed() if pool is None else pool.is_closed), c
         again, _ = build_judge(judge_cfg(server.url, tmp_path, cache=False), s).score(records, s)  # a fresh loop
         assert again == scores
     judge = build_judge(judge_cfg(f"http://127.0.0.1:{closed_port()}/v1", tmp_path, cache=False, backoff_s=0.05), s)
