@@ -46,9 +46,8 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--broken", action="store_true")
     args = ap.parse_args()
-    import yaml
-
     from ragexp.datasets.squad2 import load_squad2
+    from ragexp.judge import judge_config
     from ragexp.workflow.generation import run_generation
 
     work = Path(tempfile.mkdtemp(prefix="bench_generate_"))
@@ -58,7 +57,7 @@ def main() -> int:
     server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"), latency=args.latency)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     url = server.stdout.readline().strip()
-    judge = {**yaml.safe_load((ROOT / "conf" / "judge" / "openai_compatible.yaml").read_text()), "api_base": url,
+    judge = {**judge_config("openai_compatible"), "api_base": url,  # conf/judge/openai_compatible.yaml over its base
              "cache_path": str(work / "judge.sqlite"), "max_concurrency": args.concurrency}
     cfg = {"corpus": {"path": str(corpus)}, "n": args.n, "seed": 0, "min_words": 20,
            "kinds": {"factoid": 0.4, "descriptive": 0.3, "multi": 0.3},
@@ -87,9 +86,9 @@ def main() -> int:
                 await litellm.acompletion(model="hosted_vllm/judge", api_base=url, messages=msgs, max_tokens=1024,
                                           temperature=0.0, num_retries=0, max_retries=0)
 
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*[one(i) for i in range(calls)])
-        return time.perf_counter() - t
+        return time.perf_counter() - t, time.process_time() - cpu
 
     try:
         t0 = time.perf_counter()
@@ -102,7 +101,7 @@ def main() -> int:
         cached = time.perf_counter() - t1
         import asyncio
 
-        bare = asyncio.run(floor(int(calls)))
+        bare, bare_cpu = asyncio.run(floor(int(calls)))
     finally:
         server.stdin.close()
         server.wait(10)
@@ -112,11 +111,18 @@ def main() -> int:
         failures.append("the report does not add up")
     if again["judge"]["calls"] != 0:
         failures.append(f"the cached re-run made {again['judge']['calls']:.0f} calls")
-    print(f"n={args.n} latency={args.latency}s concurrency={args.concurrency}: {calls:.0f} calls, ideal {ideal:.1f} s; "
-          f"whole run {wall:.1f} s ({wall / ideal:.2f}x the ideal, {wall / bare:.2f}x bare litellm's {bare:.1f} s "
-          f"for the same calls, {bare / ideal:.2f}x the ideal; asking alone {report['seconds_asking']:.1f} s, "
-          f"{report['seconds_asking'] / ideal:.2f}x); kept {report['kept']}, "
-          f"filtered {report['filtered']}; cached re-run {cached:.1f} s, {again['judge']['calls']:.0f} calls")
+    sec, load = report["seconds"], " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"n={args.n} latency={args.latency}s concurrency={args.concurrency}: {calls:.0f} calls, ideal {ideal:.2f} s "
+          f"(calls x latency / concurrency); load average {load} (1/5/15 min) at the end")
+    print(f"  RESULT: whole run {wall:.1f} s = {wall / ideal:.2f}x the ideal (target <= 1.20x); "
+          f"asking {sec['asking']:.1f} s = {sec['asking'] / ideal:.2f}x")
+    print(f"  floor:  bare litellm.acompletion, the same {calls:.0f} calls, {args.concurrency} in flight: {bare:.1f} s = "
+          f"{bare / ideal:.2f}x the ideal (this machine, now)")
+    print(f"  steps:  " + ", ".join(f"{k} {v:.1f} s" for k, v in sec.items()))
+    print(f"  CPU per call (load-independent): ragexp {1000 * report['cpu_seconds_asking'] / calls:.2f} ms "
+          f"(asking, filters included), bare litellm {1000 * bare_cpu / calls:.2f} ms")
+    print(f"  kept {report['kept']}, filtered {report['filtered']}; cached re-run {cached:.1f} s, "
+          f"{again['judge']['calls']:.0f} calls")
     for f in failures:
         print(f"BROKEN: {f}", file=sys.stderr)
     return 1 if failures else 0

@@ -142,6 +142,12 @@ def _env_secrets() -> list[str]:
     return sorted({v for v in found if distinctive(v)}, key=len, reverse=True)
 
 
+def env_secrets() -> list[str]:
+    """The secret values :func:`scrub` replaces from the environment now, to pass to it as ``env_secrets`` when
+    many texts are scrubbed in a row (reading the environment is most of a short text's cost)."""
+    return _env_secrets()
+
+
 def holds_secret(name: str, value: str) -> bool:
     """True for an environment variable that holds a secret: named like a credential, declared by a config
     (:func:`declare_secret_env`), a typed secret override, or a value with credentials in it (a URL's password,

@@ -28,7 +28,7 @@ from ragexp.errors import (BadReply, BudgetStop, CacheError, CallFailed, ConfigE
                            JudgeUnreachable, Paused)
 from ragexp.judge.cache import CACHE_ERRORS, JudgeCache, cache_key
 from ragexp.common.http import classify, connection_failed, retry_after, root_cause, short_error
-from ragexp.common.secrets import redact_url, scrub
+from ragexp.common.secrets import env_secrets, redact_url, scrub
 from ragexp.judge.loop import litellm_provider
 from ragexp.judge.settings import JudgeSettings
 
@@ -332,6 +332,7 @@ class JudgeClient:
         self._litellm = _quiet_litellm()
         self.forms = structured_forms(settings)  # the first is in use; a refusal moves to the next
         self.structured = self.forms[0] != "text"
+        self._secrets: tuple[float, list[str]] | None = None  # (when read, the environment's secret values)
 
     def key(self, messages: list[dict[str, str]], prompt: str) -> str:
         if self.structured:  # a schema-constrained reply is another reply: cached apart
@@ -375,8 +376,17 @@ class JudgeClient:
         """Cache ``reply`` under ``key`` (a reply that parsed: never an unreadable one), its text scrubbed as the
         per-sample tables are (a key quoted in a reply never rests in the cache)."""
         if self.cache is not None:
-            self._cache_do("put", key, model=self.s.model, text=scrub(reply.text), finish_reason=reply.finish_reason,
+            self._cache_do("put", key, model=self.s.model, text=scrub(reply.text, self._env_secrets()),
+                           finish_reason=reply.finish_reason,
                            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, cost_usd=reply.cost_usd)
+
+    def _env_secrets(self) -> list[str]:
+        """The environment's secret values for :func:`scrub`, read again at most once a second: reading them for
+        every reply was about a tenth of the CPU a call costs (benchmarks/bench_generate.py)."""
+        now = time.monotonic()
+        if self._secrets is None or now - self._secrets[0] >= 1.0:
+            self._secrets = (now, env_secrets())
+        return self._secrets[1]
 
     def _unreachable(self, exc: BaseException) -> None:
         """Count a failed connection; after a short run of them (no reply between) stop every request."""

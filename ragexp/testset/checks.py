@@ -18,8 +18,11 @@ dropped, or None.
 
 from __future__ import annotations
 
+import math
 import re
+import threading
 import unicodedata
+from collections import Counter
 from functools import lru_cache
 
 from ragexp.common.text import keywords
@@ -50,15 +53,35 @@ def length(question: str, answer: str, q_words: tuple[int, int], a_max_words: in
     return None
 
 
+@lru_cache(maxsize=65536)
+def _script_of(ch: str) -> str:
+    name = unicodedata.name(ch, "")
+    return "CJK" if name.startswith(("CJK", "HIRAGANA", "KATAKANA", "HANGUL")) else name.split(" ")[0]
+
+
 def script(text: str) -> str | None:
-    """The writing system most letters of ``text`` belong to (LATIN, CJK, CYRILLIC, ARABIC, ...)."""
+    """The writing system most letters of ``text`` belong to (LATIN, CJK, CYRILLIC, ARABIC, ...); a tie goes to
+    the one met first.
+
+    >>> script("Où est la gare ?"), script("東京タワーは Tokyo"), script("12 34")
+    ('LATIN', 'CJK', None)
+    """
     counts: dict[str, int] = {}
-    for ch in text:
+    for ch, k in Counter(text).items():  # each distinct character named once, in order of first appearance
         if ch.isalpha():
-            name = unicodedata.name(ch, "")
-            s = "CJK" if name.startswith(("CJK", "HIRAGANA", "KATAKANA", "HANGUL")) else name.split(" ")[0]
-            counts[s] = counts.get(s, 0) + 1
+            s = _script_of(ch)
+            counts[s] = counts.get(s, 0) + k
     return max(counts, key=counts.get) if counts else None  # type: ignore[arg-type]
+
+
+#: held while langdetect loads its language profiles (:func:`warm`), so no detection reads them half-loaded
+_LOADING = threading.Lock()
+
+
+def warm() -> None:
+    """Load langdetect's profiles now (about half a second of CPU): ``ragexp.generate`` does it in a thread
+    while its first requests are out, instead of on the judge's event loop at the first detection."""
+    detect("warm up the language profiles")
 
 
 @lru_cache(maxsize=4096)
@@ -67,11 +90,16 @@ def detect(text: str) -> list[tuple[str, float]]:
     from langdetect import DetectorFactory, detect_langs
     from langdetect.lang_detect_exception import LangDetectException
 
-    DetectorFactory.seed = 0
-    try:
-        return [(g.lang, g.prob) for g in detect_langs(text)]
-    except LangDetectException:
-        return []
+    with _LOADING:
+        DetectorFactory.seed = 0
+        try:
+            return [(g.lang, g.prob) for g in detect_langs(text)]
+        except LangDetectException:
+            return []
+
+
+#: Chinese characters, as ragexp.common.text segments them (a question without any shares no Chinese word)
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
 def language(question: str, passage: str) -> tuple[str | None, str | None]:
@@ -82,7 +110,11 @@ def language(question: str, passage: str) -> tuple[str | None, str | None]:
     if sp and sq and sp != sq:
         return None, f"question in {sq} script, passage in {sp}"
     q_kw = keywords(question, min_len=3)
-    if q_kw and len(q_kw & keywords(passage, min_len=3)) >= len(q_kw) / 2:
+    if not _HAN.search(question):  # its words cannot be Chinese ones: the passage's Chinese is not segmented (jieba)
+        passage_words = keywords(_HAN.sub(" ", passage), min_len=3)
+    else:
+        passage_words = keywords(passage, min_len=3)
+    if q_kw and len(q_kw & passage_words) >= len(q_kw) / 2:
         return None, None  # not detected: the shared words settle it
     guesses = detect(passage[:400])
     lang = guesses[0][0] if guesses else None
@@ -98,17 +130,39 @@ def _norm(text: str) -> str:
 
 
 def near_duplicates(questions: list[str], threshold: float = 0.8) -> list[int | None]:
-    """For each question, the index of the earlier non-duplicate it repeats (module docstring), or None."""
-    kept: list[tuple[int, frozenset[str], str]] = []
+    """For each question, the index of the earlier non-duplicate it repeats (module docstring), or None.
+
+    Only the earlier questions that could reach ``threshold`` are compared (prefix filtering: with the words of
+    every set in one order, two sets of Jaccard similarity ≥ t share a word among the first
+    ``len - ceil(t * len) + 1`` of each), so 1,000 templated questions take milliseconds, not a second.
+    """
+    sets = [keywords(q) for q in questions]
+    norms = [_norm(q) for q in questions]
+    freq = Counter(w for kw in sets for w in kw)
+    by_norm: dict[str, int] = {}  # the first kept question of each normalised text
+    posting: dict[str, list[int]] = {}  # word -> kept questions with it in their prefix, in order
     out: list[int | None] = []
-    for i, q in enumerate(questions):
-        kw, norm = keywords(q), _norm(q)
-        twin = None
-        for j, kj, nj in kept:
-            if norm == nj or (kw and kj and len(kw & kj) / len(kw | kj) >= threshold):
-                twin = j
-                break
+    for i, (kw, norm) in enumerate(zip(sets, norms)):
+        twin = by_norm.get(norm)
+        if kw and threshold > 0:
+            ordered = sorted(kw, key=lambda w: (freq[w], w))  # rarest first: short postings
+            prefix = ordered[:len(kw) - math.ceil(threshold * len(kw) - 1e-9) + 1]
+            seen: set[int] = set()
+            for w in prefix:
+                for j in posting.get(w, ()):
+                    if j in seen or (twin is not None and j >= twin):
+                        continue
+                    seen.add(j)
+                    kj = sets[j]
+                    if len(kw & kj) / len(kw | kj) >= threshold:
+                        twin = j
+        elif kw:  # threshold 0: any earlier kept question with words repeats it
+            twin = min([j for j in range(i) if out[j] is None and sets[j]] + ([twin] if twin is not None else []),
+                       default=None)
         out.append(twin)
         if twin is None:
-            kept.append((i, kw, norm))
+            by_norm.setdefault(norm, i)
+            if kw and threshold > 0:
+                for w in prefix:
+                    posting.setdefault(w, []).append(i)
     return out

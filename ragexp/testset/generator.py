@@ -23,7 +23,7 @@ from ragexp.judge.parse import ParseError
 from ragexp.judge.templates import load_prompt
 from ragexp.testset import checks
 from ragexp.testset.passages import Passage
-from ragexp.testset.replies import read_answerable, read_question
+from ragexp.testset.replies import ANSWERABLE_FORM, QUESTION_FORM, read_answerable, read_question
 
 PROMPT_VERSION = "v1"
 
@@ -82,7 +82,7 @@ async def check_answerable(client: JudgeClient, contexts: list[str], question: s
     ap = load_prompt("testset_answerable", PROMPT_VERSION)
     messages = ap.render(contexts=contexts, question=question)
     try:
-        reply = await client.complete(messages, ap.id, check=read_answerable)
+        reply = await client.complete(messages, ap.id, check=read_answerable, schema=ANSWERABLE_FORM)
         return read_answerable(reply.text), "ok", ""
     except CallFailed as exc:
         usage.fail(exc.status)
@@ -119,7 +119,7 @@ async def _one(client: JudgeClient, c: Candidate, limits: Limits, usage: Usage) 
     contexts = [p.text for p in c.passages]
     messages = qp.render(contexts=contexts, instruction=INSTRUCTIONS[c.kind])
     try:
-        reply = await client.complete(messages, qp.id, check=read_question)
+        reply = await client.complete(messages, qp.id, check=read_question, schema=QUESTION_FORM)
         got = read_question(reply.text)
     except CallFailed as exc:
         usage.fail(exc.status)

@@ -13,12 +13,31 @@ is empty). The answerability check: ``{"answerable": bool, "answer": str}``. A r
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ragexp.judge.parse import ParseError, strip_reasoning
 
 #: replies longer than this are not searched further (bounds the scan)
 MAX_REPLY = 20_000
+
+
+@dataclass(frozen=True)
+class ReplyForm:
+    """A reply's JSON schema, sent as ``response_format`` in the judge's structured-output form
+    (:func:`ragexp.judge.client.response_format`; a small local model otherwise rarely replies in JSON)."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+def _object(**props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+QUESTION_FORM = ReplyForm("testset_question", _object(question={"type": "string"}, answer={"type": "string"},
+                                                      evidence={"type": "array", "items": {"type": "string"}}))
+ANSWERABLE_FORM = ReplyForm("testset_answerable", _object(answerable={"type": "boolean"}, answer={"type": "string"}))
 
 
 def last_object(text: str | None) -> dict[str, Any]:
