@@ -196,12 +196,12 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     dataset = None
     if in_memory is not None:
         from ragexp.datasets.mapped import load_in_memory
+        from ragexp.datasets.split import SPLIT_KEYS
 
         ds = cfg.dataset
         dataset = load_in_memory(in_memory, columns=plain(ds.get("columns")),
                                  json_fields=plain(ds.get("json_fields", "auto")), name=ds.get("name") or "dataframe",
-                                 limit=ds.get("limit"), label=ds.get("label"), split=ds.get("split", "all"),
-                                 split_fraction=ds.get("split_fraction", 0.5), split_seed=ds.get("split_seed", 0))
+                                 limit=ds.get("limit"), label=ds.get("label"), **{k: ds[k] for k in SPLIT_KEYS if k in ds})
     try:
         outcome = execute(cfg, dataset=dataset, save=log is not False, show=False, overrides=composed_with)
     except JudgeFailed as exc:  # every judge metric failed: the reasons, sample by sample, go with the error

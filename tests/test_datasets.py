@@ -41,6 +41,10 @@ def test_yaml_keys_are_the_loader_kwargs(compose, option):
     fn = get_method(node._target_)
     params = inspect.signature(fn).parameters
     kwargs = {n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    if "split" in params:  # **split: the keys of conf/dataset_labelled.yaml, read by ragexp.datasets.split.split_of
+        from ragexp.datasets.split import SPLIT_KEYS
+
+        kwargs |= set(SPLIT_KEYS)
     from ragexp.workflow.runner import CORPUS_KEYS  # dataset.corpus=…: read for every adapter by the runner
 
     assert set(node) - {"_target_", *(set(CORPUS_KEYS) - kwargs)} == kwargs, f"{option}.yaml keys differ from {node._target_}'s parameters"

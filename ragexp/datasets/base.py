@@ -333,10 +333,10 @@ def _hand(sink: Any, records: list) -> int:
 
 @collector_paused()
 def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None = None,
-          label: bool | None = None, corpus: dict[str, str] | None = None, split: tuple = ("all", 0.5, 0),
+          label: bool | None = None, corpus: dict[str, str] | None = None, split: tuple | None = None,
           **info: Any) -> Dataset:
     """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels; ``split`` is
-    ``(dataset.split, split_fraction, split_seed)`` (:mod:`ragexp.datasets.split`). The garbage collector
+    ``(dataset.split, split_fraction, split_seed)`` (:func:`ragexp.datasets.split.split_of`; None: no split). The garbage collector
     is paused meanwhile (:func:`collector_paused`). Within :func:`streamed`, the records go to its sink."""
     records: list[Record] = []
     seen: dict[str, int] = {}
@@ -344,7 +344,7 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
     handed = 0
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise DataError(f"dataset.limit must be a positive integer or null, got {limit!r}")
-    if sink is not None and tuple(split)[0] != "all":
+    if sink is not None and split and split[0] != "all":
         raise DataError(f"dataset.split={split[0]} needs every record at once: a streamed run reads all of them "
                         "(set execution.mode=memory)", path=str(source))
     for row, raw in raws:
@@ -370,4 +370,4 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
         raise DataError("the dataset is empty: expected at least one record", path=str(source))
     if sink is not None:
         return Dataset(name=name, records=[], source=str(source), corpus=corpus, info={**info, "streamed": handed})
-    return Dataset(name=name, records=split_records(records, *split), source=str(source), corpus=corpus, info=info)
+    return Dataset(name=name, records=split_records(records, *split) if split else records, source=str(source), corpus=corpus, info=info)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
+from ragexp.datasets.split import split_of
 
 COLUMNS = {"question": "query", "retrieved_contexts": "contexts", "ground_truth_contexts": "gt_contexts",
            "answer": "answer", "ground_truths": "reference_answers"}
@@ -16,7 +17,7 @@ DEFAULT_LABELS = {"correct": True, "incorrect": False, "refuse-to-answer": False
 
 
 def load_continuous_eval(path: str, *, name: str = "continuous_eval", limit: int | None = None,
-                         labels: dict[str, bool] | None = None, label: bool | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
+                         labels: dict[str, bool] | None = None, label: bool | None = None, **split) -> Dataset:
     p = existing(path)
     labels = DEFAULT_LABELS if labels is None else dict(labels)
 
@@ -36,4 +37,4 @@ def load_continuous_eval(path: str, *, name: str = "continuous_eval", limit: int
                 raw["human"] = {"answer_similarity": 5 * int(bool(labels[annotation]))}
             yield row, raw
 
-    return build(name, p, rows(), limit=limit, label=label, split=(split, split_fraction, split_seed))
+    return build(name, p, rows(), limit=limit, label=label, split=split_of(split))

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
+from ragexp.datasets.split import split_of
 
 SUPPORT = {"Complete": (1, 1.0), "Partial": (0, 0.5), "Incomplete": (0, 0.5), "Missing": (0, 0.0)}
 CORRECTNESS = {"Definitely correct": 4, "Probably correct": 3, "Likely incorrect": 1, "Definitely incorrect": 0}
 
 
 def load_expertqa(path: str, *, name: str = "expertqa", require_evidence: bool = True, limit: int | None = None,
-                  split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
+                  **split) -> Dataset:
     p = existing(path)
 
     def rows():
@@ -42,4 +43,4 @@ def load_expertqa(path: str, *, name: str = "expertqa", require_evidence: bool =
                                 "question_id": str(row), "system": system, "field": field,
                                 "support": support, "correctness": correctness}
 
-    return build(name, p, rows(), limit=limit, split=(split, split_fraction, split_seed))
+    return build(name, p, rows(), limit=limit, split=split_of(split))

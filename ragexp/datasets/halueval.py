@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, iter_jsonl
+from ragexp.datasets.split import split_of
 
 ROLES = ("answer", "reference")
 
 
-def load_halueval(path: str, *, role: str = "answer", name: str = "halueval", limit: int | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
+def load_halueval(path: str, *, role: str = "answer", name: str = "halueval", limit: int | None = None, **split) -> Dataset:
     if role not in ROLES:
         raise DataError(f"dataset.role must be one of {', '.join(ROLES)}, got {role!r}")
     p = existing(path)
@@ -35,4 +36,4 @@ def load_halueval(path: str, *, role: str = "answer", name: str = "halueval", li
                                                  "answer_similarity": 5 * int(label)},
                 }
 
-    return build(name, p, rows(), limit=limit, role=role, split=(split, split_fraction, split_seed))
+    return build(name, p, rows(), limit=limit, role=role, split=split_of(split))

@@ -12,24 +12,25 @@ from typing import Any, Iterable
 from ragexp.errors import DataError
 from ragexp.common.records import FIELDS
 from ragexp.datasets.base import TOO_DEEP, Dataset, build, collector_paused, existing, plain, read_table
+from ragexp.datasets.split import split_of
 
 JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings", "human")
 
 
 def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",
                 format: str | None = None, name: str = "mapped", limit: int | None = None,
-                label: bool | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
+                label: bool | None = None, **split) -> Dataset:
     p = existing(path)
     source = str(p)
     mapping, decode, strict = _mapping(columns, json_fields, source)
     with collector_paused():  # the file's rows are parsed before they are mapped
         names, items = read_table(p, format)
         return map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label,
-                        split=(split, split_fraction, split_seed))
+                        split=split_of(split))
 
 
 def load_in_memory(data: Any, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",
-                   name: str = "dataframe", limit: int | None = None, label: bool | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
+                   name: str = "dataframe", limit: int | None = None, label: bool | None = None, **split) -> Dataset:
     """The same mapping and checks as :func:`load_mapped`, over rows already in memory: a pandas
     DataFrame (rows counted from 1, as in a CSV file; NaN and ``pd.NA`` cells are absent) or a list
     of dicts. Errors name the source as ``DataFrame`` or ``list of records`` where a file's path would be."""
@@ -47,7 +48,7 @@ def load_in_memory(data: Any, *, columns: dict[str, str] | None = None, json_fie
         raise DataError(f"expected a pandas DataFrame or a list of dicts, got {type(data).__name__}")
     mapping, decode, strict = _mapping(columns, json_fields, source)
     return map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label,
-                    split=(split, split_fraction, split_seed))
+                    split=split_of(split))
 
 
 def _cell(value: Any) -> Any:

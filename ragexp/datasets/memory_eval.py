@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, read_json
+from ragexp.datasets.split import split_of
 
 
 def load_memory_eval(path: str, *, name: str = "memory_eval", limit: int | None = None,
-                     label: bool | None = None, split: str = "all", split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
+                     label: bool | None = None, **split) -> Dataset:
     p = existing(path)
     items = read_json(p)
     if not isinstance(items, list):
@@ -37,4 +38,4 @@ def load_memory_eval(path: str, *, name: str = "memory_eval", limit: int | None 
                                   else {"answer_similarity": 5 * int(bool(lab))}),
             }
 
-    return build(name, p, rows(), limit=limit, label=label, split=(split, split_fraction, split_seed))
+    return build(name, p, rows(), limit=limit, label=label, split=split_of(split))

@@ -16,7 +16,7 @@ from ragexp.common.paths import env_defaults, sqlite_path, store_uri
 from ragexp.common.secrets import redact_url
 from ragexp.common.spans import RECORD_TAG, SpanReading, count_problems, problems_line, read_trace, record_of
 from ragexp.datasets.base import Dataset, collector_paused
-from ragexp.datasets.split import split_records
+from ragexp.datasets.split import split_of, split_records
 from ragexp.errors import DataError
 
 #: MLflow's HTTP retries and timeout while reading from a tracking server (a value set in the environment wins):
@@ -113,8 +113,7 @@ def _started(trace: Any) -> tuple[int, int]:
 def load_mlflow_traces(experiment: str, *, tracking_uri: str | None = None, run_id: str | None = None,
                        filter: str | None = None, limit: int | None = None, since: Any = None, until: Any = None,
                        query_key: str | None = None, answer_key: str | None = None, context_id: str = "id",
-                       name: str = "mlflow_traces", label: bool | None = None, split: str = "all",
-                       split_fraction: float = 0.5, split_seed: int = 0) -> Dataset:
+                       name: str = "mlflow_traces", label: bool | None = None, **split) -> Dataset:
     """Read the traces of ``experiment`` (oldest first) into records. ``tracking_uri``: null → the run's store
     (``tracking.uri``, ``$MLFLOW_TRACKING_URI``, ``./mlflow.db``); ``run_id`` / ``filter`` (MLflow's trace
     search syntax) / ``since`` / ``until`` / ``limit`` narrow the search; ``query_key`` / ``answer_key`` /
@@ -154,7 +153,7 @@ def load_mlflow_traces(experiment: str, *, tracking_uri: str | None = None, run_
         for r in records:
             if r.label is None:
                 r.label = label
-    return Dataset(name=name, records=split_records(records, split, split_fraction, split_seed), source=source,
+    return Dataset(name=name, records=split_records(records, *split_of(split)), source=source,
                    info={"traces": len(mapped), "trace_problems": counts})
 
 

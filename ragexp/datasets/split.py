@@ -20,11 +20,29 @@ seed give the same split on every machine.
 from __future__ import annotations
 
 import numbers
+from typing import Any, Mapping
 
 from ragexp.common.records import Record
-from ragexp.errors import DataError
+from ragexp.errors import ConfigError, DataError
 
 SPLITS = ("all", "dev", "test")
+#: The keys a dataset with people's labels takes; their defaults' one place is conf/dataset_labelled.yaml.
+SPLIT_KEYS = ("split", "split_fraction", "split_seed")
+
+
+def split_of(options: Mapping[str, Any]) -> tuple:
+    """``(split, split_fraction, split_seed)`` from a loader's split options, what they leave out taken
+    from ``conf/dataset_labelled.yaml``; an unknown key is a ConfigError naming the known ones."""
+    import yaml
+
+    from ragexp.common.paths import conf_dir
+
+    unknown = sorted(set(options) - set(SPLIT_KEYS))
+    if unknown:
+        raise ConfigError(f"dataset has no setting {', '.join(map(repr, unknown))}; its split settings are "
+                          f"{', '.join(SPLIT_KEYS)}")
+    base = yaml.safe_load((conf_dir() / "dataset_labelled.yaml").read_text(encoding="utf-8"))
+    return tuple(options.get(k, base[k]) for k in SPLIT_KEYS)
 
 
 def split_records(records: list[Record], split: str, fraction: float, seed: int) -> list[Record]:
