@@ -80,8 +80,11 @@ def check_settings(confidence: float, method: str, resamples: int) -> None:
 
 
 def _as_array(values: Sequence[Any]):
+    """The values as a new float array, None as NaN."""
     import numpy as np
 
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        return np.array(values, dtype=float)  # the same floats, without a Python object per value
     return np.array([math.nan if v is None else float(v) for v in values], dtype=float)
 
 
@@ -122,8 +125,7 @@ def _mean_plan(columns: Mapping[str, Sequence[float | None]], clusters: Sequence
     import numpy as np
 
     check_settings(confidence, method, resamples)
-    arrays = {k: _as_array(v) for k, v in columns.items()}
-    lengths = {len(a) for a in arrays.values()}
+    lengths = {len(v) for v in columns.values()}
     if len(lengths) > 1:
         raise ValueError(f"columns must have one value per sample; got lengths {sorted(lengths)}")
     # no column (every metric of a run went to the two-stage interval): nothing to align the clusters to
@@ -133,7 +135,9 @@ def _mean_plan(columns: Mapping[str, Sequence[float | None]], clusters: Sequence
 
     out: dict[str, Interval] = {}
     boot_keys: list[str] = []
-    for key, a in arrays.items():
+    kept = {}  # the columns to resample; a column at a time otherwise (a big run's memory stays bounded)
+    for key, column in columns.items():
+        a = _as_array(column)
         a[~np.isfinite(a)] = np.nan  # None, NaN or ±inf: not a value to average
         ok = ~np.isnan(a)
         n = int(ok.sum())
@@ -154,10 +158,13 @@ def _mean_plan(columns: Mapping[str, Sequence[float | None]], clusters: Sequence
             if out[key] is not None:
                 continue
         boot_keys.append(key)
+        kept[key] = a
 
     if not boot_keys:
         return out, None
-    values = np.stack([arrays[k] for k in boot_keys], axis=1)  # samples × metrics, NaN where not ok
+    values = np.empty((n_all, len(boot_keys)))  # samples × metrics, NaN where not ok
+    for j, key in enumerate(boot_keys):
+        values[:, j] = kept.pop(key)
     return out, _bootstrap(boot_keys, values, units_of(clusters, n_all), clustered=clusters is not None,
                            resamples=int(resamples), confidence=confidence, seed=seed, method=method)
 
@@ -270,14 +277,19 @@ def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: 
     import numpy as np
 
     ok = ~np.isnan(values)
-    v = np.where(ok, values, 0.0)
     n = ok.sum(axis=0)  # per column
+    exact = np.array([math.fsum(values[ok[:, j], j]) / n[j] for j in range(values.shape[1])])
+    v = np.where(ok, values, 0.0)
+    del values  # the caller keeps no other reference: a big run holds fewer copies at once
     g = int(unit_of.max()) + 1
-    sums = np.zeros((g, v.shape[1]))
-    np.add.at(sums, unit_of, v)
-    sizes = np.zeros((g, v.shape[1]))
-    np.add.at(sizes, unit_of, ok.astype(float))
-    exact = np.array([math.fsum(values[ok[:, j], j]) / n[j] for j in range(v.shape[1])])
+    if clustered:
+        sums = np.zeros((g, v.shape[1]))
+        np.add.at(sums, unit_of, v)
+        sizes = np.zeros((g, v.shape[1]))
+        np.add.at(sizes, unit_of, ok.astype(float))
+    else:  # a unit per sample: the sums np.add.at would give (0.0 + x), without a copy
+        v += 0.0
+        sums, sizes = v, ok
     means = v.sum(axis=0) / n
 
     # standard errors: s/sqrt(n), or the clustered one (Miller 2024) with the G/(G-1) correction
@@ -286,12 +298,21 @@ def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: 
         resid = sums - sizes * means
         with np.errstate(invalid="ignore", divide="ignore"):
             stderr = np.where(g_col > 1, np.sqrt(g_col / (g_col - 1) * (resid ** 2).sum(axis=0)) / n, np.nan)
+        del resid
     else:
         g_col = None
-        stderr = np.sqrt(((v - means) ** 2 * ok).sum(axis=0) / (n - 1)) / np.sqrt(n)
+        squares = v - means  # ((v - means) ** 2 * ok), computed in place
+        np.square(squares, out=squares)
+        squares *= ok
+        stderr = np.sqrt(squares.sum(axis=0) / (n - 1)) / np.sqrt(n)
+        del squares
 
     boot = np.empty((resamples, v.shape[1]))
     sums32, sizes32 = sums.astype(np.float32), sizes.astype(np.float32)
+    if method == "bca":
+        sizes = sizes.astype(float) if sizes.dtype == bool else sizes
+    else:  # only the float32 copies are needed from here on
+        del v, ok, sums, sizes
 
     def take(start: int, size: int, c: Any) -> None:
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -301,8 +322,8 @@ def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: 
 
     alpha = (1 - confidence) / 2
     if method == "percentile":
-        lo_q = np.full(v.shape[1], alpha)
-        hi_q = np.full(v.shape[1], 1 - alpha)
+        lo_q = np.full(len(keys), alpha)
+        hi_q = np.full(len(keys), 1 - alpha)
     else:
         lo_q, hi_q = _bca_levels(boot, means, sums, sizes, alpha)
     lows, highs = _quantiles(boot, lo_q), _quantiles(boot, hi_q)
