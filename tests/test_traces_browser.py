@@ -1,31 +1,84 @@
-"""A run's traces in MLflow's UI, in a real browser (Debian's chromium and chromedriver, as in
-tests/test_ui_browser.py), on a store made by a small real sweep of the demo (two systems, 10 questions):
+"""Runs' traces in MLflow's UI, in a real browser (Debian's chromium and chromedriver: tests/browser.py), on
+one store served once for the module, made by two small real sweeps:
 
-- the run's Traces tab lists the questions with their assessments (metric feedback, expectations);
-- MLflow's comparison of the two children pairs each question's traces: one question's two answers
-  side by side.
+- the demo's two systems on 10 questions: the run's Traces tab lists the questions with their
+  assessments (metric feedback, expectations); MLflow's comparison of the two children pairs each
+  question's traces: one question's two answers side by side (docs/traces.md);
+- docs/traced-apps.md's LangChain app (experiments/langchain_app) run by ``pipeline=traced``: the run's
+  Traces tab lists each question with the app's answer and ragexp's scores.
 
-Screenshots are saved in the test's temporary folder; with ``RAGEXP_DOCS_SCREENSHOTS=<folder>`` the two
-pictures of docs/traces.md (``traces-run.png``, ``traces-compare.png``) are written there too (tests/browser.py):
+Screenshots are saved in the module's temporary folder; with ``RAGEXP_DOCS_SCREENSHOTS=<folder>`` the
+pictures of docs/traces.md (``traces-run.png``, ``traces-compare.png``) and docs/traced-apps.md
+(``traced-app-run.png``) are written there too:
 ``RAGEXP_DOCS_SCREENSHOTS=docs python -m pytest -q -m services tests/test_traces_browser.py``.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from browser import chrome, screenshot, serve_ui, text, wait
-from cli import parent_and_children, run_cli
+from cli import ROOT, parent_and_children, run_cli, runs
 
 METRIC = "answer_token_f1"
+APP_EXPERIMENT = "rag-app"
 
 
 @pytest.fixture
 def browser(tmp_path):
     with chrome(tmp_path, window="2200,1000") as b:
         yield b
+
+
+@pytest.fixture(scope="module")
+def launch(tmp_path_factory) -> Path:
+    """The launch folder of both sweeps; their store is its mlflow.db."""
+    return tmp_path_factory.mktemp("launch")
+
+
+@pytest.fixture(scope="module")
+def demo_sweep(launch, data_dir):
+    """The demo's two systems on 10 questions: the strong and the weak child."""
+    run_cli("-m", "dataset.system=strong,weak", "dataset.limit=10", f"metric=[hit_rate,{METRIC}]",
+            f"data_dir={data_dir}", "progress=false", "tracking.plots=false", cwd=launch)
+    _, _, children = parent_and_children(f"sqlite:///{launch / 'mlflow.db'}")
+    return sorted(children, key=lambda r: r.info.run_name)
+
+
+@pytest.fixture(scope="module")
+def app_run(launch):
+    """docs/traced-apps.md's LangChain app (experiments/langchain_app) run by ``pipeline=traced`` with k=3 on the
+    page's 10 demo questions, in an experiment of its own: the run."""
+    shutil.copy(ROOT / "experiments" / "langchain_app" / "rag_app.py", launch / "rag_app.py")
+    run_cli("dataset=demo", "dataset.system=null", "dataset.limit=10", "pipeline=traced",
+            "pipeline.factory=rag_app:build", "pipeline.context_id=metadata.source", "+pipeline.kwargs.k=3",
+            "metric=[recall_at_k,answer_token_f1,avg_latency]", f"tracking.experiment={APP_EXPERIMENT}",
+            "progress=false", "tracking.plots=false", cwd=launch)
+    _, (run,) = runs(f"sqlite:///{launch / 'mlflow.db'}", APP_EXPERIMENT)
+    return run
+
+
+@pytest.fixture(scope="module")
+def ui(launch):
+    """``python -m ragexp.ui`` on the module's store, started once (MLflow's server takes 10-20 s to start)."""
+    with serve_ui(f"sqlite:///{launch / 'mlflow.db'}", launch) as base:
+        yield base
+
+
+def _answers(store: str, *children) -> dict[str, list[str]]:
+    """Each question's answers in the children's traces, in the children's order."""
+    import mlflow
+
+    client = mlflow.MlflowClient(store)
+    answers: dict[str, list[str]] = {}
+    for run in children:
+        for t in client.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id, max_results=100):
+            root = next(s for s in t.data.spans if s.parent_id is None)
+            answers.setdefault(root.inputs["query"], []).append(root.outputs["answer"])
+    return answers
 
 
 def _search(browser, words: str, shot: Path) -> None:
@@ -41,46 +94,52 @@ def _search(browser, words: str, shot: Path) -> None:
 @pytest.mark.integration
 @pytest.mark.services
 def test_the_runs_traces_list_questions_with_assessments_and_two_children_compare_side_by_side(
-        browser, tmp_path, data_dir):
-    import mlflow
-
-    launch = tmp_path / "launch"
-    launch.mkdir()
-    run_cli("-m", "dataset.system=strong,weak", "dataset.limit=10", f"metric=[hit_rate,{METRIC}]",
-            f"data_dir={data_dir}", "progress=false", "tracking.plots=false", cwd=launch)
-    store = f"sqlite:///{launch / 'mlflow.db'}"
-    _, _, children = parent_and_children(store)
-    strong, weak = sorted(children, key=lambda r: r.info.run_name)
+        launch, demo_sweep, ui, browser):
+    strong, weak = demo_sweep
     exp = strong.info.experiment_id
-    mlflow.set_tracking_uri(store)
-    answers = {}
-    for run in (strong, weak):
-        for t in mlflow.search_traces(locations=[exp], run_id=run.info.run_id, return_type="list"):
-            root = next(s for s in t.data.spans if s.parent_id is None)
-            answers.setdefault(root.inputs["query"], []).append(root.outputs["answer"])
+    answers = _answers(f"sqlite:///{launch / 'mlflow.db'}", strong, weak)
     question = "How many eggs can a honeybee queen lay in a day?"
     assert len(answers[question]) == 2 and answers[question][0] != answers[question][1]
 
-    with serve_ui(store, tmp_path) as base:
-        browser.get(f"{base}/#/experiments/{exp}/runs/{strong.info.run_id}/traces")
-        run_shot = tmp_path / "traces-run.png"
-        wait(browser, lambda b: "10 of 10" in text(b) and "Expectations" in text(b) and "Assessments" in text(b),
-              "the run's Traces tab lists its 10 questions with their assessments", run_shot)
-        _search(browser, "honeybee queen", run_shot)
-        wait(browser, lambda b: question in text(b) and METRIC in text(b) and "1 of 10" in text(b),
-              "searching the run's traces finds the question, with its metric", run_shot)
-        page = text(browser)
-        assert answers[question][0][:20] in page  # the question's answer beside it
-        screenshot(browser, run_shot, docs=True)
+    base = ui
+    browser.get(f"{base}/#/experiments/{exp}/runs/{strong.info.run_id}/traces")
+    run_shot = launch / "traces-run.png"
+    wait(browser, lambda b: "10 of 10" in text(b) and "Expectations" in text(b) and "Assessments" in text(b),
+         "the run's Traces tab lists its 10 questions with their assessments", run_shot)
+    _search(browser, "honeybee queen", run_shot)
+    wait(browser, lambda b: question in text(b) and METRIC in text(b) and "1 of 10" in text(b),
+         "searching the run's traces finds the question, with its metric", run_shot)
+    page = text(browser)
+    assert answers[question][0][:20] in page  # the question's answer beside it
+    screenshot(browser, run_shot, docs=True)
 
-        browser.get(f"{base}/#/experiments/{exp}/evaluation-runs?selectedRunUuid={strong.info.run_id}"
-                    f"&compareToRunUuid={weak.info.run_id}")
-        compare_shot = tmp_path / "traces-compare.png"
-        wait(browser, lambda b: "Comparing" in text(b), "the comparison of the two children opens", compare_shot)
-        _search(browser, "honeybee queen", compare_shot)
-        wait(browser, lambda b: question in text(b)
-              and all(a[:20] in text(b) for a in answers[question]),
-              "the comparison of the two children shows one question's two answers", compare_shot)
-        page = text(browser)
-        assert page.count(question) == 1  # one row for the question, both runs' traces in it
-        screenshot(browser, compare_shot, docs=True)
+    browser.get(f"{base}/#/experiments/{exp}/evaluation-runs?selectedRunUuid={strong.info.run_id}"
+                f"&compareToRunUuid={weak.info.run_id}")
+    compare_shot = launch / "traces-compare.png"
+    wait(browser, lambda b: "Comparing" in text(b), "the comparison of the two children opens", compare_shot)
+    _search(browser, "honeybee queen", compare_shot)
+    wait(browser, lambda b: question in text(b)
+         and all(a[:20] in text(b) for a in answers[question]),
+         "the comparison of the two children shows one question's two answers", compare_shot)
+    page = text(browser)
+    assert page.count(question) == 1  # one row for the question, both runs' traces in it
+    screenshot(browser, compare_shot, docs=True)
+
+
+@pytest.mark.integration
+@pytest.mark.services
+def test_a_traced_langchain_apps_run_lists_each_question_with_the_apps_answer_and_its_scores(launch, app_run, ui,
+                                                                                               browser):
+    answers = {q: a for q, (a,) in _answers(f"sqlite:///{launch / 'mlflow.db'}", app_run).items()}
+    assert len(answers) == 10
+
+    browser.get(f"{ui}/#/experiments/{app_run.info.experiment_id}/runs/{app_run.info.run_id}/traces")
+    shot = launch / "traced-app-run.png"
+    wait(browser, lambda b: "10 of 10" in text(b) and "Expectations" in text(b) and "Assessments" in text(b),
+         "the app's run lists its 10 questions with their assessments", shot)
+    # the table renders the rows in view (8 of 10 at this window's height), each question with the app's answer
+    wait(browser, lambda b: sum(q in text(b) and a[:20] in text(b) for q, a in answers.items()) >= 6,
+         "the questions are listed with the app's answers", shot)
+    page = text(browser)
+    assert "answer_token_f1" in page and "avg_latency" in page, page[:2000]  # ragexp's scores as assessments
+    screenshot(browser, shot, docs=True)
