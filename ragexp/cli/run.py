@@ -7,6 +7,7 @@ import gc
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -83,13 +84,22 @@ def _on_sigterm(signum: int, frame: object) -> None:
 TERM_GRACE_S = 30.0
 
 
+_ARMED: list[bool] = []  # the grace timer has started (once per process)
+_ARM_LOCK = threading.Lock()
+
+
 def _end_anyway(grace: float = TERM_GRACE_S) -> None:
-    """After ``grace`` seconds, if the process is still there: its line and exit status 143, from a thread."""
-    import threading
+    """After ``grace`` seconds, if the process is still there: its line and exit status 143, from a thread.
+    Started once, by whichever sees the SIGTERM first: the handler, or :func:`_watch_sigterm`'s thread."""
+    with _ARM_LOCK:
+        if _ARMED:
+            return
+        _ARMED.append(True)
 
     def stop() -> None:
         try:
-            sys.__stderr__.write(f"ragexp: terminated (SIGTERM); still closing after {grace:g} s, stopped without "
+            doing = "still closing" if _SIGTERM else "busy in a call that does not see signals"
+            sys.__stderr__.write(f"ragexp: terminated (SIGTERM); {doing} after {grace:g} s, stopped without "
                                  "finishing (a saved results folder can be logged with python -m "
                                  "ragexp.tracking.upload)\n")
             sys.__stderr__.flush()
@@ -101,12 +111,60 @@ def _end_anyway(grace: float = TERM_GRACE_S) -> None:
     timer.start()
 
 
+_WAKEUP: list[Any] = []  # the socket pair signal.set_wakeup_fd writes to, once set up
+
+
+def _watch_sigterm() -> None:
+    """Start the grace timer the moment SIGTERM arrives, not when the main thread next runs Python: Python's
+    handler waits for a C call to return (SQLite's wait on a locked file, a long read), which can take minutes.
+    Python's C-level handler writes each signal's number to a socket (:func:`signal.set_wakeup_fd`) that a
+    thread reads. A forked child (the scoring pool) drops the socket, so its signals are its own."""
+    import socket
+
+    if _WAKEUP:
+        return
+    ours, theirs = socket.socketpair()
+    theirs.setblocking(False)
+    try:
+        old = signal.set_wakeup_fd(theirs.fileno(), warn_on_full_buffer=False)
+    except ValueError:  # not the main thread
+        ours.close(), theirs.close()
+        return
+    if old != -1:  # someone else's (an event loop's): leave it to them
+        signal.set_wakeup_fd(old)
+        ours.close(), theirs.close()
+        return
+    _WAKEUP.extend((ours, theirs))
+    os.register_at_fork(after_in_child=_drop_wakeup)
+
+    def watch() -> None:
+        while True:
+            try:
+                got = ours.recv(64)
+            except OSError:
+                return
+            if not got:
+                return
+            if signal.SIGTERM in got:
+                _end_anyway()
+
+    threading.Thread(target=watch, name="ragexp-sigterm-watch", daemon=True).start()
+
+
+def _drop_wakeup() -> None:
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:
+        pass
+
+
 def _handle_sigterm() -> None:
     """SIGTERM (timeout, CI cancel, pre-emption) is handled like Ctrl-C: runs end FAILED with the reason."""
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread: leave it to the process's owner
-        pass
+        return
+    _watch_sigterm()
 
 
 #: The pid of the ``python -m ragexp`` process that launched this one (joblib's workers inherit it).
@@ -169,6 +227,8 @@ def main() -> None:
     except RagexpError as exc:
         print(f"ragexp: error: {scrub(str(exc))}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt as exc:  # SIGTERM or Ctrl-C while a big config file is checked: its line
+        _interrupted(exc)
     sys.argv[1:] = hide_overrides(sys.argv[1:])  # a typed secret reaches Hydra, its files and job pickles by name only
     _handle_sigterm()
     atexit.register(gc.freeze)  # at exit (after the handlers registered later): no last collection of the heap

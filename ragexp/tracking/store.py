@@ -257,8 +257,9 @@ def _probe_sqlite(uri: str, db: Path) -> None:
         raise TrackingError(f"tracking store {uri}: {db} is an SQLite database of another program (its tables: "
                             f"{shown}), not an MLflow store; ragexp leaves it as it is: point tracking.uri at a new "
                             "file (sqlite:///<folder>/mlflow.db)")
-    for wait in ((60.0,) if said else (LOCKED_SAY_S, 60.0)):
-        con = sqlite3.connect(str(db), timeout=wait)
+    since = time.monotonic()
+    while True:  # a second at a time: SQLite's wait is a C call, and a SIGTERM is handled only between tries
+        con = sqlite3.connect(str(db), timeout=1.0)
         try:
             con.execute("BEGIN IMMEDIATE")
             con.execute("CREATE TABLE _ragexp_write_probe (x)")
@@ -267,10 +268,13 @@ def _probe_sqlite(uri: str, db: Path) -> None:
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc):
                 raise
-            if wait != LOCKED_SAY_S:
+            waited = time.monotonic() - since
+            if said and waited >= 60.0:
                 raise TrackingError(f"tracking store {uri}: {db} stayed locked by another process for over a "
                                     "minute; end that process (or point tracking.uri elsewhere)") from None
-            say()
+            if not said and waited >= LOCKED_SAY_S:
+                say()
+                said, since = True, time.monotonic()
         finally:
             con.close()
 
