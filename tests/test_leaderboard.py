@@ -11,11 +11,15 @@ from cli import parent_and_children, run_cli
 from ragexp.stats.paired import holm, paired_compare
 from ragexp.tracking.leaderboard import Entry, choose_metric, higher_is_better, rank
 
+#: the sweeps here are read for their leaderboard: no per-sample traces (tests/test_traces.py checks those; they
+#: are about half of a demo sweep's CPU time), and no pictures where none is looked at
+NO_TRACES = ("tracking.traces=0",)
+
 
 @pytest.mark.integration
 def test_demo_sweep_ranks_strong_first_and_weak_differs(tmp_path):
     proc = run_cli("-m", "dataset.system=strong,weak", "stats.primary=answer_token_f1", "stats.resamples=2000",
-                   "progress=false", cwd=tmp_path)
+                   "progress=false", *NO_TRACES, cwd=tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client, parents, children = parent_and_children(uri)
     assert len(parents) == 1 and len(children) == 2
@@ -46,7 +50,7 @@ def test_demo_sweep_ranks_strong_first_and_weak_differs(tmp_path):
 @pytest.mark.integration
 def test_a_sweep_that_names_no_metric_says_which_one_ranks_it_and_how_to_choose(tmp_path):
     proc = run_cli("-m", "dataset.system=strong,weak", "metric=answer", "stats.resamples=1000", "progress=false",
-                   cwd=tmp_path)
+                   *NO_TRACES, "tracking.plots=false", cwd=tmp_path)
     assert "sweep leaderboard · answer_token_f1" in proc.stdout  # the suite's headline, not its first metric
     assert ("Ranked by answer_token_f1, the suite's first headline metric; to rank by another, add "
             "stats.primary=<metric key>.") in " ".join(proc.stdout.split())
@@ -55,7 +59,7 @@ def test_a_sweep_that_names_no_metric_says_which_one_ranks_it_and_how_to_choose(
 @pytest.mark.integration
 def test_a_board_ranked_where_two_systems_look_alike_says_the_headline_metrics_tell_them_apart(tmp_path):
     proc = run_cli("-m", "dataset.system=strong,weak", "stats.primary=token_precision", "stats.resamples=1000",
-                   "progress=false", cwd=tmp_path)
+                   "progress=false", *NO_TRACES, "tracking.plots=false", cwd=tmp_path)
     out = " ".join(proc.stdout.split())
     assert "sweep leaderboard · token_precision" in out and "within noise" in out
     # the default suite's headline metrics stand beside the ranking one, and the note says where they differ
