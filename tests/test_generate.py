@@ -91,6 +91,7 @@ def test_squad_paragraphs_to_a_test_set_that_ragexp_evaluates_as_the_docs_say(tm
         report = json.loads((tmp_path / "generation_report.json").read_text())
         assert report["asked"] == 40 and adds_up(report) and report["kept"] == len(records) > 0, first.stdout
         assert f"asked 40 = kept {len(records)}" in first.stdout
+        assert "warning" not in (first.stdout + first.stderr).lower(), first.stderr[-2000:]  # MLflow's hints quiet
         assert paid == report["generated"] + report["answerability_checks"]  # one call each, nothing re-asked
         assert all(g in docs for r in records for g in r["gt_context_ids"])
         assert all(c.split("#")[0] in docs for r in records for c in r["gt_chunk_ids"])

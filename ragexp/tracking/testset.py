@@ -4,6 +4,7 @@ report's counts as metrics, and the test set, its report and its config as artif
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -40,7 +41,10 @@ def log_testset(tracking: Mapping[str, Any], out: Path, report_path: Path, confi
         frame = pd.DataFrame([{k: (json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v)
                                for k, v in r.items()} for r in records])
         if not frame.empty:
-            mlflow.log_input(mlflow.data.from_pandas(frame, source=str(out.resolve()), name=out.stem), context="testset")
+            with warnings.catch_warnings():  # MLflow's hints (a path source "interpreted in multiple ways", integer
+                warnings.simplefilter("ignore")  # columns in the schema): console noise, nothing the user can act on
+                mlflow.log_input(mlflow.data.from_pandas(frame, source=str(out.resolve()), name=out.stem),
+                                 context="testset")
         mlflow.log_artifact(str(out))
         mlflow.log_artifact(str(report_path))
         mlflow.log_text(scrub(json.dumps(config, indent=2, ensure_ascii=False, default=str)), "generate_config.json")
