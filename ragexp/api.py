@@ -254,16 +254,13 @@ def _data_source(data: Any, conf: Path) -> tuple[Any, str | None, str | None]:
 
 def _dotted(fn: Any) -> str:
     """``module.qualname`` of a callable that can be imported back by that name, else a ConfigError."""
-    import importlib
-
+    from ragexp.common.targets import resolve
     from ragexp.errors import ConfigError
 
     module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
     try:
-        found = importlib.import_module(module)
-        for part in name.split("."):
-            found = getattr(found, part)
-    except Exception:  # noqa: BLE001 - anything that does not import back
+        found = resolve(f"{module}:{name}", "pipeline")
+    except ConfigError:  # anything that does not import back
         found = None
     if found is not fn:
         raise ConfigError(f"pipeline: {fn!r} cannot be imported by name (define it at the top level of a module "

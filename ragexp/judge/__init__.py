@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ragexp.common.paths import conf_dir
+from ragexp.common.paths import conf_dir, plain
 from ragexp.errors import ConfigError
 
 CONF_DIR = conf_dir() / "judge"
@@ -38,10 +38,7 @@ def _settings(cfg: Any):
         if not path.exists():
             raise ConfigError(f"no judge '{cfg}' (looked for {path}); choose one of: {JUDGE_NAMES_HINT}")
         cfg = judge_config(cfg)
-    from omegaconf import DictConfig, OmegaConf
-
-    if isinstance(cfg, DictConfig):
-        cfg = OmegaConf.to_container(cfg, resolve=True)
+    cfg = plain(cfg)
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"judge: expected a judge config (mapping) or a name, got {cfg!r}")
     return JudgeSettings.from_config(cfg)

@@ -38,56 +38,31 @@ def judge_base() -> dict[str, Any]:
 
 @dataclass
 class JudgeSettings:
-    """How to reach one judge model and how hard to push it. The defaults are ``conf/judge_base.yaml``'s
-    (their one place): :meth:`from_config` fills a setting a config leaves out from there."""
+    """How to reach one judge model and how hard to push it. Each setting's meaning and default are in
+    ``conf/judge_base.yaml`` (their one place): :meth:`from_config` fills what a config leaves out from there."""
 
     name: str
-    #: litellm model string: ``gpt-4o``, ``anthropic/claude-…``, ``gemini/…``, ``ollama_chat/…``, or for an
-    #: OpenAI-compatible server at ``api_base`` ``hosted_vllm/<served name>`` (or ``openai/<served name>``).
     model: str
-    #: Base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama); None = the provider's own.
     api_base: str | None
-    #: Name of the environment variable holding the key; None = the server needs none.
     api_key_env: str | None
     temperature: float
-    #: Sampling seed, for providers that take one (OpenAI, Gemini, Ollama); None = not sent.
     seed: int | None
     max_tokens: int
-    #: Seconds one request may take before it counts as a timeout (and is retried).
     timeout_s: float
-    #: Seconds one verdict may take from its first request, every retry and back-off included; past it the
-    #: verdict is recorded as ``timeout`` with the reason (docs/judge.md).
     deadline_s: float
-    #: Requests in flight at once.
     max_concurrency: int
-    #: Optional cap on requests started per minute (None = no cap).
     requests_per_minute: float | None
-    #: Retries after the first attempt, on 429, 5xx, connection errors and timeouts (the only retry layer).
     max_retries: int
-    #: First back-off in seconds; doubles on every retry, with jitter. A 429's Retry-After wins.
     backoff_s: float
     max_backoff_s: float
-    #: Persistent cache of answers, shared by runs and sweep jobs.
     cache: bool
-    #: ``sqlite`` (the file ``cache_path``, for one machine) or a ``postgresql://USER@HOST:PORT/DB`` URL shared
-    #: by every node of a cluster (password in ``PGPASSWORD`` / ``~/.pgpass`` rather than the URL).
     cache_backend: str
     cache_path: str
-    #: Stop before the run's judge spending would pass this many US dollars (None = no limit).
     max_cost_usd: float | None
-    #: Prices per million tokens; None = litellm's price map for ``model``.
     cost_per_million_in: float | None
     cost_per_million_out: float | None
-    #: Ask for the verdict as JSON that follows the verdict's schema (docs/judge.md, "Structured output"):
-    #: None = OpenAI's json_schema when litellm says the model takes it, else plain text; ``json_schema`` (or
-    #: true) = OpenAI's form (vLLM, llama-server, Ollama); ``json_object_schema`` = llama-cpp-python's form;
-    #: ``auto`` = json_schema, then json_object_schema, then text, each fallback once when a server refuses;
-    #: false = plain text.
     structured_output: bool | str | None
-    #: Times every judge question is asked (its own cache key and seed + j each); a sample's value is the mean
-    #: of its verdicts (the majority for a binary metric) and the run logs the judge's self-agreement.
     samples: int
-    #: Labelled ``dev`` records shown to the judge as worked examples (ragexp.judge.examples; 0 = none).
     examples: int
 
     def __post_init__(self) -> None:
