@@ -20,9 +20,27 @@ from typing import Any
 #: The prefix of alembic's batch-migration copies of a table (alembic.operations.batch).
 ALEMBIC_TMP = "_alembic_tmp_"
 
-#: Tables every MLflow SQL store holds (its schema, not a promised API; tested on MLflow 3.17): a SQLite
-#: file holding tables but none of these belongs to another program (tracking.store refuses it).
+#: Tables every MLflow SQL store holds (its schema, not a promised API; tested on MLflow 3.17).
 MLFLOW_TABLES = ("alembic_version", "experiments", "runs")
+#: A column each of MLflow's main tables has: another program's table may be called ``runs`` (a scheduler's),
+#: and another SQLAlchemy program's database holds an ``alembic_version`` too.
+MLFLOW_COLUMNS = {"runs": "run_uuid", "experiments": "experiment_id"}
+
+
+def is_mlflow_store(con: sqlite3.Connection, tables: list[str]) -> bool:
+    """Whether an SQLite file holding ``tables`` (read through ``con``) is an MLflow store, or empty: MLflow's
+    ``runs``/``experiments`` with their columns, or nothing but alembic's version table (a store being created).
+    A file that holds anything else is another program's (tracking.store refuses it, leaving it untouched).
+
+    >>> con = sqlite3.connect(":memory:")
+    >>> _ = con.execute("CREATE TABLE runs (id INTEGER, name TEXT)")
+    >>> is_mlflow_store(con, ["runs"]), is_mlflow_store(con, []), is_mlflow_store(con, ["alembic_version"])
+    (False, True, True)
+    """
+    for table, column in MLFLOW_COLUMNS.items():
+        if table in tables and column in [row[1] for row in con.execute(f'PRAGMA table_info("{table}")')]:
+            return True
+    return all(t == "alembic_version" or t.startswith(ALEMBIC_TMP) for t in tables)
 
 
 def drop_leftover_migration_tables(db: Path) -> list[str]:

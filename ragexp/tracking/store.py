@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from ragexp.common.paths import artifact_root, env_defaults, sqlite_path, store_uri  # noqa: F401 - artifact_root: used here and by cli.ui
-from ragexp._compat import MLFLOW_TABLES
+from ragexp._compat import MLFLOW_TABLES, is_mlflow_store
 
 T = TypeVar("T")
 
@@ -244,15 +244,16 @@ def _probe_sqlite(uri: str, db: Path) -> None:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=LOCKED_SAY_S)
     try:
         tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        mlflows = is_mlflow_store(con, tables)
     except sqlite3.OperationalError as exc:
         if "locked" not in str(exc):
             raise
         say()
         said = True
-        tables = list(MLFLOW_TABLES)  # what it holds is read by MLflow once the lock is gone
+        tables, mlflows = list(MLFLOW_TABLES), True  # what it holds is read by MLflow once the lock is gone
     finally:
         con.close()
-    if tables and not any(t in tables for t in MLFLOW_TABLES):
+    if not mlflows:
         shown = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
         raise TrackingError(f"tracking store {uri}: {db} is an SQLite database of another program (its tables: "
                             f"{shown}), not an MLflow store; ragexp leaves it as it is: point tracking.uri at a new "
