@@ -46,8 +46,10 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--broken", action="store_true")
     args = ap.parse_args()
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
     from ragexp.datasets.squad2 import load_squad2
-    from ragexp.judge import judge_config
     from ragexp.workflow.generation import run_generation
 
     work = Path(tempfile.mkdtemp(prefix="bench_generate_"))
@@ -57,8 +59,10 @@ def main() -> int:
     server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"), latency=args.latency)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     url = server.stdout.readline().strip()
-    judge = {**judge_config("openai_compatible"), "api_base": url,  # conf/judge/openai_compatible.yaml over its base
-             "cache_path": str(work / "judge.sqlite"), "max_concurrency": args.concurrency}
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):  # the judge as the command line composes it
+        judge = OmegaConf.to_container(compose("generate", overrides=[
+            "judge=openai_compatible", f"judge.api_base={url}", f"judge.cache_path={work / 'judge.sqlite'}",
+            f"judge.max_concurrency={args.concurrency}"]).judge, resolve=True)
     cfg = {"corpus": {"path": str(corpus)}, "n": args.n, "seed": 0, "min_words": 20,
            "kinds": {"factoid": 0.4, "descriptive": 0.3, "multi": 0.3},
            "filters": {"question_words": [4, 60], "answer_max_words": 0 if args.broken else 200,
