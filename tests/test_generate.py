@@ -16,7 +16,7 @@ import cli
 from conftest import DATA, ROOT
 from judge_server import JudgeServer, Reply
 
-from ragexp.judge import judge_config
+from ragexp.common.paths import conf_file
 
 SQUAD = DATA / "squad2" / "dev-v2.0.json"
 
@@ -60,7 +60,7 @@ def config(tmp_path: Path, corpus: Path, url: str, **over) -> dict:
            "kinds": {"factoid": 0.4, "descriptive": 0.3, "multi": 0.3},
            "filters": {"question_words": [4, 40], "answer_max_words": 80, "duplicate_similarity": 0.8},
            "chunker": {"_target_": "ragexp.pipeline.chunking.Chunker", "name": "none", "size": None},
-           "judge": {**judge_config("openai_compatible"), "api_base": url,
+           "judge": {**conf_file("judge/openai_compatible"), "api_base": url,
                      "cache_path": str(tmp_path / "judge.sqlite"), "max_retries": 0, "backoff_s": 0.05},
            "out": str(tmp_path / "testset.jsonl"), "tracking": {"enabled": False}}
     for k, v in over.items():

@@ -27,6 +27,14 @@ def conf_dir() -> Path:
     return _PACKAGE / "conf"
 
 
+def conf_file(name: str) -> dict[str, Any]:
+    """``conf/<name>.yaml``'s values (its Hydra defaults list left out): for a default whose one place is a config."""
+    import yaml
+
+    return {k: v for k, v in yaml.safe_load((conf_dir() / f"{name}.yaml").read_text(encoding="utf-8")).items()
+            if k != "defaults"}
+
+
 def launch_dir() -> Path:
     """The directory the command was started from (Hydra's runtime.cwd when Hydra runs): relative
     cache folders and the default store ``mlflow.db`` live there, whichever job folder a run writes in."""

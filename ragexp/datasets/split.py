@@ -33,15 +33,13 @@ SPLIT_KEYS = ("split", "split_fraction", "split_seed")
 def split_of(options: Mapping[str, Any]) -> tuple:
     """``(split, split_fraction, split_seed)`` from a loader's split options, what they leave out taken
     from ``conf/dataset_labelled.yaml``; an unknown key is a ConfigError naming the known ones."""
-    import yaml
-
-    from ragexp.common.paths import conf_dir
+    from ragexp.common.paths import conf_file
 
     unknown = sorted(set(options) - set(SPLIT_KEYS))
     if unknown:
         raise ConfigError(f"dataset has no setting {', '.join(map(repr, unknown))}; its split settings are "
                           f"{', '.join(SPLIT_KEYS)}")
-    base = yaml.safe_load((conf_dir() / "dataset_labelled.yaml").read_text(encoding="utf-8"))
+    base = conf_file("dataset_labelled")
     return tuple(options.get(k, base[k]) for k in SPLIT_KEYS)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ragexp.common.paths import conf_dir, plain
+from ragexp.common.paths import conf_dir, conf_file, plain
 from ragexp.errors import ConfigError
 
 CONF_DIR = conf_dir() / "judge"
@@ -37,22 +37,11 @@ def _settings(cfg: Any):
         path = CONF_DIR / f"{cfg}.yaml"
         if not path.exists():
             raise ConfigError(f"no judge '{cfg}' (looked for {path}); choose one of: {JUDGE_NAMES_HINT}")
-        cfg = judge_config(cfg)
+        cfg = conf_file(f"judge/{cfg}")  # what differs from conf/judge_base.yaml, which from_config adds
     cfg = plain(cfg)
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"judge: expected a judge config (mapping) or a name, got {cfg!r}")
     return JudgeSettings.from_config(cfg)
-
-
-def judge_config(name: str) -> dict[str, Any]:
-    """``conf/judge/<name>.yaml`` over ``conf/judge_base.yaml``, as Hydra composes it (one key per setting)."""
-    import yaml
-
-    from ragexp.judge.settings import judge_base
-
-    own = yaml.safe_load((CONF_DIR / f"{name}.yaml").read_text(encoding="utf-8"))  # what differs from the base
-    own.pop("defaults", None)
-    return {**judge_base(), **own}
 
 
 def build_judge(cfg: Any, specs: Sequence[Any] = ()) -> "Judge":
@@ -117,4 +106,4 @@ def judge_failed(scores: Mapping[str, Sequence[Any]]) -> str | None:
     return f"every judge metric failed on every sample ({told}); the first: {first}"
 
 
-__all__ = ["build_judge", "judge_config", "judge_failed"]
+__all__ = ["build_judge", "judge_failed"]

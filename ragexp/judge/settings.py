@@ -27,15 +27,6 @@ NO_KEY = "no-key-needed"
 _COMPATIBLE = ("openai/", "hosted_vllm/")
 
 
-def judge_base() -> dict[str, Any]:
-    """``conf/judge_base.yaml``: every setting's default, what each ``conf/judge/<name>.yaml`` starts from."""
-    import yaml
-
-    from ragexp.common.paths import conf_dir
-
-    return yaml.safe_load((conf_dir() / "judge_base.yaml").read_text(encoding="utf-8"))
-
-
 @dataclass
 class JudgeSettings:
     """How to reach one judge model and how hard to push it. Each setting's meaning and default are in
@@ -73,7 +64,9 @@ class JudgeSettings:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "JudgeSettings":
         """Build from a ``judge`` config node; an unknown key is a :class:`ConfigError` naming the valid ones."""
-        data = {k: v for k, v in {**judge_base(), **dict(cfg)}.items() if not str(k).startswith("_")}
+        from ragexp.common.paths import conf_file
+
+        data = {k: v for k, v in {**conf_file("judge_base"), **dict(cfg)}.items() if not str(k).startswith("_")}
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

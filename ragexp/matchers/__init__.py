@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Mapping
 
-from ragexp.common.paths import conf_dir
+from ragexp.common.paths import conf_dir, conf_file
 from ragexp.common.targets import build
 from ragexp.errors import ConfigError
 from ragexp.matchers.base import Matcher, Matches
@@ -28,13 +28,7 @@ from ragexp.matchers.sentences import split_sentences
 MATCHER_NAMES = tuple(sorted(p.stem for p in (conf_dir() / "matcher").glob("*.yaml")))
 
 _BUILT: dict[str, Matcher] = {}
-
-
-@functools.cache
-def _conf(name: str) -> dict[str, Any]:
-    import yaml
-
-    return yaml.safe_load((conf_dir() / "matcher" / f"{name}.yaml").read_text(encoding="utf-8"))
+_conf = functools.cache(lambda name: conf_file(f"matcher/{name}"))  # read-only
 
 
 def build_matcher(cfg: str | Mapping[str, Any] | Matcher) -> Matcher:

@@ -22,15 +22,13 @@ import numbers
 import warnings
 from typing import Any, Mapping
 
-import yaml
-
-from ragexp.common.paths import conf_dir
+from ragexp.common.paths import conf_file
 from ragexp.common.renamed import current_key, renamed_note
 from ragexp.errors import ConfigError
 from ragexp.stats.intervals import METHODS
 
 #: the ``stats`` defaults: conf/stats/default.yaml, their one place (the run composes the same file)
-DEFAULTS: dict[str, Any] = yaml.safe_load((conf_dir() / "stats" / "default.yaml").read_text(encoding="utf-8"))
+DEFAULTS: dict[str, Any] = conf_file("stats/default")
 #: more resamples change a 95% interval's bounds by less than 0.1% of its width and cost minutes
 MAX_RESAMPLES = 1_000_000
 
