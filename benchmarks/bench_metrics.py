@@ -125,10 +125,10 @@ def plain_rouge_score(records, name):
     """The same precision / recall, straight from SPEC §2.2 with rouge-score doing each ROUGE-L."""
     from rouge_score import rouge_scorer
 
-    from ragexp.matchers import DEFAULTS, split_sentences
+    from ragexp.matchers import build_matcher, split_sentences
 
     scorer = rouge_scorer.RougeScorer(["rougeL"])
-    threshold = DEFAULTS[name]["threshold"]
+    threshold = build_matcher(name).threshold
     split = split_sentences.__wrapped__ if name.endswith("sentence") else (lambda t: (t,))
     out = []
     for r in records:
