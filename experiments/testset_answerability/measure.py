@@ -50,6 +50,7 @@ def main() -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
+    from ragexp.core.labels import ONE_VERDICT
     from ragexp.judge import build_judge
     from ragexp.stats.agreement import judge_agreement
     from ragexp.testset.generator import answerability
@@ -65,15 +66,26 @@ def main() -> None:
         statuses[status] = statuses.get(status, 0) + 1
     agreement = judge_agreement("answerable", [it["human"] for it, _ in ok], [float(v["answerable"]) for _, v in ok],
                                 kind="binary", clusters=[it["paragraph"] for it, _ in ok], seed=args.seed)
+    said = [bool(v["answerable"]) for _, v in ok]
+    yes = sum(said)
     result = {"judge": judge.settings.model, "api_base": judge.settings.api_base, "asked": len(chosen),
               "statuses": statuses, "human_answerable": sum(it["human"] for it in chosen),
-              "agreement": agreement.as_dict(), "usage": usage.as_metrics()}
+              "judge_answerable": yes, "agreement": agreement.as_dict(), "usage": usage.as_metrics()}
+    one = max(yes, len(said) - yes) / len(said) if said else 0.0
+    if one >= ONE_VERDICT:  # as a run's judge trust flags it (docs/judge-trust.md, "A useless judge")
+        result["degenerate"] = (f"the judge said {'answerable' if yes * 2 >= len(said) else 'unanswerable'} to "
+                                f"{one:.0%} of {len(said)} questions: kappa is about 0 by construction and its "
+                                "interval says nothing; it does not tell the two kinds apart")
     text = json.dumps(result, indent=2)
     Path(args.out).write_text(text + "\n", encoding="utf-8")
     print(text)
-    k = agreement.statistics["kappa"]
-    print(f"kappa {k.mean:.3f} [{k.ci_low:.3f}, {k.ci_high:.3f}] over {agreement.n} questions "
-          f"({len(chosen) - agreement.n} without a verdict)", file=sys.stderr)
+    k, a = agreement.statistics["kappa"], agreement.statistics["percent_agreement"]
+    fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+    print(f"kappa {fmt(k.mean)} [{fmt(k.ci_low)}, {fmt(k.ci_high)}], agreement {fmt(a.mean)} over {agreement.n} "
+          f"questions ({len(chosen) - agreement.n} without a verdict; {yes} judged answerable, "
+          f"{result['human_answerable']:.0f} by people)", file=sys.stderr)
+    if "degenerate" in result:
+        print(f"degenerate judge: {result['degenerate']}", file=sys.stderr)
 
 
 if __name__ == "__main__":
