@@ -54,10 +54,12 @@ def trust_lines(trust: Mapping[str, Any]) -> list[str]:
         per = e.get("per_class") or {}
         subject = "the keyword verdict" if e.get("against") else "the judge"  # seed 004's verdict is no judge
         lead = "" if e.get("against") else f"{key}: "  # the keyword verdict's lines name it already
-        if per:
-            said = "; ".join(f"on people's {cls[-1]}s {_num(d.get('mean'))} [{_num(d.get('ci_low'))}, "
-                             f"{_num(d.get('ci_high'))}] ({d['caught']:,} of {d['of']:,})" for cls, d in per.items())
-            lines.append(f"{lead}{subject} agrees {said}")
+        if per:  # "where people said 0, the judge agrees on 4 of 5 (0.80 [0.38, 0.96]); where they said 1, …"
+            said = "; ".join(f"where {'people' if i == 0 else 'they'} said {cls[-1]}, {subject if i == 0 else 'on'} "
+                             f"{'agrees on ' if i == 0 else ''}{d['caught']:,} of {d['of']:,} ({_num(d.get('mean'))} "
+                             f"[{_num(d.get('ci_low'))}, {_num(d.get('ci_high'))}])"
+                             for i, (cls, d) in enumerate(per.items()))
+            lines.append(f"{lead}{said}")
         if e.get("misses"):
             lines.append(f"{lead}{subject}{e['misses'].removeprefix('the judge')}")
     for key, e in (trust.get("agreement") or {}).items():

@@ -73,6 +73,19 @@ def _short_label(name: str, width: int = 48) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
+def paired_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
+    """The compared metrics' rows in the picture's order, top first: the headline metrics
+    (``comparison["headline"]``) in their order, then the others as compared.
+
+    >>> rows = {k: {"key": k, "diff": 0.1} for k in ("token_precision", "context_recall", "answer_token_f1")}
+    >>> [r["key"] for r in paired_rows({"metrics": rows, "headline": ["answer_token_f1", "context_recall"]})]
+    ['answer_token_f1', 'context_recall', 'token_precision']
+    """
+    rows = [r for r in comparison["metrics"].values() if r.get("diff") is not None]
+    lead = [k for k in comparison.get("headline") or ()]
+    return sorted(rows, key=lambda r: lead.index(r["key"]) if r["key"] in lead else len(lead))
+
+
 def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Path | None:
     """The comparison as a picture: per metric, candidate − baseline with its CI, and the zero line.
 
@@ -81,9 +94,10 @@ def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Pat
     of their range, said in their label; unbounded ones (``avg_latency``) get a panel of their
     own in their own unit. Returns None when no metric was compared.
     """
-    rows = [r for r in comparison["metrics"].values() if r.get("diff") is not None]
+    rows = paired_rows(comparison)
     if not rows:
         return None
+    lead = [k for k in comparison.get("headline") or () if any(r["key"] == k for r in rows)]
     ranges = _ranges([r["key"] for r in rows])
     bounded, unbounded = [], []
     for r in rows:
@@ -107,6 +121,11 @@ def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Pat
         ax.set_yticks(range(len(panel)))
         ax.set_yticklabels([f"{label}{'' if r['higher_is_better'] else ' ↓'}" for label, r, _ in reversed(panel)])
         ax.set_ylim(-0.6, len(panel) - 0.4)
+        heads = sum(1 for _, r, _ in panel if r["key"] in lead)
+        if 0 < heads < len(panel):  # the headline metrics above a line, the rest below
+            ax.axhline(len(panel) - heads - 0.5, color="#999999", linewidth=0.8, linestyle="--")
+            for tick in ax.get_yticklabels()[-heads:]:
+                tick.set_fontweight("bold")
         ax.grid(axis="x", color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)
         unit = "own unit" if panel is unbounded else "fraction of the metric's range"
@@ -116,7 +135,8 @@ def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Pat
         ax.set_xlim(-edge, edge)  # zero in the middle: left is lower, right is higher
     level = round(100 * comparison["method"]["confidence"], 2)
     b, c = comparison["baseline"]["name"], comparison["candidate"]["name"]
-    fig.suptitle(f"{c} vs {b}: paired difference, {level:g}% CI\n"
+    first = f"headline metrics first, in bold: {', '.join(lead)}\n" if lead else ""
+    fig.suptitle(f"{c} vs {b}: paired difference, {level:g}% CI\n{first}"
                  f"green/red = significantly better/worse (Holm), grey = within the noise; ↓ = lower is better",
                  fontsize=9.5)
     fig.tight_layout()
