@@ -4,12 +4,16 @@ A YAML file's aliases (``*a``) are expanded by OmegaConf into a copy each: nine 
 each are 9⁹ nodes, minutes of CPU and gigabytes of memory from 600 bytes (an "alias bomb"). Each
 ``.yaml`` file of a ``--config-dir`` (``-cd``) is composed without being expanded (PyYAML's composer
 shares an alias's node) and its expanded size counted; past :data:`MAX_NODES`, or a file over
-:data:`MAX_BYTES`, is one line and exit status 2.
+:data:`MAX_BYTES`, is one line and exit status 2. ``${...}`` interpolations can do the same from any file or
+the command line (nine references to nine references ...): the composed config is checked before the run
+(:func:`check_interpolations`), a value standing for more than :data:`MAX_EXPANDED_CHARS` is one line.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 from ragexp.errors import ConfigError
 
@@ -91,3 +95,100 @@ def check_config_dirs(argv: list[str]) -> None:
             if i >= MAX_FILES:
                 break
             check_config_file(path)
+
+
+#: Characters one config value may stand for once its ``${...}`` interpolations are resolved
+MAX_EXPANDED_CHARS = 10_000_000
+_REFERENCE = re.compile(r"\$\{([^${}:\s]+)\}")  # ${a.b}, ${.a}, ${..a}: a plain reference (no resolver, no nesting)
+
+
+def check_interpolations(cfg: Any, limit: int = MAX_EXPANDED_CHARS) -> None:
+    """Raise :class:`ConfigError` naming the first value of a composed config that its ``${...}`` references
+    would expand past ``limit`` characters (nine references to nine references ... is 9ⁿ copies: an
+    "interpolation bomb" OmegaConf would build when the run's config is saved). Counted on the unresolved
+    tree, each value once (linear in the config's size); resolvers (``${oc.env:X}``) count as their text.
+
+    >>> from omegaconf import OmegaConf
+    >>> check_interpolations(OmegaConf.create({"a": "x" * 10, "b": "${a}${a}", "c": {"d": "${..b}"}}), limit=25)
+    >>> check_interpolations(OmegaConf.create({"a": "x" * 10, "b": "${a}${a}", "c": {"d": "${..b}${..b}"}}), limit=25)
+    Traceback (most recent call last):
+    ...
+    ragexp.errors.ConfigError: config value c.d: its ${...} references expand to more than 25 characters (an interpolation bomb?); refused before they are resolved
+    """
+    from omegaconf import OmegaConf
+
+    tree = OmegaConf.to_container(cfg, resolve=False)
+    memo: dict[tuple, int] = {}
+
+    def at(path: tuple) -> Any:
+        node: Any = tree
+        for key in path:
+            if isinstance(node, dict) and key in node:
+                node = node[key]
+            elif isinstance(node, list) and str(key).isdigit() and int(key) < len(node):
+                node = node[int(key)]
+            else:
+                return _MISSING
+        return node
+
+    def target(ref: str, parent: tuple) -> tuple | None:
+        if ref.startswith("."):
+            ups = len(ref) - len(ref.lstrip("."))
+            base = parent[:len(parent) - (ups - 1)] if ups - 1 <= len(parent) else None
+            if base is None:
+                return None
+            path = base + tuple(k for k in ref[ups:].split(".") if k)
+        else:
+            path = tuple(ref.split("."))
+        return path if at(path) is not _MISSING else None
+
+    def size(path: tuple) -> int:
+        if path in memo:
+            return memo[path]
+        memo[path] = limit + 1  # met again while counted: a cycle (OmegaConf refuses it too)
+        value, total = at(path), 0
+        if isinstance(value, dict):
+            for k in value:
+                total += size(path + (k,))
+                if total > limit:
+                    break
+        elif isinstance(value, list):
+            for i in range(len(value)):
+                total += size(path + (str(i),))
+                if total > limit:
+                    break
+        elif isinstance(value, str):
+            total = len(value)
+            for match in _REFERENCE.finditer(value):
+                found = target(match.group(1), path[:-1])
+                if found is not None:
+                    total += size(found) - len(match.group(0))
+                if total > limit:
+                    break
+        else:
+            total = len(str(value))
+        memo[path] = min(total, limit + 1)
+        return memo[path]
+
+    def leaves(node: Any, path: tuple):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                yield from leaves(v, path + (k,))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                yield from leaves(v, path + (str(i),))
+        elif isinstance(node, str) and "${" in node:
+            yield path
+
+    for path in leaves(tree, ()):
+        try:
+            big = size(path) > limit
+        except RecursionError:
+            raise ConfigError(f"config value {'.'.join(map(str, path))}: its ${{...}} references are nested too deep "
+                              "to resolve") from None
+        if big:
+            raise ConfigError(f"config value {'.'.join(map(str, path))}: its ${{...}} references expand to more than "
+                              f"{limit:,} characters (an interpolation bomb?); refused before they are resolved")
+
+
+_MISSING = object()

@@ -40,6 +40,9 @@ def _app(cfg: DictConfig) -> float | None:
     gc.collect()  # what is alive now (modules, the previous job's caches) is never traversed again by
     gc.freeze()  # the collector: docs/performance.md, "Sweeps"
     try:
+        from ragexp.cli.config_guard import check_interpolations
+
+        check_interpolations(cfg)  # ${...} that would expand to gigabytes when the config is saved: refused now
         max_drop, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
         summary = run(cfg, record=record)
     except RagexpError as exc:
