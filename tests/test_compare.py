@@ -245,7 +245,7 @@ def compare_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def demo_sweep(tmp_path_factory):
     """The README's sweep: the demo's strong and weak systems, one child run each."""
     where = tmp_path_factory.mktemp("compare")
-    run_cli("-m", "dataset.system=strong,weak", cwd=where)
+    run_cli("-m", "dataset.system=strong,weak", "tracking.traces=0", cwd=where)  # runs compared, not their traces
     from cli import parent_and_children
 
     client, _, children = parent_and_children(f"sqlite:///{where / 'mlflow.db'}")
@@ -345,7 +345,7 @@ def test_cli_unreachable_store_is_one_line_without_its_password(tmp_path):
 @pytest.mark.integration
 def test_cli_plain_run_gate(tmp_path):
     proc = run_cli("dataset.system=weak", "progress=false", "gate.min.answer_token_f1=0.1",
-                   "gate.min.hit_rate.k1=0.5", cwd=tmp_path, check=False)
+                   "gate.min.hit_rate.k1=0.5", "tracking.traces=0", "tracking.plots=false", cwd=tmp_path, check=False)
     assert proc.returncode == 1, proc.stderr
     assert [ln for ln in proc.stderr.splitlines() if ln.startswith("gate:")] == [
         "gate: hit_rate/k1 = 0.3000 is under its floor 0.5"]
@@ -357,13 +357,14 @@ def test_cli_plain_run_gate(tmp_path):
 @pytest.mark.integration
 @pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]], ids=["basic", "joblib"])
 def test_cli_multirun_exits_1_when_a_job_missed_a_floor(tmp_path, launcher):
+    quiet = ("tracking.traces=0", "tracking.plots=false")  # the gate's verdict is checked, not what is logged
     proc = run_cli("-m", *launcher, "dataset.system=strong,weak", "metric=hit_rate", "progress=false",
-                   "gate.min.hit_rate.k1=0.5", cwd=tmp_path, check=False)
+                   "gate.min.hit_rate.k1=0.5", *quiet, cwd=tmp_path, check=False)
     assert proc.returncode == 1, proc.stderr[-2000:]
     missed = sorted(p.read_text() for p in tmp_path.glob("multirun/*/*/*/gate_failed.txt"))
     assert missed == ["gate: hit_rate/k1 = 0.3000 is under its floor 0.5\n"]  # the weak job's, not the strong one's
     proc = run_cli("-m", *launcher, "dataset.system=strong,weak", "metric=hit_rate", "progress=false",
-                   "gate.min.hit_rate.k1=0.2", cwd=tmp_path, check=False)
+                   "gate.min.hit_rate.k1=0.2", *quiet, cwd=tmp_path, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 

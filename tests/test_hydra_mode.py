@@ -19,7 +19,8 @@ def test_a_user_config_that_sets_multirun_sweeps_as_with_stock_hydra(tmp_path):
     confs = tmp_path / "confs"
     confs.mkdir()
     _experiment(confs, "sweep_systems", "# @package _global_\nhydra:\n  mode: MULTIRUN\n")
-    args = ("--config-dir", str(confs), "dataset.system=strong,weak", "progress=false", "tracking.plots=false")
+    args = ("--config-dir", str(confs), "dataset.system=strong,weak", "progress=false", "tracking.plots=false",
+            "tracking.traces=0")
     swept = run_cli(*args, "+experiment=sweep_systems", cwd=tmp_path, timeout=300)
     assert swept.stdout.count("· job ") == 2, swept.stdout
     assert len([p for p in (tmp_path / "multirun").glob("*/*/[01]") if p.is_dir()]) == 2
