@@ -4,7 +4,9 @@
 :class:`ChunkPart`: the chunk's per-sample table, and per metric its ``ok`` values (NaN elsewhere),
 its status counts, the confusion metrics' per-record ratio parts, the pipeline stages' timings.
 :class:`Tally` keeps, for the whole run, only those numbers — 8 bytes per sample per metric (and
-16 per confusion metric), never a record, a text or a Score — and :meth:`Tally.finish` gives the
+16 per confusion metric), never a record, a text or a Score, in :class:`Columns` (in memory) or
+columns on disk that the caller passes in (:class:`ragexp.tracking.tables.ColumnFiles`, so that a
+streamed run's memory does not grow with its records) — and :meth:`Tally.finish` gives the
 aggregates, status counts, stage latencies and intervals, the same values as
 :func:`ragexp.core.scoring.aggregate`, :func:`~ragexp.core.scoring.uncertainty` and
 :func:`~ragexp.core.scoring.stage_latencies` over the whole list (tests/test_streaming.py).
@@ -16,8 +18,9 @@ import math
 import warnings
 from array import array
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ragexp.core.results import per_sample_columns
 from ragexp.core.scoring import MetricSpec, dataset_value, ratio_parts, score
@@ -87,41 +90,66 @@ class _Shown:
     answer: Any
 
 
-class Tally:
-    """What a streamed run keeps of its scores, chunk after chunk, in record order."""
+class Columns(Mapping):
+    """Columns appended chunk by chunk (``typecode`` ``"d"``: float64, ``"q"``: int64), in memory; read
+    as a mapping of name → numpy array (a view, valid until the column grows)."""
 
-    def __init__(self, specs: list[MetricSpec]) -> None:
+    def __init__(self) -> None:
+        self._data: dict[Any, array] = {}
+
+    def extend(self, name: Any, values: Any, typecode: str = "d") -> None:
+        self._data.setdefault(name, array(typecode)).extend(values)
+
+    def __getitem__(self, name: Any) -> Any:
+        import numpy as np
+
+        a = self._data[name]
+        return np.frombuffer(a, dtype=a.typecode)
+
+    def __contains__(self, name: Any) -> bool:
+        return name in self._data
+
+    def __iter__(self) -> Any:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class Tally:
+    """What a streamed run keeps of its scores, chunk after chunk, in record order. ``columns(group)``
+    makes the store of a group of columns (values, ratio parts, timings, verdicts): :class:`Columns`
+    by default."""
+
+    def __init__(self, specs: list[MetricSpec], columns: Callable[[str], Any] = lambda group: Columns()) -> None:
         self.specs = specs
         self.n = 0
-        self.values: dict[str, array] = {}
+        self.values = columns("values")  # metric key → float64, NaN where not ok
         self.statuses: dict[str, Counter] = {}
-        self.ratios: dict[str, tuple[array, array]] = {}
-        self.timings: dict[str, array] = {}
+        self.ratios = columns("ratios")  # (confusion metric key, 0 numerator / 1 denominator) → int64
+        self.timings = columns("timings")  # stage → float64 seconds, NaN where a record did not time it
         self.notes: dict[str, None] = {}
-        self.verdicts: tuple[array, array, array] | None = None
+        self.verdicts = columns("verdicts")  # 0 index (int64), 1 label, 2 verdict (float64): labelled records
         self.disagreeing: dict[int, Any] = {}
 
     def add(self, part: ChunkPart) -> None:
         for key, vals in part.values.items():
-            self.values.setdefault(key, array("d")).extend(vals)
+            self.values.extend(key, vals)
             self.statuses.setdefault(key, Counter()).update(part.statuses[key])
         for key, (num, den) in part.ratios.items():
-            have = self.ratios.setdefault(key, (array("q"), array("q")))
-            have[0].extend(num)
-            have[1].extend(den)
-        for stage in self.timings.keys() - part.timings.keys():
-            self.timings[stage].extend([_NAN] * part.n)
+            self.ratios.extend((key, 0), num, "q")
+            self.ratios.extend((key, 1), den, "q")
+        for stage in [s for s in self.timings if s not in part.timings]:
+            self.timings.extend(stage, [_NAN] * part.n)
         for stage, secs in part.timings.items():
             if stage not in self.timings:
-                self.timings[stage] = array("d", [_NAN] * self.n)
-            self.timings[stage].extend(secs)
+                self.timings.extend(stage, [_NAN] * self.n)
+            self.timings.extend(stage, secs)
         self.notes.update(dict.fromkeys(part.notes))
         if part.verdicts is not None:
-            if self.verdicts is None:
-                self.verdicts = (array("q"), array("d"), array("d"))
-            self.verdicts[0].extend(i + self.n for i in part.verdicts[0])
-            self.verdicts[1].extend(part.verdicts[1])
-            self.verdicts[2].extend(part.verdicts[2])
+            self.verdicts.extend(0, [i + self.n for i in part.verdicts[0]], "q")
+            self.verdicts.extend(1, part.verdicts[1])
+            self.verdicts.extend(2, part.verdicts[2])
         from ragexp.core.labels import MAX_DISAGREEMENTS
 
         for i, shown in part.disagreeing[: MAX_DISAGREEMENTS - len(self.disagreeing)]:
@@ -136,8 +164,7 @@ class Tally:
         counts: dict[str, dict[str, int]] = {}
         for spec in self.specs:
             if spec.info.level == "dataset":
-                num, den = self.ratios[spec.key]
-                total_num, total_den = int(np.asarray(num).sum()), int(np.asarray(den).sum())
+                total_num, total_den = int(self.ratios[spec.key, 0].sum()), int(self.ratios[spec.key, 1].sum())
                 if total_den == 0:  # the metric's own zero-division value and warning
                     with warnings.catch_warnings(record=True) as caught:
                         warnings.simplefilter("always", RuntimeWarning)
@@ -148,7 +175,7 @@ class Tally:
                 continue
             if spec.key not in self.values:
                 continue
-            a = np.frombuffer(self.values[spec.key], dtype=np.float64)
+            a = self.values[spec.key]
             ok = a[~np.isnan(a)]
             values[spec.key] = math.fsum(ok) / len(ok) if len(ok) else None
             c = self.statuses[spec.key]
@@ -160,9 +187,9 @@ class Tally:
         verdict's agreement with ``label``), empty when nothing is labelled."""
         from ragexp.core.labels import VERDICT_KEY, judge_trust, verdict_pairs
 
-        if self.verdicts is None or not len(self.verdicts[0]):
+        if 0 not in self.verdicts or not len(self.verdicts[0]):
             return {}
-        pairs = {VERDICT_KEY: verdict_pairs(*(v.tolist() for v in self.verdicts))}
+        pairs = {VERDICT_KEY: verdict_pairs(*(self.verdicts[i].tolist() for i in range(3)))}
         return judge_trust(self.specs, {}, self.disagreeing, resamples=resamples, confidence=confidence, seed=seed,
                            target_halfwidth=target_halfwidth, pairs=pairs)
 
@@ -171,8 +198,8 @@ class Tally:
         import numpy as np
 
         out = {}
-        for stage, secs in self.timings.items():
-            a = np.frombuffer(secs, dtype=np.float64)
+        for stage in self.timings:
+            a = self.timings[stage]
             a = a[~np.isnan(a)]
             out[f"latency/{stage}"] = math.fsum(a) / len(a)
         return out
@@ -180,17 +207,32 @@ class Tally:
     def intervals(self, *, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
                   method: str = "percentile") -> dict[str, Any]:
         """As :func:`ragexp.core.scoring.uncertainty` without clusters: one draw shared by every interval."""
-        import numpy as np
-
         from ragexp.stats.intervals import joint_intervals
 
         out: dict[str, Any] = {s.key: None for s in self.specs if s.info.level == "dataset"}
-        ratios = {key: (np.frombuffer(num, dtype=np.int64).astype(float), np.frombuffer(den, dtype=np.int64).astype(float))
-                  for key, (num, den) in self.ratios.items()}
-        columns = {s.key: np.frombuffer(self.values[s.key], dtype=np.float64)  # joint_intervals copies
-                   for s in self.specs if s.info.level != "dataset" and s.key in self.values}
+        ratio_keys = [key for key, part in self.ratios if part == 0]
+        ratios = _Read({key: (self.ratios, (key, 0), (key, 1)) for key in ratio_keys})
+        columns = {s.key: (self.values, s.key) for s in self.specs if s.info.level != "dataset" and s.key in self.values}
         for stage in sorted(self.timings):
-            columns[f"latency/{stage}"] = np.frombuffer(self.timings[stage], dtype=np.float64)
-        out.update(joint_intervals(columns, ratios, clusters=None, resamples=int(resamples),
+            columns[f"latency/{stage}"] = (self.timings, stage)
+        # each column read when the intervals come to it (joint_intervals converts them one at a time)
+        out.update(joint_intervals(_Read(columns), ratios, clusters=None, resamples=int(resamples),
                                    confidence=float(confidence), seed=int(seed), method=str(method)))
         return out
+
+
+class _Read(Mapping):
+    """key → a column read from its store when asked for (``(store, name)``), or a pair of them."""
+
+    def __init__(self, where: dict[str, tuple]) -> None:
+        self._where = where
+
+    def __getitem__(self, key: str) -> Any:
+        store, *names = self._where[key]
+        return store[names[0]] if len(names) == 1 else tuple(store[n] for n in names)
+
+    def __iter__(self) -> Any:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)

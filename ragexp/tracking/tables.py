@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -218,6 +219,46 @@ class ParquetStream:
             with contextlib.suppress(OSError):
                 part.unlink()
         self._parts = []
+
+
+class ColumnFiles(Mapping):
+    """The columns a streamed run keeps (:class:`ragexp.core.streaming.Tally`) on disk, a file per column
+    in ``folder``: each chunk appended, a column read whole when asked for (a new numpy array each
+    time), so that the run's memory does not grow with its records (docs/performance.md, "Scale").
+    The same interface as :class:`ragexp.core.streaming.Columns`; :meth:`remove` deletes the files."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._files: dict[Any, tuple[Path, str]] = {}  # name → (file, typecode)
+
+    def extend(self, name: Any, values: Any, typecode: str = "d") -> None:
+        import numpy as np
+
+        if name not in self._files:
+            self._files[name] = (self.folder / f"{len(self._files)}.{typecode}", typecode)
+        path, typecode = self._files[name]
+        with open(path, "ab") as fh:
+            fh.write(np.asarray(values, dtype=typecode).tobytes())
+
+    def __getitem__(self, name: Any) -> Any:
+        import numpy as np
+
+        path, typecode = self._files[name]
+        return np.fromfile(path, dtype=typecode)
+
+    def __contains__(self, name: Any) -> bool:
+        return name in self._files
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self._files = {}
 
 
 class StreamedTable:

@@ -160,11 +160,11 @@ def processes_for(setting: Any) -> int:
 class _Scorer(RecordSink):
     """The score pass: each chunk scored (here or in a pool of forked processes), its rows written."""
 
-    def __init__(self, size: int, specs: list, table: Any, processes: int, bar: Any) -> None:
+    def __init__(self, size: int, specs: list, table: Any, processes: int, bar: Any, columns: Any = None) -> None:
         self.size = size
         self.specs = specs
         self.table = table
-        self.tally = Tally(specs)
+        self.tally = Tally(specs) if columns is None else Tally(specs, columns)
         self.bar = bar
         self.pool = None
         self.pending: collections.deque = collections.deque()
@@ -206,11 +206,12 @@ class _RayScorer(_Scorer):
     """The score pass on a Ray cluster: each chunk a task (one CPU) on whichever node is free, taken
     back in order; the specs sent to the object store once."""
 
-    def __init__(self, size: int, specs: list, table: Any, address: str, in_flight: int | None, bar: Any) -> None:
+    def __init__(self, size: int, specs: list, table: Any, address: str, in_flight: int | None, bar: Any,
+                 columns: Any = None) -> None:
         from ragexp._compat import import_ray, ray_exposed
 
         ray = import_ray(address)  # a local instance listens on 127.0.0.1 only
-        super().__init__(size, specs, table, 1, bar)
+        super().__init__(size, specs, table, 1, bar, columns)
         self.started = not ray.is_initialized()
         if self.started:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
@@ -278,7 +279,7 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     from ragexp.errors import ConfigError
     from ragexp.pipeline import build_pipeline
     from ragexp.stats.settings import stats_settings
-    from ragexp.tracking.tables import StreamedTable
+    from ragexp.tracking.tables import ColumnFiles, StreamedTable
 
     ex = settings(cfg)
     specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))
@@ -303,10 +304,14 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     sample_keys = [s.key for s in specs if s.info.level == "sample"]
     table = StreamedTable(folder / "per_sample.parquet", sample_keys, rows=tracking.get("table_rows", 5000))
     bar = _bar(show and bool(cfg.get("progress", True)), survey.n)
+    # the per-sample numbers the statistics need, on disk: memory does not grow with the records
+    kept = Path(tempfile.mkdtemp(prefix="ragexp_columns_"))
+    atexit.register(shutil.rmtree, kept, True)
+    columns = {group: ColumnFiles(kept / group) for group in ("values", "ratios", "timings", "verdicts")}
     if ex["mode"] == "ray":
-        scorer: _Scorer = _RayScorer(size, specs, table, str(ex["address"]), ex["in_flight"], bar)
+        scorer: _Scorer = _RayScorer(size, specs, table, str(ex["address"]), ex["in_flight"], bar, columns.get)
     else:
-        scorer = _Scorer(size, specs, table, processes_for(ex["processes"]), bar)
+        scorer = _Scorer(size, specs, table, processes_for(ex["processes"]), bar, columns.get)
     try:
         with streamed(scorer):
             runner.load_dataset(cfg.dataset)
@@ -314,14 +319,13 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     except BaseException:
         scorer.close()
         table.abort()
+        shutil.rmtree(kept, True)
         raise
     finally:
         if bar is not None:
             bar.close()
     tally = scorer.tally
-    import numpy as np
-
-    table.plot_columns = {k: np.frombuffer(v, dtype=np.float64) for k, v in tally.values.items()}
+    table.plot_columns = tally.values  # read a column at a time by the pictures
     values, counts = tally.aggregate()
     intervals = tally.intervals(resamples=stats_cfg["resamples"], confidence=stats_cfg["confidence"],
                                 seed=stats_cfg["seed"], method=stats_cfg["method"])
@@ -375,6 +379,8 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
         if tracking.get("enabled", True) and tracking.get("traces", 1) != 0:
             print("Traces: none for a run scored in chunks (execution.mode=memory logs them); "
                   "every sample is in per_sample.parquet")
+    shutil.rmtree(kept, True)  # the pictures were the last to read the columns
+    table.plot_columns = {}
     return outcome
 
 
