@@ -48,7 +48,10 @@ def build(node: Any, group: str, default: Any = None) -> Any:
     """The object ``node`` (a config group's node) names; ``default`` when the node is null."""
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
+    from omegaconf import DictConfig
 
+    for key in node if isinstance(node, DictConfig) else ():  # a missing value (???) refused as Hydra does it,
+        node[key]  # noqa: B018 - under its full key (dataset.experiment)
     node = plain(node)
     if node is None:
         return default

@@ -37,8 +37,8 @@ def split_of(options: Mapping[str, Any]) -> tuple:
 
     unknown = sorted(set(options) - set(SPLIT_KEYS))
     if unknown:
-        raise ConfigError(f"dataset has no setting {', '.join(map(repr, unknown))}; its split settings are "
-                          f"{', '.join(SPLIT_KEYS)}")
+        raise ConfigError(f"dataset has no setting {', '.join(map(repr, unknown))} (besides its loader's own "
+                          f"arguments it takes {', '.join(SPLIT_KEYS)})")
     base = conf_file("dataset_labelled")
     return tuple(options.get(k, base[k]) for k in SPLIT_KEYS)
 
