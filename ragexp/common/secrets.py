@@ -63,9 +63,11 @@ _SECRET_JSON = re.compile(
 _URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*\\?://)(?:[^/:\s'\"]*:[^\s'\"]*|[^/@\s'\"]+)@")
 #: ``<key>=<value>`` where the key (its last dotted part) names a credential, as in an override;
 #: the value ends at white space, a quote, a ``]`` or the ``,`` before the next ``key=`` (run names
-#: join a job's overrides with commas)
+#: join a job's overrides with commas). A key that is only ``key`` or ends in one that is not a credential's
+#: (``answer_key=output``, ``sort_key=score``, the help's ``key=value``) is not one.
 _SECRET_PAIR = re.compile(
-    r"(?<![\w.\-])((?:[\w\-]+\.)*(?:[\w\-]*[_\-])?(?:api[_\-]?key|apikey|key|token|access[_\-]?token|secret|"
+    r"(?<![\w.\-])((?:[\w\-]+\.)*(?:[\w\-]*[_\-])?(?:api[_\-]?key|apikey|"
+    r"(?:secret|private|access|auth|client|signing|encryption|master|license)[_\-]?key|token|access[_\-]?token|secret|"
     r"password|passwd|credentials?|authorization|auth))=(?!\*\*\*(?:[\s'\",\]]|$))"
     r"(?:[^\s'\"\],]|,(?![\w.+~/\-]+=))+",  # the value: to the next override (a sweep's k1,k2 is one value)
     re.IGNORECASE,
