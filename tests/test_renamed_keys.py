@@ -53,3 +53,15 @@ def test_the_metrics_page_documents_each_rename():
     section = section[:section.index("\n## ", 4)] if "\n## " in section[4:] else section
     for old, new in RENAMED_METRICS.items():
         assert re.search(rf"`{old}`.*`{new}`", section), (old, new)
+
+
+@pytest.mark.integration
+def test_the_command_says_an_old_key_in_one_warning_line(tmp_path, data_dir):
+    from cli import run_cli
+
+    proc = run_cli("stats.primary=precision", "metric=memory", "dataset=memory_eval_true", f"data_dir={data_dir}",
+                   "tracking.enabled=false", cwd=tmp_path)
+    said = [line for line in proc.stderr.splitlines() if "precision" in line]
+    assert len(said) == 1 and said[0].startswith("ragexp: warning: stats.primary=precision uses the old name"), \
+        proc.stderr
+    assert "FutureWarning" not in proc.stderr and "keyword_verdict_precision" in proc.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import warnings
 from typing import Any, Callable, Sequence
 
 _GATE_ARG = re.compile(r"^gate\.(min|max_drop)\.[^=]+=")
@@ -18,6 +19,21 @@ def add_override_prefix(argv: Sequence[str]) -> list[str]:
     ``++`` sets it either way, so ``gate.max_drop.answer_token_f1=0.02`` works as written.
     """
     return [f"++{a}" if _GATE_ARG.match(a) else a for a in argv]
+
+
+def _one_line(default: Callable[..., Any]) -> Callable[..., Any]:
+    """``warnings.showwarning`` printing a :class:`~ragexp.common.renamed.RenamedKeyWarning` as one
+    ``ragexp: warning:`` line; every other warning as ``default`` shows it."""
+    from ragexp.common.renamed import RenamedKeyWarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, RenamedKeyWarning):
+            print(f"ragexp: warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    show.ragexp = True
+    return default if getattr(default, "ragexp", False) else show
 
 
 def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None] | None = None) -> None:
@@ -36,6 +52,7 @@ def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None
     if not isinstance(sys.stderr, ScrubbingStream):
         sys.stderr = ScrubbingStream(sys.stderr)
     sys.argv[1:] = add_override_prefix(sys.argv[1:])
+    warnings.showwarning = _one_line(warnings.showwarning)  # an old metric key: one line, no source excerpt
     full_error = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:

@@ -17,7 +17,7 @@ import math
 import warnings
 from typing import Any, Mapping
 
-from ragexp.common.renamed import current_key, renamed_note
+from ragexp.common.renamed import RenamedKeyWarning, current_key, renamed_note
 from ragexp.errors import ConfigError
 
 def flat_conditions(node: Any, where: str = "gate") -> dict[str, float]:
@@ -55,7 +55,7 @@ def _current(conditions: dict[str, float], where: str) -> dict[str, float]:
     for key in conditions:
         note = renamed_note(key, f"{where}.{key.replace('/', '.')}")
         if note:
-            warnings.warn(note, FutureWarning, stacklevel=3)
+            warnings.warn(note, RenamedKeyWarning, stacklevel=3)
     return {current_key(k): v for k, v in conditions.items()}
 
 

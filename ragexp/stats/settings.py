@@ -23,7 +23,7 @@ import warnings
 from typing import Any, Mapping
 
 from ragexp.common.paths import conf_file
-from ragexp.common.renamed import current_key, renamed_note
+from ragexp.common.renamed import RenamedKeyWarning, current_key, renamed_note
 from ragexp.errors import ConfigError
 from ragexp.stats.intervals import METHODS
 
@@ -58,7 +58,7 @@ def stats_settings(node: Mapping[str, Any] | None) -> dict[str, Any]:
             raise ConfigError(f"stats.{key} must be a name or null, got {out[key]!r}")
     note = renamed_note(out["primary"], f"stats.primary={out['primary']}") if out["primary"] else None
     if note:  # an old key of the keyword verdict's confusion metrics (ragexp.common.renamed)
-        warnings.warn(note, FutureWarning, stacklevel=2)
+        warnings.warn(note, RenamedKeyWarning, stacklevel=2)
         out["primary"] = current_key(out["primary"])
     if not isinstance(out["correct_with_labels"], bool):
         raise ConfigError(f"stats.correct_with_labels must be true or false, got {out['correct_with_labels']!r}")
