@@ -219,7 +219,9 @@ def _judge_warnings(entry: dict[str, Any], p: Mapping[str, Any], clusters: Seque
                 iv["mean"] = None
     head = stats.get(entry["headline"]) or {}
     if not entry.get("degenerate") and head.get("ci_low") is not None and head["ci_low"] <= 0 <= head["ci_high"]:
-        warnings.append(f"the judge's values do not follow people's: {entry['headline']} is not distinguishable "
+        said = {"kappa": "κ", "kappa_quadratic": "quadratic κ", "alpha_ordinal": "α"}.get(entry["headline"],
+                                                                                    entry["headline"])
+        warnings.append(f"the judge's values do not follow people's: {said} is not distinguishable "
                         f"from 0 (no better than chance) on these {entry['n']:,} labels")
     if entry["kind"] == "binary":
         per = {}
