@@ -45,3 +45,14 @@ def test_the_printed_table_names_what_it_leaves_out(demo, capsys):
     assert "bleu (0–100)" in out and "report.all=true prints them" in out
     body = [line for line in out.splitlines() if line.startswith("│")]
     assert len(body) <= MAX_ROWS
+
+
+def test_the_cut_off_line_is_said_only_when_deeper_cut_offs_were_left_out(demo, capsys):
+    s = demo.summary
+    print_summary("t", s["metrics"], s["status_counts"], s["n_samples"], [], headline=s["headline"],
+                  depth=s["provenance"]["max_passages"])
+    assert "cut-offs beyond the 4 passages a question got at most repeat the last one" in capsys.readouterr().out
+    answers = {k: v for k, v in s["metrics"].items() if "/" not in k and k != "context_recall"}  # no cut-offs at all
+    print_summary("t", answers, s["status_counts"], s["n_samples"], [], headline=["answer_token_f1"], depth=1)
+    out = capsys.readouterr().out
+    assert "more values in summary.json" in out and "cut-offs beyond" not in out and "1 passages" not in out
