@@ -247,9 +247,11 @@ class Judge:
             usage.update(noise_metrics(specs, per_record))
         u = run.usage
         fails = ", ".join(f"{k} {v}" for k, v in sorted(u.failures.items())) or "none"
-        log.info("judge %s (%s): %d calls (%d retries, %d re-asks), %d cache hits, %d shared verdicts, "
-                 "%d tokens in, %d out, $%.4f; failures: %s", self.settings.name, self.settings.model, u.calls,
-                 u.retries, u.reasks, u.cache_hits, u.shared, u.tokens_in, u.tokens_out, u.cost_usd, fails)
+        log.info("judge %s (%s): %s calls to the model (%s retried after an error, %s asked again after an "
+                 "unreadable reply), %s verdicts from the cache, %s verdicts reused by another metric or sample; "
+                 "%s tokens in, %s out, $%.4f; failures: %s", self.settings.name, self.settings.model,
+                 f"{u.calls:,}", f"{u.retries:,}", f"{u.reasks:,}", f"{u.cache_hits:,}", f"{u.shared:,}",
+                 f"{u.tokens_in:,}", f"{u.tokens_out:,}", u.cost_usd, fails)
         if any(isinstance(e, BudgetStop) for e in results):
             done = sum(1 for s in per_record if s is not None)
             where = self.cache.path if self.cache is not None else "nowhere (judge.cache is off)"
