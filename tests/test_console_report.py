@@ -56,3 +56,17 @@ def test_the_cut_off_line_is_said_only_when_deeper_cut_offs_were_left_out(demo, 
     print_summary("t", answers, s["status_counts"], s["n_samples"], [], headline=["answer_token_f1"], depth=1)
     out = capsys.readouterr().out
     assert "more values in summary.json" in out and "cut-offs beyond" not in out and "1 passages" not in out
+
+
+def test_the_recorded_answers_line_is_said_only_over_recorded_answers(compose):
+    from ragexp.report.describe import provenance_lines
+    from ragexp.workflow.runner import execute
+
+    demo = execute(compose("retriever=bm25", "tracking.enabled=false"), save=False, show=False).summary
+    assert demo["provenance"]["answers"] == "dataset"
+    assert provenance_lines(demo["provenance"])[0].startswith("The answers are the ones recorded in the dataset")
+    # SQuAD's questions with a retriever alone: no answers anywhere, so none were recorded either
+    squad = execute(compose("dataset=squad2", "dataset.limit=20", "metric=retrieval", "retriever=bm25",
+                            "tracking.enabled=false"), save=False, show=False).summary
+    assert squad["provenance"]["answers"] is None
+    assert not [line for line in provenance_lines(squad["provenance"]) if "answers" in line]

@@ -328,7 +328,9 @@ def provenance(plan: Plan, records: list[Record]) -> dict[str, Any]:
         if name:
             stage_names[stage] = str(name)
     return {"contexts": "pipeline" if "contexts" in produced else "dataset",
-            "answers": "pipeline" if "answer" in produced else "dataset",
+            # None: no answers at all (SQuAD's questions with a retriever alone); a streamed run ([]) is not looked at
+            "answers": "pipeline" if "answer" in produced else
+                       "dataset" if not records or any(r.answer is not None for r in records) else None,
             "latency": "pipeline" if "latency_s" in produced else "dataset", "latency_stages": stages,
             "stages": stage_names, "max_passages": depth or None}
 
