@@ -13,6 +13,8 @@ from cli import parent_and_children, run_cli
 from ragexp.pipeline.cache import IndexCache
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the sweeps below are read for their metrics and indexes: no per-sample traces (tests/test_traces.py has those)
+NO_TRACES = "tracking.traces=0"
 
 
 def _uri(tmp_path: Path) -> str:
@@ -22,7 +24,7 @@ def _uri(tmp_path: Path) -> str:
 @pytest.mark.integration
 def test_bm25_sweep_over_top_k_gives_non_decreasing_recall_under_one_parent(tmp_path, data_dir):
     run_cli("-m", f"data_dir={data_dir}", "dataset=squad2", "dataset.limit=150", "retriever=bm25",
-            "retriever.top_k=1,3,5", "metric=recall_at_k", "metric.recall_at_k.k=null", "progress=false",
+            "retriever.top_k=1,3,5", "metric=recall_at_k", "metric.recall_at_k.k=null", "progress=false", NO_TRACES,
             cwd=tmp_path)
     _, parents, children = parent_and_children(_uri(tmp_path))
     assert len(parents) == 1 and len(children) == 3
@@ -40,7 +42,7 @@ def test_bm25_sweep_over_top_k_gives_non_decreasing_recall_under_one_parent(tmp_
 def test_joblib_parallel_jobs_build_the_shared_index_once(tmp_path, data_dir):
     run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"data_dir={data_dir}", "dataset=squad2",
             "dataset.limit=40", "retriever=bm25", "chunker=words", "chunker.size=40", "retriever.top_k=1,2,3,4",
-            "metric=recall_at_k", "metric.recall_at_k.k=null", "progress=false", cwd=tmp_path)
+            "metric=recall_at_k", "metric.recall_at_k.k=null", "progress=false", NO_TRACES, cwd=tmp_path)
     _, parents, children = parent_and_children(_uri(tmp_path))
     assert len(parents) == 1 and len(children) == 4 and all(c.info.status == "FINISHED" for c in children)
     cache = IndexCache(tmp_path / ".ragexp_cache" / "index")
@@ -56,7 +58,7 @@ def test_joblib_parallel_jobs_build_the_shared_index_once(tmp_path, data_dir):
 @pytest.mark.integration
 def test_optuna_experiment_optimises_the_objective_over_trials(tmp_path, data_dir):
     run_cli("-m", "+experiment=optuna_bm25", f"data_dir={data_dir}", "hydra.sweeper.n_trials=3", "dataset.limit=40",
-            "progress=false", cwd=tmp_path)
+            "progress=false", NO_TRACES, cwd=tmp_path)
     _, parents, children = parent_and_children(_uri(tmp_path))
     assert len(parents) == 1 and len(children) == 3
     [results] = list((tmp_path / "multirun").rglob("optimization_results.yaml"))
