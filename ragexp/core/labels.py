@@ -199,13 +199,14 @@ def _judge_warnings(entry: dict[str, Any], p: Mapping[str, Any], clusters: Seque
 
     values = list(p["judge"]) + list(p["unlabelled"])
     warnings: list[str] = []
+    who = "the keyword verdict" if p.get("against") else "the judge"  # seed 004's verdict is no judge
     value, count = Counter(values).most_common(1)[0]
     share = count / len(values)
     stats = entry["statistics"]
     if share >= ONE_VERDICT:
         from ragexp.stats.agreement import level
 
-        warnings.append(f"the judge gave {level(value)} to {share:.0%} of the {len(values):,} samples it scored: "
+        warnings.append(f"{who} gave {level(value)} to {share:.0%} of the {len(values):,} samples it scored: "
                         f"it barely tells them apart, so its agreement statistics say little")
         entry["degenerate"] = True
         for name in ("kappa", "kappa_quadratic", "ac1", "alpha_ordinal", "spearman", "kendall_tau_b"):
@@ -221,7 +222,7 @@ def _judge_warnings(entry: dict[str, Any], p: Mapping[str, Any], clusters: Seque
     if not entry.get("degenerate") and head.get("ci_low") is not None and head["ci_low"] <= 0 <= head["ci_high"]:
         said = {"kappa": "κ", "kappa_quadratic": "quadratic κ", "alpha_ordinal": "α"}.get(entry["headline"],
                                                                                     entry["headline"])
-        warnings.append(f"the judge's values do not follow people's: {said} is not distinguishable "
+        warnings.append(f"{who}'s values do not follow people's: {said} is not distinguishable "
                         f"from 0 (no better than chance) on these {entry['n']:,} labels")
     if entry["kind"] == "binary":
         per = {}
