@@ -74,14 +74,26 @@ def script(text: str) -> str | None:
     return max(counts, key=counts.get) if counts else None  # type: ignore[arg-type]
 
 
+#: Chinese characters, as ragexp.common.text segments them (a question without any shares no Chinese word)
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 #: held while langdetect loads its language profiles (:func:`warm`), so no detection reads them half-loaded
 _LOADING = threading.Lock()
 
 
-def warm() -> None:
-    """Load langdetect's profiles now (about half a second of CPU): ``ragexp.generate`` does it in a thread
-    while its first requests are out, instead of on the judge's event loop at the first detection."""
+def warm(chinese: bool = False) -> None:
+    """Load langdetect's profiles now (about half a second of CPU), and with ``chinese`` jieba's dictionary
+    (about a second): ``ragexp.generate`` does it in a thread while its first requests are out, instead of on
+    the judge's event loop at the first detection or the first question quoting Chinese characters, where
+    it held every request in flight (benchmarks/bench_generate.py). jieba and :data:`_LOADING` make a
+    filter that needs either wait for the load to finish, never read it half-done."""
     detect("warm up the language profiles")
+    if chinese:
+        keywords("预热")  # jieba loads its dictionary under its own lock at the first Chinese text
+
+
+def has_chinese(text: str) -> bool:
+    """True when ``text`` holds a Chinese character (which the keyword rule segments with jieba)."""
+    return _HAN.search(text) is not None
 
 
 @lru_cache(maxsize=4096)
@@ -96,10 +108,6 @@ def detect(text: str) -> list[tuple[str, float]]:
             return [(g.lang, g.prob) for g in detect_langs(text)]
         except LangDetectException:
             return []
-
-
-#: Chinese characters, as ragexp.common.text segments them (a question without any shares no Chinese word)
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
 def language(question: str, passage: str) -> tuple[str | None, str | None]:

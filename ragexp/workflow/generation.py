@@ -128,8 +128,10 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
         c.detail = f"the corpus has {len(pool)} passages of {min_words}+ words; each is asked about once"
         candidates.append(c)
     clock["indexed"], cpu = time.perf_counter(), time.process_time()
-    # langdetect's profiles load in this thread while the first requests are out, not on the judge's loop
-    threading.Thread(target=checks.warm, name="ragexp-langdetect", daemon=True).start()
+    # langdetect's profiles (and jieba's dictionary for Chinese text) load in this thread while the first
+    # requests are out, not on the judge's loop
+    chinese = any(checks.has_chinese(p.text) for c in candidates for p in c.passages)
+    threading.Thread(target=checks.warm, args=(chinese,), name="ragexp-language-models", daemon=True).start()
     usage = generate(judge, [c for c in candidates if c.outcome == "pending"], limits, progress)
     clock["asked"], cpu = time.perf_counter(), time.process_time() - cpu
     made = [c for c in candidates if c.outcome == "generated"]
