@@ -90,13 +90,6 @@ def bounds(lo: float, hi: float) -> str:
     return f"[{lo:g}, ∞)" if math.isinf(hi) else f"[{lo:g}, {hi:g}]"
 
 
-def label_scale(info) -> tuple[str, float, float]:
-    """The scale of people's labels of a judge metric (``human.<name>``), from what it is: a 0/1 verdict
-    is binary, a range above 1 (points) ordinal, a share continuous; ragexp checks labels against it."""
-    lo, hi = info.bounds
-    return ("binary" if info.binary else "ordinal" if hi > 1 else "continuous"), lo, hi
-
-
 def label_words(kind: str, lo: float, hi: float) -> str:
     return {"binary": "binary, 0 or 1", "ordinal": f"ordinal, a whole number from {lo:g} to {hi:g}",
             "continuous": f"continuous, a number from {lo:g} to {hi:g}"}[kind]
@@ -116,7 +109,7 @@ def metric_section(info) -> str:
         facts.append(f"**asks the judge** ({asks}: prompts `ragexp/metrics/judged/<name>.v1.txt`)" if asks
                      else "**asks the judge nothing**: computed from the run's other judge scores")
         facts.append(f"**people's labels** (`human.{info.name}`, [records](records.md#human-labels-human)): "
-                     + label_words(*label_scale(info)))
+                     + label_words(*info.label_scale))
     if info.binary:
         facts.append("**0/1 per sample**")
     if info.variant_params:

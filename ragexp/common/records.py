@@ -86,7 +86,14 @@ def _seconds(value: Any) -> float | None:
     return seconds if seconds is not None and seconds >= 0 else None
 
 
-def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | None = None) -> Record:
+#: People's labels (``human: {key: value}``) that no metric has: the scale each is on (binary 0/1, ordinal
+#: whole numbers, continuous) and its range. A judge metric's is its own (``MetricInfo.label_scale``, passed
+#: in as ``scales`` by the loaders); a key with none takes any finite number.
+HUMAN_SCALES = {"correctness": ("ordinal", 0, 4)}  # ExpertQA's experts: is the claim true? (no metric yet)
+
+
+def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | None = None,
+              scales: dict[str, tuple] = HUMAN_SCALES) -> Record:
     """Validate one raw dict and build a :class:`Record`.
 
     ``row`` is 1-based and appears in every error. Unknown keys go to ``extra``. A single
@@ -165,24 +172,13 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
         out["timings"] = clean
     human = raw.get("human")
     if not _is_missing(human):
-        out["human"] = human_labels(human, path=path, row=row)
+        out["human"] = human_labels(human, path=path, row=row, scales=scales)
     extra = {k: v for k, v in raw.items() if k not in _KNOWN}
     return Record(**out, extra=extra)
 
 
-#: People's labels (``human: {metric key: value}``) of the built-in judge metrics: the scale each is on
-#: (binary 0/1, ordinal whole numbers, continuous) and its range, the metric's own (docs/judge-trust.md).
-#: A key not listed here takes any finite number.
-HUMAN_SCALES = {
-    "answer_consistency_binary": ("binary", 0, 1), "answer_similarity": ("ordinal", 0, 5),
-    "correctness": ("ordinal", 0, 4),  # ExpertQA's experts: is the claim true? (no built-in metric yet)
-    **{k: ("continuous", 0, 1) for k in ("answer_consistency", "retrieval_precision", "augmentation_accuracy",
-                                          "augmentation_precision", "overall_score", "questeval_recall",
-                                          "questeval_precision", "claim_faithfulness")},
-}
-
-
-def human_labels(value: Any, *, path: str, row: int) -> dict[str, float] | None:
+def human_labels(value: Any, *, path: str, row: int,
+                 scales: dict[str, tuple] = HUMAN_SCALES) -> dict[str, float] | None:
     """The checked ``human`` mapping: metric key → a number in the metric's range (a bool is 0/1; a
     number written as text, as a CSV cell is, is read). A missing value (None, NaN, empty text) is no
     label for that key, except a NaN in a JSON file (JSON has no NaN: null is "no label"), refused; a
@@ -190,17 +186,17 @@ def human_labels(value: Any, *, path: str, row: int) -> dict[str, float] | None:
 
     >>> human_labels({"answer_similarity": "4", "answer_consistency_binary": True}, path="x.csv", row=2)
     {'answer_similarity': 4.0, 'answer_consistency_binary': 1.0}
-    >>> human_labels({"answer_similarity": 7}, path="x.csv", row=2)
+    >>> human_labels({"correctness": 7}, path="x.csv", row=2)
     Traceback (most recent call last):
     ...
-    ragexp.errors.DataError: x.csv, row 2, field 'human.answer_similarity': expected a whole number from 0 to 5 (the metric's range), got int 7
+    ragexp.errors.DataError: x.csv, row 2, field 'human.correctness': expected a whole number from 0 to 4 (the metric's range), got int 7
     """
     if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
         raise DataError(f"expected a mapping of metric key to a number, got {_got(value)}", path=path, row=row,
                         field="human")
     out: dict[str, float] = {}
     for key, v in value.items():
-        kind, lo, hi = HUMAN_SCALES.get(key, ("any", -math.inf, math.inf))
+        kind, lo, hi = scales.get(key, ("any", -math.inf, math.inf))
         if isinstance(v, float) and math.isnan(v) and path.lower().endswith((".json", ".jsonl")):
             raise DataError("expected a number, or null for no label, got NaN (JSON has no NaN; a NaN label would "
                             "be silently dropped)", path=path, row=row, field=f"human.{key}")

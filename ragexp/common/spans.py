@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ragexp.common.records import Record, to_record
+from ragexp.common.records import HUMAN_SCALES, Record, to_record
 from ragexp.errors import DataError
 
 #: Why a trace's record lacks a field (the ``trace_status`` column; "ok" when nothing is missing).
@@ -337,13 +337,13 @@ def read_trace(trace: Any, reading: SpanReading = SpanReading(), *, record_id: s
     return Mapped(raw, problems)
 
 
-def record_of(mapped: Mapped, *, source: str, row: int) -> Record:
+def record_of(mapped: Mapped, *, source: str, row: int, scales: dict[str, tuple] = HUMAN_SCALES) -> Record:
     """The record of a mapped trace; a field :func:`to_record` refuses (an expectation or a label of the
     wrong type) is left out and named in ``trace_status`` instead of stopping the run."""
     raw = dict(mapped.raw)
     for _ in range(len(raw)):
         try:
-            record = to_record({**raw, "trace_status": mapped.status}, path=source, row=row)
+            record = to_record({**raw, "trace_status": mapped.status}, path=source, row=row, scales=scales)
             return record
         except DataError as exc:
             name = (exc.field or "").split(".")[0]

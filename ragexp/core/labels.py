@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from ragexp.common.records import FIELDS, HUMAN_SCALES
+from ragexp.common.records import FIELDS
+from ragexp.metrics.base import label_scales
 
 #: the agreement key of the keyword verdict (keyword_overlap above the confusion metrics' threshold)
 VERDICT_KEY = "keyword_verdict"
@@ -30,6 +31,7 @@ def _pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[A
     """Per metric key: the indices of labelled ``ok`` samples, people's and the judge's values there, the
     judge's values on the unlabelled ``ok`` samples, and the scale's kind when known."""
     out: dict[str, dict[str, Any]] = {}
+    scales = label_scales()
     for spec in specs:
         if not spec.info.judge or spec.key not in scores:
             continue
@@ -49,7 +51,7 @@ def _pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[A
         if idx or failed:
             out[spec.key] = {"idx": idx, "human": human, "judge": judge, "unlabelled": rest, "rest_idx": rest_idx,
                              "failed": failed,
-                             "kind": HUMAN_SCALES.get(name, (None,))[0], "scale": HUMAN_SCALES.get(name)}
+                             "kind": scales.get(name, (None,))[0], "scale": scales.get(name)}
     verdicts = label_verdicts(specs, records)
     if verdicts is not None and verdicts[0]:
         out[VERDICT_KEY] = verdict_pairs(*verdicts)
@@ -83,14 +85,14 @@ def verdict_pairs(idx: list[int], human: list[float], judge: list[float]) -> dic
 def check_label_keys(specs: Sequence[Any], records: Sequence[Any], *, source: str,
                      known: Sequence[str] = ()) -> list[str]:
     """Before any work: every key of the records' ``human`` labels is a metric key of the run, a registered
-    metric (``known``) or a labelled key ragexp knows (HUMAN_SCALES); a key a letter or two from one of those is a
+    metric (``known``) or a labelled key ragexp knows (``label_scales``); a key a letter or two from one of those is a
     DataError naming the first record with it and the closest match (its labels would be silently unused).
     Returns a warning per other unknown key (labels for a metric this run does not compute)."""
     import difflib
 
     from ragexp.errors import DataError
 
-    names = {k for s in specs for k in (s.key, s.key.split("/")[0], s.info.name)} | set(HUMAN_SCALES) | set(known)
+    names = {k for s in specs for k in (s.key, s.key.split("/")[0], s.info.name)} | set(label_scales()) | set(known)
     first: dict[str, int] = {}
     for row, r in enumerate(records, start=1):
         for key in r.human or {}:
@@ -378,7 +380,7 @@ def compare_agreement(cols_b: Mapping[str, Sequence[Any]], cols_c: Mapping[str, 
         rows = [i for i in range(len(hb)) if not any(math.isnan(x[i]) for x in (hb, hc, jb, jc)) and hb[i] == hc[i]]
         entry: dict[str, Any] = {"n_labelled": len(rows)}
         if len(rows) >= 2:
-            kind = HUMAN_SCALES.get(name, (None,))[0]
+            kind = label_scales().get(name, (None,))[0]
             d = paired_agreement(key, [hb[i] for i in rows], [jb[i] for i in rows], [jc[i] for i in rows],
                                  kind=kind, resamples=resamples, confidence=confidence, seed=seed)
             entry["agreement"] = d.as_dict()

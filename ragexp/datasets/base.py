@@ -21,6 +21,7 @@ from ragexp.errors import DataError
 from ragexp.common.records import Record, to_record
 from ragexp.datasets.ids import IdRows
 from ragexp.datasets.split import split_records
+from ragexp.metrics.base import label_scales
 
 
 @dataclass
@@ -339,6 +340,7 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
     """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels; ``split`` is
     ``(dataset.split, split_fraction, split_seed)`` (:func:`ragexp.datasets.split.split_of`; None: no split). The garbage collector
     is paused meanwhile (:func:`collector_paused`). Within :func:`streamed`, the records go to its sink."""
+    scales = label_scales()  # what to_record checks people's labels on
     records: list[Record] = []
     seen = IdRows()  # 24 bytes an id, whatever its length (a streamed read of a million ids: ~24 MB)
     sink = _SINK[-1] if _SINK else None
@@ -355,7 +357,7 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
             raw = {**raw, "label": label}
         if isinstance(raw, dict):
             check_text(raw, source, row)
-        record = to_record(raw, path=str(source), row=row)
+        record = to_record(raw, path=str(source), row=row, scales=scales)
         if (first := seen.add(record.id, row)) is not None:
             raise DataError(f"duplicate id '{record.id}' (first seen at row {first}); ids must be unique",
                             path=str(source), row=row, field="id")

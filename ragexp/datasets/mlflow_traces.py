@@ -18,6 +18,7 @@ from ragexp.common.spans import RECORD_TAG, SpanReading, count_problems, problem
 from ragexp.datasets.base import Dataset, collector_paused
 from ragexp.datasets.split import split_of, split_records
 from ragexp.errors import DataError
+from ragexp.metrics.base import label_scales
 
 #: MLflow's HTTP retries and timeout while reading from a tracking server (a value set in the environment wins):
 #: a server that does not answer is told in seconds
@@ -145,7 +146,8 @@ def load_mlflow_traces(experiment: str, *, tracking_uri: str | None = None, run_
     use_tags = all(tags) and len(set(tags)) == len(tags)  # ragexp's own traces keep their record ids
     with collector_paused():
         mapped = [read_trace(t, reading, record_id=tag if use_tags else None) for t, tag in zip(traces, tags)]
-        records = [record_of(m, source=source, row=row) for row, m in enumerate(mapped, start=1)]
+        scales = label_scales()
+        records = [record_of(m, source=source, row=row, scales=scales) for row, m in enumerate(mapped, start=1)]
     counts = count_problems(m.problems for m in mapped)
     print(f"[ragexp] {problems_line(counts, len(mapped), f'dataset mlflow_traces ({source})')}", file=sys.stderr,
           flush=True)

@@ -25,6 +25,8 @@ from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from ragexp.common.records import HUMAN_SCALES
+
 #: ``missing_field``: the record lacks (``None``) a field the metric reads; ``undefined``: the fields
 #: are there but the definition has no value for them (an empty ground truth, a reference without
 #: a keyword). An empty *output* of the system under test is neither: it scores as a miss.
@@ -104,6 +106,13 @@ class MetricInfo:
             merged = {**self.options, **(options or {})}
             return tuple(self.fields_for(merged))
         return self.fields
+
+    @property
+    def label_scale(self) -> tuple[str, float, float]:
+        """The scale people's labels of it (``human.<name>``) are checked on: a 0/1 verdict is binary, a
+        range past 1 (points) ordinal, a share continuous, over its range."""
+        lo, hi = (int(b) if float(b).is_integer() else b for b in self.bounds)
+        return ("binary" if self.binary else "ordinal" if hi > 1 else "continuous"), lo, hi
 
 
 @dataclass
@@ -221,6 +230,12 @@ def mean_ok(scores: Sequence[Score]) -> float | None:
 def status_counts(scores: Sequence[Score]) -> dict[str, int]:
     counts = Counter(map(attrgetter("status"), scores))
     return {k: counts[k] for k in (*STATUSES, *counts) if counts[k]}
+
+
+def label_scales() -> dict[str, tuple[str, float, float]]:
+    """Every labelled key's scale, for :func:`ragexp.common.records.to_record`: each judge metric's own, and
+    the labels that have no metric (``HUMAN_SCALES``)."""
+    return {**HUMAN_SCALES, **{n: info.label_scale for n, info in load_all().items() if info.judge}}
 
 
 def load_all() -> dict[str, MetricInfo]:

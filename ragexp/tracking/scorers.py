@@ -116,13 +116,14 @@ class _Suite:
         """One metric key's :class:`ragexp.metrics.base.Score` on one record, as a ragexp run computes it."""
         from ragexp.common.records import to_record
         from ragexp.core.scoring import score
+        from ragexp.metrics.base import label_scales
 
         from dataclasses import replace
 
         from ragexp.common.records import present_fields
 
         spec = next(s for s in self.specs if s.key == key)
-        record = to_record(raw, path="mlflow.genai.evaluate", row=1, default_id="row")
+        record = to_record(raw, path="mlflow.genai.evaluate", row=1, default_id="row", scales=label_scales())
         if spec.info.resolve is not None:  # an option settled by the fields there are (as check_fields does)
             spec = replace(spec, options=spec.info.resolve(dict(spec.options), tuple(present_fields([record]))))
         missing = [f for f in spec.fields if not record.present(f)]
