@@ -37,8 +37,9 @@ def _app(cfg: DictConfig) -> float | None:
     _handle_sigterm()  # again here: joblib's worker processes run jobs without main()
     _die_with_the_launcher()
     record = RunRecord()  # what was saved and logged, for an interrupt's line
-    gc.collect()  # what is alive now (modules, the previous job's caches) is never traversed again by
-    gc.freeze()  # the collector: docs/performance.md, "Sweeps"
+    gc.unfreeze()  # what the previous job froze and has since let go (a sweep's per-job configs) is collected,
+    gc.collect()  # then what is alive now (modules, caches) is never traversed again by
+    gc.freeze()  # the collector during this job: docs/performance.md, "Sweeps"
     try:
         from ragexp.cli.config_guard import check_interpolations
 
