@@ -74,6 +74,15 @@ def trust_lines(trust: Mapping[str, Any]) -> list[str]:
     return [line for line in lines if line]
 
 
+def _opening(said: str) -> str:
+    """``said`` to open a sentence: a word capitalised, a symbol after "The" (an upper-case κ reads as K).
+
+    >>> _opening("the corrected mean"), _opening("κ and AC1")
+    ('The corrected mean', 'The κ and AC1')
+    """
+    return said[0].upper() + said[1:] if said[0].isascii() else f"The {said}"
+
+
 def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
     """One sentence: how many labelled samples bring each statistic within ``±target_halfwidth``."""
     hw, n = need["target_halfwidth"], e["n"]
@@ -96,11 +105,11 @@ def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
                      f"needed{said}; {n:,} are labelled now.")
     if met:
         said = " and ".join(met)
-        parts.append(f"{said[0].upper()}{said[1:]} of {_who(key, e)} {'are' if len(met) > 1 else 'is'} already "
+        parts.append(f"{_opening(said)} of {_who(key, e)} {'are' if len(met) > 1 else 'is'} already "
                      f"known within ±{hw:g} with {n:,} labels.")
     if beyond:
         said = " and ".join(beyond)
-        parts.append(f"{said[0].upper()}{said[1:]} of {_who(key, e)} cannot be brought within ±{hw:g} by more "
+        parts.append(f"{_opening(said)} of {_who(key, e)} cannot be brought within ±{hw:g} by more "
                      f"labels alone.")
     cl = need.get("clustered")
     if cl and parts:
