@@ -115,28 +115,27 @@ def _end_anyway(grace: float = TERM_GRACE_S) -> None:
     timer.start()
 
 
-_WAKEUP: list[Any] = []  # the socket pair signal.set_wakeup_fd writes to, once set up
+_WAKEUP: list[int] = []  # the pipe signal.set_wakeup_fd writes to (read end, write end), once set up
 
 
 def _watch_sigterm() -> None:
     """Start the grace timer the moment SIGTERM arrives, not when the main thread next runs Python: Python's
     handler waits for a C call to return (SQLite's wait on a locked file, a long read), which can take minutes.
-    Python's C-level handler writes each signal's number to a socket (:func:`signal.set_wakeup_fd`) that a
-    thread reads. A forked child (the scoring pool) drops the socket, so its signals are its own."""
-    import socket
-
+    Python's C-level handler writes each signal's number to a pipe (:func:`signal.set_wakeup_fd`) that a
+    thread reads. A forked child (the scoring pool) drops the pipe, so its signals are its own. Plain file
+    descriptors, not socket objects: they stay open to the end without a ResourceWarning at exit."""
     if _WAKEUP:
         return
-    ours, theirs = socket.socketpair()
-    theirs.setblocking(False)
+    ours, theirs = os.pipe()
+    os.set_blocking(theirs, False)
     try:
-        old = signal.set_wakeup_fd(theirs.fileno(), warn_on_full_buffer=False)
+        old = signal.set_wakeup_fd(theirs, warn_on_full_buffer=False)
     except ValueError:  # not the main thread
-        ours.close(), theirs.close()
+        os.close(ours), os.close(theirs)
         return
     if old != -1:  # someone else's (an event loop's): leave it to them
         signal.set_wakeup_fd(old)
-        ours.close(), theirs.close()
+        os.close(ours), os.close(theirs)
         return
     _WAKEUP.extend((ours, theirs))
     os.register_at_fork(after_in_child=_drop_wakeup)
@@ -144,7 +143,7 @@ def _watch_sigterm() -> None:
     def watch() -> None:
         while True:
             try:
-                got = ours.recv(64)
+                got = os.read(ours, 64)
             except OSError:
                 return
             if not got:
