@@ -45,7 +45,7 @@ def test_full_suite_with_a_judge_logs_every_judge_metric_and_usage(tmp_path, dat
         run_cli(*args, cwd=tmp_path, env=_no_keys())  # the same run again: all from the cache
         assert server.calls == calls_first
     assert (tmp_path / ".ragexp_cache" / "judge.sqlite").exists()  # in the launch dir, not Hydra's output dir
-    assert "cache hits" in first.stdout + first.stderr  # the usage line is logged
+    assert "verdicts from the cache" in first.stdout + first.stderr  # the usage line is logged
     assert "cost map fetch" not in first.stdout + first.stderr  # litellm's price map is read locally
     client, found = runs(uri)
     assert len(found) == 2
