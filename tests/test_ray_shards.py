@@ -5,11 +5,7 @@ values, aggregates and intervals as one process, one per-sample table, one MLflo
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,44 +13,19 @@ import pytest
 pytest.importorskip("ray", reason="execution=ray needs the .[cluster] extra (ray)")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from ray_nodes import two_nodes as start_two_nodes  # noqa: E402
 from realistic_records import write_records  # noqa: E402
 
 import ragexp  # noqa: E402
-from cli import free_port  # noqa: E402
-from ragexp.cli.ui import stop_process_group  # noqa: E402
-
-
-def _start(args: list[str], log: Path, cwd: Path) -> subprocess.Popen:
-    """``ray start ... --block`` from a bare environment (as on another machine), ready once it says so."""
-    ray = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(cwd)), "RAY_USAGE_STATS_ENABLED": "0",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[1]),  # the nodes run this checkout's ragexp
-           "RAY_AUTH_MODE": "disabled", "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
-    with open(log, "w") as out:
-        proc = subprocess.Popen([ray, "start", *args, "--node-ip-address=127.0.0.1", "--num-cpus=1",
-                                 "--disable-usage-stats", "--block"], env=env, cwd=cwd, start_new_session=True,
-                                stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while "Ray runtime started." not in log.read_text():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop_process_group(proc, term_wait=30, kill_wait=10)
-            pytest.fail(log.read_text()[-3000:])
-        time.sleep(0.2)
-    return proc
 
 
 @pytest.fixture
 def two_nodes(tmp_path):
-    port = free_port()
-    head = _start(["--head", f"--port={port}", "--include-dashboard=false"], tmp_path / "head.log", tmp_path)
     try:
-        worker = _start([f"--address=127.0.0.1:{port}"], tmp_path / "worker.log", tmp_path)
-        try:
-            yield f"127.0.0.1:{port}"
-        finally:
-            stop_process_group(worker, term_wait=30, kill_wait=10)
-    finally:
-        stop_process_group(head, term_wait=30, kill_wait=10)
+        with start_two_nodes(tmp_path) as address:
+            yield address
+    except RuntimeError as exc:  # a node that did not start: its log's end
+        pytest.fail(str(exc))
 
 
 @pytest.mark.integration
