@@ -335,8 +335,9 @@ _WRITES = {"write_text", "write_bytes", "to_parquet", "to_csv", "to_json", "writ
 
 
 def speaking(module: str, source: str | None = None) -> list[str]:
-    """Where ``module`` writes a file, prints a sentence (``print``, a rich console, ``sys.stdout``/``stderr``)
-    or reads ``sys.argv``: what only the runner, ``tracking/``, ``report/`` and ``cli/`` do."""
+    """Where ``module`` writes a file, prints a sentence (``print``, a rich console, ``sys.stdout``/``stderr``),
+    reads ``sys.argv`` or sets the exit status (``sys.exit``, ``os._exit``, ``raise SystemExit``/``GateFailed``):
+    what only the runner, ``tracking/``, ``report/`` and ``cli/`` do."""
     tree = TREES[module] if source is None else ast.parse(source)
     found = []
     for node in ast.walk(tree):
@@ -355,6 +356,12 @@ def speaking(module: str, source: str | None = None) -> list[str]:
             elif name == "write" and isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Attribute) \
                     and fn.value.attr in ("stdout", "stderr"):
                 found.append(f"{where}: writes to sys.{fn.value.attr}")
+            elif name in ("exit", "_exit", "quit"):
+                found.append(f"{where}: exits ({name})")
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if getattr(raised, "id", getattr(raised, "attr", "")) in ("SystemExit", "GateFailed"):
+                found.append(f"{where}: sets the exit status (raises {getattr(raised, 'id', getattr(raised, 'attr', ''))})")
         if isinstance(node, ast.Attribute) and node.attr == "argv":
             found.append(f"{where}: reads sys.argv")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -371,7 +378,7 @@ STILL_MOVING: set[str] = set()
 
 
 def test_core_computes_and_others_speak():
-    """``core/`` neither writes files, nor prints or builds console sentences, nor reads ``sys.argv``."""
+    """``core/`` neither writes files, nor prints or builds console sentences, nor reads ``sys.argv`` or exits."""
     found = [line for module in MODULES if module.startswith("ragexp.core.") and module not in STILL_MOVING
              for line in speaking(module)]
     assert not found, "core/ speaks (files to tracking/ or the runner, sentences to report/, argv to cli/):\n" \
@@ -388,6 +395,11 @@ def test_core_computes_and_others_speak():
     ("from rich.console import Console", 1),
     ("import sys\ndef f():\n    return sys.argv[1:]", 1),
     ("def f(s):\n    return s.replace('a', 'b')", 0),
+    ("import sys\ndef f():\n    sys.exit(2)", 1),
+    ("import os\ndef f():\n    os._exit(1)", 1),
+    ("def f():\n    raise SystemExit(1)", 1),
+    ("from ragexp import errors\ndef f():\n    raise errors.GateFailed()", 1),
+    ("from ragexp.errors import ConfigError\ndef f():\n    raise ConfigError('x')", 0),
 ])
 def test_a_speaking_line_is_found(source, found):
     assert len(speaking("ragexp.core.probe", source)) == found
