@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragexp.stats.intervals import Interval, check_settings, units_of
+from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED, Interval, check_settings, units_of
 from ragexp.stats.resampling import CHUNK_CELLS, draws, generator
 
 STATISTICS = {"binary": ("percent_agreement", "kappa", "ac1"),
@@ -205,8 +205,8 @@ def _tables(human, judges, kind):
 
 
 def judge_agreement(metric: str, human: Sequence[float], judge: Sequence[float], *, kind: str | None = None,
-                    clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
-                    seed: int = 0) -> Agreement:
+                    clusters: Sequence[Any] | None = None, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                    seed: int = SEED) -> Agreement:
     """The agreement of ``judge`` with ``human`` (one value each per labelled item, in the same order).
 
     ``kind`` (binary, ordinal, continuous) defaults to :func:`kind_of` the values; ``clusters`` (one
@@ -266,8 +266,8 @@ class AgreementDiff:
 
 
 def paired_agreement(metric: str, human: Sequence[float], baseline: Sequence[float], candidate: Sequence[float], *,
-                     kind: str | None = None, resamples: int = 10_000, confidence: float = 0.95,
-                     seed: int = 0) -> AgreementDiff:
+                     kind: str | None = None, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                     seed: int = SEED) -> AgreementDiff:
     """Is the candidate judge's agreement with people (its headline statistic) higher than the baseline
     judge's? Both judged the same items (``human`` holds people's values for them). Each resample draws
     the items once for both judges, so the difference is paired. ``p_value`` is the two-sided bootstrap test of

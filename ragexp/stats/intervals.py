@@ -38,9 +38,14 @@ import numbers
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
+from ragexp.common.paths import conf_file
 from ragexp.stats.resampling import draws
 
 METHODS = ("percentile", "bca")
+#: the ``stats`` defaults: conf/stats/default.yaml, their one place (the run composes the same file); the keyword
+#: defaults of ragexp's statistics functions are these
+DEFAULTS: dict[str, Any] = conf_file("stats/default")
+RESAMPLES, CONFIDENCE, SEED, METHOD = (DEFAULTS[k] for k in ("resamples", "confidence", "seed", "method"))
 
 #: above this many resample counts (samples × resamples: 1,600 samples at 10,000 resamples) an
 #: unclustered mean takes the normal interval where its skewness is small enough (:func:`_normal`)
@@ -60,7 +65,7 @@ class Interval:
     ci_high: float | None
     n: int
     method: str | None
-    confidence: float = 0.95
+    confidence: float = CONFIDENCE
     n_clusters: int | None = None
     note: str | None = None
 
@@ -88,8 +93,8 @@ def _as_array(values: Sequence[Any]):
     return np.array([math.nan if v is None else float(v) for v in values], dtype=float)
 
 
-def mean_interval(values: Sequence[float | None], *, clusters: Sequence[Any] | None = None, resamples: int = 10_000,
-                  confidence: float = 0.95, seed: int = 0, method: str = "percentile") -> Interval:
+def mean_interval(values: Sequence[float | None], *, clusters: Sequence[Any] | None = None, resamples: int = RESAMPLES,
+                  confidence: float = CONFIDENCE, seed: int = SEED, method: str = METHOD) -> Interval:
     """The mean of ``values`` (None/NaN left out) with its standard error and confidence interval.
 
     ``clusters`` holds one cluster label per value; when given, the standard error is the
@@ -104,7 +109,7 @@ def mean_interval(values: Sequence[float | None], *, clusters: Sequence[Any] | N
 
 
 def mean_intervals(columns: Mapping[str, Sequence[float | None]], *, clusters: Sequence[Any] | None = None,
-                   resamples: int = 10_000, confidence: float = 0.95, seed: int = 0, method: str = "percentile"
+                   resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED, method: str = METHOD
                    ) -> dict[str, Interval]:
     """:func:`mean_interval` for every column, the columns aligned on the same samples.
 
@@ -245,8 +250,8 @@ def _resample(seed: int, resamples: int, plans: list[Iterator[Any]]) -> list[dic
 
 def joint_intervals(means: Mapping[str, Sequence[float | None]],
                     ratios: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
-                    clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
-                    seed: int = 0, method: str = "percentile") -> dict[str, Interval]:
+                    clusters: Sequence[Any] | None = None, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                    seed: int = SEED, method: str = METHOD) -> dict[str, Interval]:
     """:func:`ratio_intervals` of ``ratios`` and :func:`mean_intervals` of ``means`` over the same records,
     from one pass over one seeded draw at any size: each chunk of resample counts is drawn once and
     given to both (the draw is never held whole, so memory stays bounded), and every interval is
@@ -388,7 +393,7 @@ def _bca_levels(boot, theta, sums, sizes, alpha: float):
 
 
 def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], *, clusters: Sequence[Any] | None = None,
-                   resamples: int = 10_000, confidence: float = 0.95, seed: int = 0, method: str = "percentile"
+                   resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED, method: str = METHOD
                    ) -> Interval:
     """Interval of ``sum(numerators) / sum(denominators)`` by resampling records (or clusters).
 
@@ -407,8 +412,8 @@ def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], *
 
 
 def ratio_intervals(ratios: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
-                    clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
-                    seed: int = 0, method: str = "percentile") -> dict[str, Interval]:
+                    clusters: Sequence[Any] | None = None, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                    seed: int = SEED, method: str = METHOD) -> dict[str, Interval]:
     """:func:`ratio_interval` for every ``key → (numerators, denominators)``, over the same records:
     one resample draw and one matrix product per chunk of it for all of them. Each result equals
     what :func:`ratio_interval` gives for it alone (the resampled sums are sums of whole counts,

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ragexp.stats.intervals import check_settings
+from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED, check_settings
 from ragexp.stats.resampling import CHUNK_CELLS, count_matrix, generator
 
 #: power of the minimum detectable difference
@@ -48,8 +48,8 @@ class PairedResult:
     mde: float
 
 
-def paired_compare(baseline: Sequence[float], candidate: Sequence[float], *, resamples: int = 10_000,
-                   confidence: float = 0.95, seed: int = 0) -> PairedResult:
+def paired_compare(baseline: Sequence[float], candidate: Sequence[float], *, resamples: int = RESAMPLES,
+                   confidence: float = CONFIDENCE, seed: int = SEED) -> PairedResult:
     """Compare one metric's paired per-sample values (see the module docstring)."""
     b = np.asarray(baseline, dtype=np.float64).reshape(-1, 1)
     c = np.asarray(candidate, dtype=np.float64).reshape(-1, 1)
@@ -59,8 +59,8 @@ def paired_compare(baseline: Sequence[float], candidate: Sequence[float], *, res
     return paired_compare_columns(b, c, resamples=resamples, confidence=confidence, seed=seed)[0]
 
 
-def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, resamples: int = 10_000,
-                           confidence: float = 0.95, seed: int = 0) -> list[PairedResult]:
+def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, resamples: int = RESAMPLES,
+                           confidence: float = CONFIDENCE, seed: int = SEED) -> list[PairedResult]:
     """Compare many metrics at once: column j of the two ``(n, m)`` arrays is metric j.
 
     Every column shares the same pairs, the same bootstrap resamples and the same sign

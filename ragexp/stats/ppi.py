@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragexp.stats.design import ClusterDesign, design_of
-from ragexp.stats.intervals import units_of
+from ragexp.stats.intervals import CONFIDENCE, units_of
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Corrected:
     judge_mean: float | None
     bias: float | None
     lam: float | None
-    confidence: float = 0.95
+    confidence: float = CONFIDENCE
     resid_var: float | None = None  # var(Y - λŶ) over the labelled records: what more labels buy down
     imputed_var: float | None = None  # var(λŶ) over the unlabelled ones: the part labels cannot remove
     note: str | None = None
@@ -78,7 +78,7 @@ class Corrected:
 
 
 def ppi_mean(human: Sequence[float], judge_labelled: Sequence[float], judge_unlabelled: Sequence[float], *,
-             confidence: float = 0.95, lam: float | None = None, clusters: Sequence[Any] | None = None) -> Corrected:
+             confidence: float = CONFIDENCE, lam: float | None = None, clusters: Sequence[Any] | None = None) -> Corrected:
     """PPI++ estimate of the mean people would give over all ``n + N`` records (module docstring).
     ``lam`` fixes λ (0: human labels alone, 1: classic PPI); None tunes it."""
     y = np.asarray(human, dtype=float)

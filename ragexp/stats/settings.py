@@ -22,13 +22,10 @@ import numbers
 import warnings
 from typing import Any, Mapping
 
-from ragexp.common.paths import conf_file
 from ragexp.common.renamed import RenamedKeyWarning, current_key, renamed_note
 from ragexp.errors import ConfigError
-from ragexp.stats.intervals import METHODS
+from ragexp.stats.intervals import DEFAULTS, METHODS
 
-#: the ``stats`` defaults: conf/stats/default.yaml, their one place (the run composes the same file)
-DEFAULTS: dict[str, Any] = conf_file("stats/default")
 #: more resamples change a 95% interval's bounds by less than 0.1% of its width and cost minutes
 MAX_RESAMPLES = 1_000_000
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from ragexp.stats.intervals import Interval
+from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED, Interval
 from ragexp.stats.resampling import CHUNK_CELLS
 
 
@@ -145,8 +145,8 @@ def _boot_means(v, counts, rng, idx, weights, binary: bool):
 
 
 def two_stage_interval(samples: Sequence[Sequence[float | None]], *, binary: bool = False,
-                       clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
-                       seed: int = 0) -> Interval:
+                       clusters: Sequence[Any] | None = None, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                       seed: int = SEED) -> Interval:
     """The mean over items of each item's value (mean of its verdicts, or majority when ``binary``), with
     a percentile interval from the two-stage bootstrap. Items without a verdict are left out."""
     import numpy as np
@@ -172,7 +172,8 @@ def two_stage_interval(samples: Sequence[Sequence[float | None]], *, binary: boo
 
 
 def two_stage_paired(baseline: Sequence[Sequence[float | None]], candidate: Sequence[Sequence[float | None]], *,
-                     resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> dict[str, float | int | None]:
+                     resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                     seed: int = SEED) -> dict[str, float | int | None]:
     """Candidate minus baseline on the items both have a verdict for: the mean difference, its two-stage
     bootstrap interval (one item draw for both runs, each run's verdicts redrawn within the item) and the
     two-sided bootstrap p-value of no difference. Not for a 0/1 majority metric: its items' draw is the
