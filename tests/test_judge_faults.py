@@ -300,12 +300,12 @@ def test_inside_a_running_event_loop_like_a_notebook(server, make_judge):
 
 
 def test_a_judge_scores_one_record_of_a_registered_metric(server, make_judge):
-    judge = make_judge(judge_specs("answer_consistency"))
-    score = judge.score_one("answer_consistency", {"answer": CAPITAL_OF_FRANCE.answer,
-                                                   "contexts": CAPITAL_OF_FRANCE.contexts}, {})
-    assert (score.value, score.status) == (1 / 2, "ok")
-    with pytest.raises(ConfigError, match="prompt 'main_points' has no version 'v9'"):
-        judge.score_one("answer_consistency", {"answer": "a", "contexts": ["b"]}, {"prompt_version": "v9"})
+    s = judge_specs("answer_consistency")
+    scores, _ = make_judge(s).score([Record(id="1", query="-", answer=CAPITAL_OF_FRANCE.answer,
+                                            contexts=CAPITAL_OF_FRANCE.contexts)], s)
+    assert (scores["answer_consistency"][0].value, scores["answer_consistency"][0].status) == (1 / 2, "ok")
+    with pytest.raises(ConfigError, match="prompt 'main_points' has no version 'v9'"):  # refused before any work
+        make_judge(judge_specs("answer_consistency", answer_consistency={"prompt_version": "v9"}))
 
 
 def test_missing_fields_are_reported_per_sample(server, make_judge):

@@ -183,7 +183,6 @@ def _die_with_the_launcher(every: float = 1.0, grace: float = 20.0) -> None:
     launcher = os.environ.get(LAUNCHER_ENV)
     if _WATCHING or not launcher or launcher == str(os.getpid()) or str(os.getppid()) != launcher:
         return
-    import threading
     import time
 
     def watch() -> None:

@@ -9,7 +9,6 @@ dataset, and the digest of the questions that tells two runs over the same evalu
 from __future__ import annotations
 
 from itertools import islice
-from pathlib import Path
 from typing import Any, Iterator
 
 from ragexp.metrics.base import Score

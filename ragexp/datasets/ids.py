@@ -16,7 +16,6 @@ own error rate; the error line names the id as read and the row of the one it ma
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 #: ids held in the dict before they are merged into the sorted arrays
 _BATCH = 65_536

@@ -22,7 +22,7 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable
 
 from ragexp.errors import (BadReply, BudgetStop, CacheError, CallFailed, ConfigError, CredentialsError,
                            JudgeUnreachable, Paused)

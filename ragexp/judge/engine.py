@@ -24,8 +24,8 @@ import logging
 import math
 from typing import Any, Iterable, Sequence
 
-from ragexp.errors import BudgetExceeded, BudgetStop, CallFailed, ConfigError, Interrupted, ParseError
-from ragexp.metrics.base import REGISTRY, MetricSpec, Score
+from ragexp.errors import BudgetExceeded, BudgetStop, CallFailed, Interrupted, ParseError
+from ragexp.metrics.base import Score
 from ragexp.metrics.judged import Outcome, VerdictKind, detail
 from ragexp.common.records import Record
 from ragexp.judge.cache import JudgeCache
@@ -173,15 +173,6 @@ class Judge:
     def __repr__(self) -> str:
         return f"Judge({self.settings.name!r}, model={self.settings.model!r})"
 
-    def score_one(self, name: str, fields: dict[str, Any], options: dict[str, Any]) -> Score:
-        """One record's value of judge metric ``name`` (what the registered metric functions call)."""
-        info = REGISTRY[name]
-        spec = MetricSpec(key=name, info=info, options={**info.options, **options})
-        check_specs([spec])
-        record = Record(id="1", query=fields.get("query") or "-", **{k: v for k, v in fields.items() if k != "query"})
-        scores, _ = self.score([record], [spec])
-        return scores[name][0]
-
     def score(self, records: list[Record], specs: Sequence[Any], progress: bool = False
               ) -> tuple[dict[str, list[Score]], dict[str, float]]:
         """Every judge metric of ``specs`` for every record, in order, and the run's usage.
@@ -305,7 +296,7 @@ def noise_metrics(specs: Sequence[Any], per_record: list[dict[str, Score] | None
 
 def check_specs(specs: Sequence[Any]) -> None:
     """Refuse, before any work, options the judge cannot honour (unknown prompt versions, …)."""
-    for spec in specs:  # the judge metrics of a run (build_judge), or the one of Judge.score_one
+    for spec in specs:  # the judge metrics of a run (build_judge)
         for kind in spec.info.judge.asks:
             load_prompt(kind.name, str({**spec.info.options, **spec.options}.get("prompt_version", "v1")), kind.folder)
         if spec.info.judge.parts:

@@ -148,7 +148,7 @@ def _num(value: float) -> str:
 
 
 #: The pictures of a single run (``tracking.plots``), drawn into its results folder and logged with it.
-METRICS_PLOT, HISTOGRAMS_PLOT, HEATMAP_PLOT = "metrics.png", "histograms.png", "heatmap.png"
+METRICS_PLOT, HISTOGRAMS_PLOT = "metrics.png", "histograms.png"
 RUN_PLOT_FILES = (METRICS_PLOT, HISTOGRAMS_PLOT)
 #: How many metrics the histograms and a sweep's heat map show.
 HEADLINE_MAX = 8

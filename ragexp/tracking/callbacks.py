@@ -264,8 +264,6 @@ def close_after_upload(folder: Path, uri: str) -> str | None:
     """After ``folder`` (a sweep's folder or a job folder in it) was uploaded: when that sweep has ended,
     close (again) its parent run with the jobs as they stand now — FINISHED once every job is logged and none failed, else
     FAILED with the reason. Returns a line to print, or None (not a sweep's job, or the sweep still runs)."""
-    from ragexp.common.secrets import redact_url
-
     sweep_dir = next((p for p in (Path(folder), *Path(folder).parents) if (p / PARENT_FILE).is_file()), None)
     if sweep_dir is None:
         return None

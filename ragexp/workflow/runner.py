@@ -66,8 +66,6 @@ def _takes(dataset_cfg: Any, key: str) -> bool:
 
 def attach_corpus(ds: Dataset, path: Any, columns: Any = None, format: str | None = None) -> None:
     """``ds.corpus`` from the user's corpus file or folder; one warning line when ground-truth ids are not in it."""
-    import sys
-
     from ragexp.datasets.corpus import read_corpus, unmatched_ids
 
     corpus = read_corpus(str(path), columns=columns, format=format)
@@ -238,8 +236,6 @@ def _judge_examples(cfg: DictConfig, judge: Any, specs: list[MetricSpec], record
 def _check_labels(specs: list[MetricSpec], records: list[Record], dataset: Dataset) -> None:
     """A misspelled label key stops the run (exit 2, the closest metric named); a key for a metric this run
     does not compute is one warning line (docs/judge-trust.md, "Label hygiene")."""
-    import sys
-
     from ragexp.common.paths import conf_dir
     from ragexp.core.labels import check_label_keys
 
