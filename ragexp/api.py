@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ragexp.report.console import number
+from ragexp.stats.intervals import CONFIDENCE
 
 #: Config groups a keyword argument may select (a string) or tune (a dict of that group's keys).
 GROUPS = ("dataset", "metric", "matcher", "judge", "pipeline", "chunker", "retriever", "compressor", "generator",
@@ -107,7 +108,7 @@ class EvaluationResult(_Shown):
         return f"ragexp · {s.get('dataset')} · {s.get('n_samples')} samples · {logged}"
 
     def _rows(self) -> list[tuple[str, str, str, str, str]]:
-        level = f"{100 * float(self.summary.get('stats', {}).get('confidence', 0.95)):g}%"
+        level = f"{100 * float(self.summary.get('stats', {}).get('confidence', CONFIDENCE)):g}%"
         rows = [("metric", "value", f"{level} CI", "± stderr", "over")]
         m = self.metrics
         for key, value, low, high, stderr, n in zip(m.index, m["value"], m["ci_low"], m["ci_high"], m["stderr"], m["n"]):

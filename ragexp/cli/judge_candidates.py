@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragexp.stats.intervals import CONFIDENCE, RESAMPLES
+
 _IDENTITY = ("cache", "cache_backend", "cache_path", "api_key_env", "api_base", "timeout_s", "deadline_s",
              "max_concurrency", "requests_per_minute", "max_retries", "backoff_s", "max_backoff_s", "max_cost_usd",
              "cost_per_million_in", "cost_per_million_out", "name")
@@ -45,7 +47,7 @@ def _columns(folder: Path) -> dict[str, list[Any]]:
     return {c: frame[c].tolist() for c in frame.columns}
 
 
-def candidates(sweep_dir: str | Path, *, resamples: int = 10_000, confidence: float = 0.95) -> dict[str, Any]:
+def candidates(sweep_dir: str | Path, *, resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> dict[str, Any]:
     """The candidates table of a sweep folder (module docstring), as plain data."""
     from ragexp.core.labels import compare_agreement
     from ragexp.errors import ConfigError
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(prog="python -m ragexp.judge_candidates", description=__doc__.splitlines()[0])
     ap.add_argument("sweep_dir", help="the sweep's folder (multirun/<date>/<time>_<id>)")
-    ap.add_argument("--resamples", type=int, default=10_000)
+    ap.add_argument("--resamples", type=int, default=RESAMPLES)
     ap.add_argument("--json", action="store_true", help="print the table as JSON")
     args = ap.parse_args(argv)
     try:

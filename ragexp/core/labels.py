@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from ragexp.common.records import FIELDS
 from ragexp.metrics.base import label_scales
+from ragexp.stats.intervals import CONFIDENCE, DEFAULTS, RESAMPLES, SEED
 
 #: the agreement key of the keyword verdict (keyword_overlap above the confusion metrics' threshold)
 VERDICT_KEY = "keyword_verdict"
@@ -110,9 +111,9 @@ def check_label_keys(specs: Sequence[Any], records: Sequence[Any], *, source: st
 
 
 def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[Any], *,
-                clusters: Sequence[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95,
-                seed: int = 0, target_halfwidth: float | None = 0.05, pairs: Mapping[str, Any] | None = None
-                ) -> dict[str, Any]:
+                clusters: Sequence[Any] | None = None, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                seed: int = SEED, target_halfwidth: float | None = DEFAULTS["target_halfwidth"],
+                pairs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``{"agreement": {key: {...}}, "disagreements": {column: [...]}}``, empty when nothing is labelled.
     ``pairs``: what :func:`_pairs` gives, taken beforehand (a streamed run: ``records`` then maps the index
     of each disagreement it may show to its id, query and answer)."""
@@ -306,7 +307,7 @@ def _floats(values: Sequence[Any]) -> list[float]:
 
 
 def corrected_difference(human_b: Sequence[float], judge_b: Sequence[float], human_c: Sequence[float],
-                         judge_c: Sequence[float], *, confidence: float = 0.95) -> dict[str, Any] | None:
+                         judge_c: Sequence[float], *, confidence: float = CONFIDENCE) -> dict[str, Any] | None:
     """The corrected mean of candidate − baseline over the same items (NaN: no label, or the judge had no
     ``ok`` value): PPI++ on the per-item differences — labelled where people labelled the item in both
     runs, the judge's difference elsewhere — with a normal two-sided p-value. None when fewer than two
@@ -358,7 +359,7 @@ def judges_only(rows: dict[str, dict[str, Any]], agreement: Mapping[str, Any], c
 
 
 def compare_agreement(cols_b: Mapping[str, Sequence[Any]], cols_c: Mapping[str, Sequence[Any]], keys: Sequence[str],
-                      *, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
+                      *, resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED,
                       correct: bool = False) -> dict[str, Any]:
     """For two runs' paired per-sample columns (same items, same order): per metric key with people's
     labels in both tables, the paired difference of the judges' agreement with them (over the items

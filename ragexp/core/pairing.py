@@ -14,6 +14,7 @@ from typing import Any
 from ragexp.core.results import TABLE_FILE, metric_keys, samples_column, status_column, trim
 from ragexp.errors import DataError
 from ragexp.metrics.base import direction
+from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED
 
 
 @dataclass
@@ -63,8 +64,8 @@ def _numbers(values: tuple) -> Any:
     return np.array([float(v) if isinstance(v, (int, float)) else math.nan for v in values], dtype=np.float64)
 
 
-def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 10_000,
-                   confidence: float = 0.95, seed: int = 0, min_match_fraction: float = 0.9,
+def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = RESAMPLES,
+                   confidence: float = CONFIDENCE, seed: int = SEED, min_match_fraction: float = 0.9,
                    regressions: int = 10, correct_with_labels: bool = False) -> dict[str, Any]:
     """Pair two runs' per-sample tables by id and compare every shared metric (module docstring).
 

@@ -19,6 +19,7 @@ from ragexp.common.targets import resolve
 from ragexp.errors import ConfigError, FieldsError
 from ragexp.metrics.base import MetricSpec, Score, info_for, is_int, is_number, mean_ok, status_counts
 from ragexp.common.records import Record, present_fields
+from ragexp.stats.intervals import CONFIDENCE, METHOD, RESAMPLES, SEED
 
 #: Keys of the ``metric`` node that are settings of the suite, not metrics.
 SUITE_KEYS = ("_all_that_apply_", "_headline_")
@@ -356,8 +357,8 @@ def aggregate(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], re
 
 
 def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], records: list[Record], *,
-                clusters: list[Any] | None = None, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
-                method: str = "percentile") -> dict[str, Any]:
+                clusters: list[Any] | None = None, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                seed: int = SEED, method: str = METHOD) -> dict[str, Any]:
     """An :class:`~ragexp.stats.intervals.Interval` for every aggregate: sample metrics over their ``ok``
     values, the keyword confusion metrics by resampling records, ``latency/<stage>`` over the
     records that timed the stage. Sample metrics share one resample draw per set of ``ok`` samples."""

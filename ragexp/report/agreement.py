@@ -118,7 +118,7 @@ def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-def judges_lines(section: Mapping[str, Any], confidence: float = 0.95) -> list[str]:
+def judges_lines(section: Mapping[str, Any], confidence: float) -> list[str]:
     """What leads a comparison of two judges on the same answers: which agrees better with people, per metric,
     and that the judge's own mean does not say it."""
     lines = ["These runs score the same answers: they compare judges. Which judge is better is how well it agrees "

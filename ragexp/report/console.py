@@ -7,6 +7,7 @@ import sys
 from typing import Any, Iterable, Mapping
 
 from ragexp.core.labels import CONFUSION_METRICS
+from ragexp.stats.intervals import CONFIDENCE, METHOD, RESAMPLES
 
 
 def progress(enabled: bool, desc: str, total: int | None = None):
@@ -44,8 +45,8 @@ def _ci(iv: Any) -> str:
 
 def _method_line(stats: Mapping[str, Any] | None, intervals: Mapping[str, Any]) -> str:
     stats = stats or {}
-    level = round(100 * float(stats.get("confidence", 0.95)), 2)
-    boot = f"{stats.get('method', 'percentile')} bootstrap ({int(stats.get('resamples', 10_000)):,} resamples, " \
+    level = round(100 * float(stats.get("confidence", CONFIDENCE)), 2)
+    boot = f"{stats.get('method', METHOD)} bootstrap ({int(stats.get('resamples', RESAMPLES)):,} resamples, " \
            f"seed {stats.get('seed', 0)})"
     if stats.get("cluster_by"):
         line = f"{level:g}% CI: {boot} resampling clusters of '{stats['cluster_by']}', clustered standard errors"
@@ -165,7 +166,7 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
     table.add_column("metric", no_wrap=True)  # a key is read whole, never folded
     table.add_column("value", justify="right", no_wrap=True)
     if intervals:
-        level = round(100 * float((stats or {}).get("confidence", 0.95)), 2)
+        level = round(100 * float((stats or {}).get("confidence", CONFIDENCE)), 2)
         table.add_column(f"{level:g}% CI", justify="right", no_wrap=True)
     table.add_column("over", justify="right", no_wrap=True)
     if statuses:
@@ -241,11 +242,11 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    level = round(100 * float(board.get("confidence", 0.95)), 2)
+    level = round(100 * float(board.get("confidence", CONFIDENCE)), 2)
     direction = "higher is better" if board.get("higher_is_better", True) else "lower is better"
     others = list(board.get("headline", [board["metric"]]))[1:]
     caption = (f"Δ vs best: paired over the same questions, with p Holm-adjusted; "
-               f"'differs' when p < {1 - float(board.get('confidence', 0.95)):.2g}, else the gap is within noise.")
+               f"'differs' when p < {1 - float(board.get('confidence', CONFIDENCE)):.2g}, else the gap is within noise.")
     if others:
         caption += f" {', '.join(others)}: mean, and whether it differs from that metric's best run."
     table = Table(title=f"ragexp sweep leaderboard · {board['metric']} ({direction})", title_justify="left",

@@ -25,6 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from ragexp.stats.intervals import CONFIDENCE
+
 #: How many metrics the description's table shows (one per metric family, the rest are one line).
 MAX_ROWS = 12
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -91,7 +93,7 @@ def run_description(summary: Mapping[str, Any]) -> str:
     metrics = summary.get("metrics") or {}
     intervals = summary.get("intervals") or {}
     stats = summary.get("stats") or {}
-    level = f"{round(100 * float(stats.get('confidence') or 0.95), 1):g}% CI"
+    level = f"{round(100 * float(stats.get('confidence') or CONFIDENCE), 1):g}% CI"
     head = f"**{summary.get('dataset', '?')}** · {summary.get('n_samples', '?')} samples"
     if summary.get("dataset_source"):
         head += f" · source `{summary['dataset_source']}`"

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED
+
 LEADERBOARD_FILE = "leaderboard.json"
 PLOT_FILE = "leaderboard.png"
 HEATMAP_FILE = "heatmap.png"
@@ -117,8 +119,8 @@ def higher_is_better(key: str) -> bool:
     return direction(key)[0]
 
 
-def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: int = 10_000,
-         confidence: float = 0.95, seed: int = 0, corrected: bool = False) -> dict[str, Any]:
+def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: int = RESAMPLES,
+         confidence: float = CONFIDENCE, seed: int = SEED, corrected: bool = False) -> dict[str, Any]:
     """The leaderboard as a dict (the content of ``leaderboard.json``), rows best first."""
     import numpy as np
 
@@ -273,9 +275,9 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
         for key in [metric, *other_headlines(metric, present)]:
             entries = [_child_entry(c, key, summaries[c.info.run_id], read, correct) for c in ordered]
             boards[key] = rank(entries, metric=key, higher=higher_is_better(key),
-                               resamples=int(stats.get("resamples", 10_000)),
-                               confidence=float(stats.get("confidence", 0.95)),
-                               seed=int(stats.get("seed", 0)), corrected=correct and any(e.human for e in entries))
+                               resamples=int(stats.get("resamples", RESAMPLES)),
+                               confidence=float(stats.get("confidence", CONFIDENCE)),
+                               seed=int(stats.get("seed", SEED)), corrected=correct and any(e.human for e in entries))
         board = boards.pop(metric)
         _add_labels(board["rows"])
         headline_columns(board, {k: b for k, b in boards.items() if any(r.get("mean") is not None for r in b["rows"])})
