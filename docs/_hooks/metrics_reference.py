@@ -64,14 +64,18 @@ def cell(text: str) -> str:
 
 
 def yaml_options(name: str) -> dict[str, tuple[str, str]]:
-    """``{key: (value as written, comment)}`` of the metric's own YAML, the settings a run uses."""
+    """``{key: (value as written, comment)}`` of the metric's own YAML, the settings a run uses, with those of
+    a base it includes (``- /keyword_verdict_base@…``: ``conf/keyword_verdict_base.yaml``)."""
     path = CONF / f"{name}.yaml"
     if not path.exists():
         return {}
+    text = path.read_text(encoding="utf-8")
+    bases = [(CONF.parent / f"{b}.yaml").read_text(encoding="utf-8") for b in re.findall(r"^  - /(\w+)@", text, re.M)]
     found = {}
-    for m in re.finditer(r"^  (\w+): ([^#\n]*?)\s*(?:#\s*(.*))?$", path.read_text(encoding="utf-8"), re.M):
-        if m.group(1) != "_target_":
-            found[m.group(1)] = (m.group(2), m.group(3) or "")
+    for body, indent in [*((b, "") for b in bases), (text, "  ")]:
+        for m in re.finditer(rf"^{indent}(\w+): ([^#\n]*?)\s*(?:#\s*(.*))?$", body, re.M):
+            if m.group(1) not in ("_target_", "defaults"):
+                found[m.group(1)] = (m.group(2), m.group(3) or "")
     return found
 
 
@@ -131,13 +135,13 @@ def suites() -> str:
     rows = []
     for path in sorted(CONF.glob("*.yaml")):
         body = path.read_text(encoding="utf-8")
-        if "defaults:" not in body:
+        members = [m for m in re.findall(r"^  - (\w+)", body, re.M) if m != "_self_"]
+        if "defaults:" not in body or not members:  # a metric of its own (a base it includes is no member)
             continue
-        members = re.findall(r"^  - (\w+)", body, re.M)
         comments = re.findall(r"^#(.*)$", body.split("defaults:")[0], re.M)
         # a comment line indented further is a command: shown as code
         about = " ".join(f"`{c.strip()}`" if c.startswith("   ") else c.strip() for c in comments)
-        rows.append(f"| `{path.stem}` | {cell(about)} | {', '.join(f'`{m}`' for m in members if m != '_self_')} |")
+        rows.append(f"| `{path.stem}` | {cell(about)} | {', '.join(f'`{m}`' for m in members)} |")
     return "| suite | what it is | members |\n|---|---|---|\n" + "\n".join(rows) + "\n"
 
 

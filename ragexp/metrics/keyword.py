@@ -4,7 +4,7 @@ Keywords of a text are its distinct lowercased words of two or more characters, 
 segmented with jieba (:func:`ragexp.common.text.keywords`). A word is a run of letters and digits with
 ``_`` kept inside it: ``customer_id`` is one keyword (not customer + id), ``_emphasis_`` is
 ``emphasis``; any other punctuation separates words. An answer is judged correct when
-``|kw(reference) ∩ kw(answer)| / |kw(reference)| > threshold`` (0.7 by default;
+``|kw(reference) ∩ kw(answer)| / |kw(reference)| > threshold`` (conf/keyword_verdict_base.yaml;
 ``inclusive: true`` makes it ≥). The judgement is set against the human ``label`` (is the
 reference correct?): [1,1] TP, [1,0] FN, [0,1] FP, [0,0] TN. The four confusion metrics are
 ``keyword_verdict_accuracy``, ``_precision``, ``_recall`` and ``_f1``: how far the keyword verdict agrees
@@ -27,9 +27,14 @@ import warnings
 from functools import lru_cache
 from typing import Sequence
 
+from ragexp.common.paths import conf_file
 from ragexp.common.text import keywords, stopword_set
 from ragexp.metrics.base import Score, is_number, register
 
+#: the keyword verdict's settings: conf/keyword_verdict_base.yaml, their one place (the four keyword_verdict_*
+#: configs include it); the confusion functions' keyword defaults are these
+THRESHOLD, INCLUSIVE, STOPWORDS, ZERO_DIVISION = (conf_file("keyword_verdict_base")[k] for k in (
+    "threshold", "inclusive", "stopwords", "zero_division"))
 
 #: what the options' types cannot say (:attr:`~ragexp.metrics.base.MetricInfo.option_rules`)
 _RULES = {
@@ -75,7 +80,7 @@ def _judged(answer: str, refs: tuple[str, ...], threshold: float, inclusive: boo
 
 
 def confusion(labels: Sequence[bool | None], answers: Sequence[str | None], references: Sequence[Sequence[str] | None],
-              *, threshold: float = 0.7, inclusive: bool = False, stopwords=None) -> dict[str, int]:
+              *, threshold: float = THRESHOLD, inclusive: bool = INCLUSIVE, stopwords=STOPWORDS) -> dict[str, int]:
     """Counts of TP, FN, FP, TN, and ``skipped`` rows: no label, no answer (``None``), no reference,
     or a reference without a keyword. An empty answer (``""``) is judged wrong, not skipped."""
     stops = stopword_set(stopwords)
@@ -95,8 +100,8 @@ def confusion(labels: Sequence[bool | None], answers: Sequence[str | None], refe
     return counts
 
 
-def _counts(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False, stopwords=None,
-            zero_division: float = math.nan) -> tuple[int, int, int, int]:
+def _counts(label, answer, reference_answers, *, threshold: float = THRESHOLD, inclusive: bool = INCLUSIVE,
+            stopwords=STOPWORDS, zero_division: float = ZERO_DIVISION) -> tuple[int, int, int, int]:
     """One record's (TP, FN, FP, TN): what a confusion metric's interval resamples."""
     c = confusion([label], [answer], [reference_answers], threshold=threshold, inclusive=inclusive, stopwords=stopwords)
     return c["tp"], c["fn"], c["fp"], c["tn"]
@@ -113,8 +118,8 @@ def _ratio(num: int, den: int, name: str, zero_division: float) -> float:
 
 
 @register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: tp + tn, lambda tp, fn, fp, tn: tp + fn + fp + tn))
-def keyword_verdict_accuracy(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
-                             stopwords=None, zero_division: float = math.nan) -> float:
+def keyword_verdict_accuracy(label, answer, reference_answers, *, threshold: float = THRESHOLD, inclusive: bool = INCLUSIVE,
+                             stopwords=STOPWORDS, zero_division: float = ZERO_DIVISION) -> float:
     """How often the keyword verdict agrees with people's label: (TP + TN) / all labelled samples; range
     [0, 1]. ``zero_division`` when there are none. Logged as ``accuracy`` before."""
     c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
@@ -122,8 +127,8 @@ def keyword_verdict_accuracy(label, answer, reference_answers, *, threshold: flo
 
 
 @register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fp))
-def keyword_verdict_precision(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
-                              stopwords=None, zero_division: float = math.nan) -> float:
+def keyword_verdict_precision(label, answer, reference_answers, *, threshold: float = THRESHOLD, inclusive: bool = INCLUSIVE,
+                              stopwords=STOPWORDS, zero_division: float = ZERO_DIVISION) -> float:
     """TP / (TP + FP): of the answers the keyword verdict calls correct, how many people label correct.
     Logged as ``precision`` before.
 
@@ -139,8 +144,8 @@ def keyword_verdict_precision(label, answer, reference_answers, *, threshold: fl
 
 
 @register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: tp, lambda tp, fn, fp, tn: tp + fn))
-def keyword_verdict_recall(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
-                           stopwords=None, zero_division: float = math.nan) -> float:
+def keyword_verdict_recall(label, answer, reference_answers, *, threshold: float = THRESHOLD, inclusive: bool = INCLUSIVE,
+                           stopwords=STOPWORDS, zero_division: float = ZERO_DIVISION) -> float:
     """TP / (TP + FN): of the samples people label correct, how many the keyword verdict calls correct.
     Logged as ``recall`` before."""
     c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
@@ -148,8 +153,8 @@ def keyword_verdict_recall(label, answer, reference_answers, *, threshold: float
 
 
 @register(**_CONFUSION, ratio=(_counts, lambda tp, fn, fp, tn: 2 * tp, lambda tp, fn, fp, tn: 2 * tp + fp + fn))
-def keyword_verdict_f1(label, answer, reference_answers, *, threshold: float = 0.7, inclusive: bool = False,
-                       stopwords=None, zero_division: float = math.nan) -> float:
+def keyword_verdict_f1(label, answer, reference_answers, *, threshold: float = THRESHOLD, inclusive: bool = INCLUSIVE,
+                       stopwords=STOPWORDS, zero_division: float = ZERO_DIVISION) -> float:
     """2TP / (2TP + FP + FN) of the keyword verdict against the label, on the positive class as the seed
     writes it. Logged as ``f1`` before."""
     c = confusion(label, answer, reference_answers, threshold=threshold, inclusive=inclusive, stopwords=stopwords)
