@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ragexp.stats.intervals import CONFIDENCE
+
 
 def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
     """A sweep's leaderboard as a forest plot: one line per child run, best at the top.
@@ -19,7 +21,7 @@ def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
     the right gives mean [low, high], n and the adjusted p-value.
     """
     rows = [r for r in board["rows"] if r.get("mean") is not None]
-    level = round(100 * float(board.get("confidence", 0.95)), 2)
+    level = round(100 * float(board.get("confidence", CONFIDENCE)), 2)
     ax = (fig := _figure(10, 1.2 + 0.42 * len(rows))).subplots()
     ys = list(range(len(rows)))[::-1]
     for y, r in zip(ys, rows):
@@ -213,7 +215,7 @@ def run_plots(folder: str | Path, per_sample: Any, summary: dict[str, Any], *,
     # blue for the run's own headline metrics only, not the others a picture fills its rows with
     named = [k for k in (primary, objective, *(summary.get("headline") or ())) if k and k in keys] or headline[:1]
     bars = metric_bars(intervals, [k for k in keys if ranges[k] is not None], named, title,
-                       folder / METRICS_PLOT, confidence=float((summary.get("stats") or {}).get("confidence", 0.95)),
+                       folder / METRICS_PLOT, confidence=float((summary.get("stats") or {}).get("confidence", CONFIDENCE)),
                        samples=n)
     if bars is not None:
         out.append(bars)
@@ -249,7 +251,7 @@ def _save(fig: Any, path: str | Path, dpi: int, tight: bool = False) -> Path:
 
 
 def metric_bars(intervals: dict[str, Any], keys: list[str], headline: list[str], title: str, path: str | Path, *,
-                confidence: float = 0.95, samples: int | None = None) -> Path | None:
+                confidence: float = CONFIDENCE, samples: int | None = None) -> Path | None:
     """One horizontal bar per metric (its mean, as a fraction of its range when that is not [0, 1]) with
     its confidence interval as a whisker and its mean written beside it, with ``n=`` where the metric
     is over fewer than the run's ``samples`` (the title says so); headline metrics blue."""
