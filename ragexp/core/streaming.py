@@ -22,18 +22,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ragexp.core.results import per_sample_columns
+from ragexp.core.results import detail_column, per_sample_columns, status_column
 from ragexp.core.scoring import MetricSpec, dataset_value, ratio_parts, score
 from ragexp.metrics.base import STATUSES
 
 _NAN = float("nan")
 
 
-def streamable(specs: list[MetricSpec]) -> str | None:
-    """Why these metrics cannot be scored chunk by chunk (a judge metric, a dataset-level metric without
-    per-record parts), or None when they can."""
+def streamable(specs: list[MetricSpec], judged: bool = False) -> str | None:
+    """Why these metrics cannot be scored chunk by chunk (a judge metric unless ``judged``: a judge asks for each
+    chunk; a dataset-level metric without per-record parts), or None when they can."""
     for s in specs:
-        if s.info.judge:
+        if s.info.judge and not judged:
             return f"judge metric '{s.key}'"
         if s.info.level == "dataset" and ratio_parts(s, [], {}) is None:
             return f"dataset-level metric '{s.key}' without per-record parts"
@@ -53,13 +53,19 @@ class ChunkPart:
     notes: list[str] = field(default_factory=list)
     verdicts: tuple[list[int], list[float], list[float]] | None = None  # ragexp.core.labels.label_verdicts
     disagreeing: list[tuple[int, Any]] = field(default_factory=list)  # (index, id/query/answer) of the first ones
+    usage: dict[str, float] = field(default_factory=dict)  # the judge's counters for this chunk (judge/…)
 
 
-def score_chunk(records: list, specs: list[MetricSpec]) -> ChunkPart:
-    """Every sample-level metric of ``specs`` on ``records`` (one process), and the confusion parts."""
+def score_chunk(records: list, specs: list[MetricSpec], judge: Any = None) -> ChunkPart:
+    """Every sample-level metric of ``specs`` on ``records`` (one process), and the confusion parts; the judge
+    metrics' too when a ``judge`` (:class:`ragexp.judge.engine.Judge`) is given."""
+    usage: dict[str, float] = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         scores = score(records, specs, processes=1)
+        if judge is not None:
+            judged, usage = judge.score(records, [s for s in specs if s.info.judge])
+            scores.update(judged)
         confusions: dict[str, list] = {}
         ratios = {s.key: ratio_parts(s, records, confusions) for s in specs if s.info.level == "dataset"}
     values = {key: [s.value if s.status == "ok" and s.value is not None else _NAN for s in per]
@@ -78,7 +84,7 @@ def score_chunk(records: list, specs: list[MetricSpec]) -> ChunkPart:
                 r = records[i]
                 disagreeing.append((i, _Shown(r.id, r.query, r.answer)))
     return ChunkPart(len(records), per_sample_columns(records, scores), values, statuses, ratios, timings, notes,
-                     verdicts, disagreeing)
+                     verdicts, disagreeing, usage)
 
 
 @dataclass
@@ -131,8 +137,12 @@ class Tally:
         self.notes: dict[str, None] = {}
         self.verdicts = columns("verdicts")  # 0 index (int64), 1 label, 2 verdict (float64): labelled records
         self.disagreeing: dict[int, Any] = {}
+        self.usage: dict[str, float] = {}  # the judge's counters, summed over the chunks
+        self.failed: dict[str, str] = {}  # judge metric → the first reason a verdict failed (ragexp.judge.judge_failed)
 
     def add(self, part: ChunkPart) -> None:
+        for key, n in part.usage.items():
+            self.usage[key] = self.usage.get(key, 0.0) + n
         for key, vals in part.values.items():
             self.values.extend(key, vals)
             self.statuses.setdefault(key, Counter()).update(part.statuses[key])
@@ -146,6 +156,14 @@ class Tally:
                 self.timings.extend(stage, [_NAN] * self.n)
             self.timings.extend(stage, secs)
         self.notes.update(dict.fromkeys(part.notes))
+        for s in self.specs:
+            if s.info.judge and s.key not in self.failed and detail_column(s.key) in part.table:
+                from ragexp.judge import FAILED
+
+                first = next((str(d)[:200] for st, d in zip(part.table[status_column(s.key)],
+                                                            part.table[detail_column(s.key)]) if st in FAILED and d), None)
+                if first is not None:
+                    self.failed[s.key] = first
         if part.verdicts is not None:
             self.verdicts.extend(0, [i + self.n for i in part.verdicts[0]], "q")
             self.verdicts.extend(1, part.verdicts[1])

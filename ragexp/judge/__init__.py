@@ -100,6 +100,12 @@ def judge_failed(scores: Mapping[str, Sequence[Any]]) -> str | None:
             if sc.status in FAILED:
                 counts[sc.status] = counts.get(sc.status, 0) + 1
                 first = first or str(sc.detail or "")[:200]
+    return failed_line(counts, first)
+
+
+def failed_line(counts: Mapping[str, int], first: str) -> str | None:
+    """:func:`judge_failed`'s line from the failed statuses' counts (no ``ok`` among them) and the first reason."""
+    counts = {k: n for k, n in counts.items() if k in FAILED and n}
     if not counts:
         return None
     told = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))

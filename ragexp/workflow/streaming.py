@@ -12,15 +12,18 @@
    :mod:`ragexp.workflow.runner`, from the numbers the run kept (:class:`ragexp.core.streaming.Tally`).
 
 What is kept: 8 bytes per record per sample metric, 16 per confusion metric, the ids (for the
-duplicate check) and ``tracking.table_rows`` rows for ``per_sample.json``. Runs with a pipeline, a
-judge, ``stats.cluster_by`` or a split are run in memory (the line printed says why). Definitions
-and figures: docs/performance.md, "Scale".
+duplicate check) and ``tracking.table_rows`` rows for ``per_sample.json``. Runs with a pipeline,
+``stats.cluster_by`` or a split are run in memory (the line printed says why), and so are runs with a
+judge unless ``execution.mode=ray``: there each task asks the judge for its chunk (:func:`_node_judge`,
+the cache ``judge.cache_backend`` names, shared by every node when it is PostgreSQL). Definitions and
+figures: docs/performance.md, "Scale" and "Beyond one machine".
 """
 
 from __future__ import annotations
 
 import atexit
 import collections
+import dataclasses
 import os
 import shutil
 import sys
@@ -36,6 +39,7 @@ from ragexp.common.records import FIELDS
 from ragexp.core.results import OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
 from ragexp.core.streaming import ChunkPart, Tally, score_chunk, streamable
 from ragexp.datasets.base import RecordSink, streamed
+from ragexp.errors import JudgeFailed, RagexpError
 
 #: the settings of ``conf/execution/local.yaml``
 DEFAULTS = {"mode": "auto", "chunk_records": 2000, "processes": None, "stream_from_mb": 64, "address": "local",
@@ -81,6 +85,7 @@ class _Survey(RecordSink):
         self.questions, self.outputs = FieldsDigest(QUESTION_FIELDS), FieldsDigest(("id", *OUTPUT_FIELDS))
         self.shape: dict[str, list] = {}  # field → [first truthy value, first non-None value, a record lacks it]
         self.labelled = False
+        self.human = False  # a record holds people's labels of metrics (record.human)
         self.stages: set[str] = set()  # pipeline stages a record timed
         self.depth = 0  # the most passages a record has
 
@@ -105,6 +110,7 @@ class _Survey(RecordSink):
                         s[0] = v
             self.n += 1
         self.labelled = self.labelled or any(r.label is not None or r.human for r in chunk)
+        self.human = self.human or any(r.human for r in chunk)
         self.stages.update(s for r in chunk for s in (r.timings or {}))
         self.depth = max(self.depth, max((len(r.context_ids or r.contexts or ()) for r in chunk), default=0))
 
@@ -207,7 +213,7 @@ class _RayScorer(_Scorer):
     back in order; the specs sent to the object store once."""
 
     def __init__(self, size: int, specs: list, table: Any, address: str, in_flight: int | None, bar: Any,
-                 columns: Any = None) -> None:
+                 columns: Any = None, judge: Any = None) -> None:
         from ragexp._compat import import_ray, ray_exposed
 
         ray = import_ray(address)  # a local instance listens on 127.0.0.1 only
@@ -227,11 +233,15 @@ class _RayScorer(_Scorer):
         self.task = ray.remote(num_cpus=1, max_retries=2)(_score_on_node)
         self.specs_ref = ray.put(specs)
         self.processes = int(ray.cluster_resources().get("CPU", 1))
+        if judge is not None and judge.requests_per_minute:  # the run's rate, shared by the tasks asking at once
+            judge = dataclasses.replace(judge, requests_per_minute=judge.requests_per_minute / self.processes)
+        self.judge = judge
         self.in_flight = int(in_flight) if in_flight else 2 * self.processes
         self.nodes: set[str] = set()
+        self.judge_calls: dict[str, int] = {}  # node → the calls its tasks sent to the judge
 
     def __call__(self, chunk: list) -> None:
-        self.pending.append(self.task.remote(chunk, self.specs_ref))
+        self.pending.append(self.task.remote(chunk, self.specs_ref, self.judge))
         while len(self.pending) > self.in_flight:
             self._take_ref(self.pending.popleft())
 
@@ -243,8 +253,15 @@ class _RayScorer(_Scorer):
     def _take_ref(self, ref: Any) -> None:
         import ray
 
-        node, part = ray.get(ref)
+        try:
+            node, part = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:  # a judge's one-line error (unreachable, rejected key…) as itself
+            if isinstance(exc.cause, (RagexpError, KeyboardInterrupt)):
+                raise exc.cause from None
+            raise
         self.nodes.add(node)
+        if "judge/calls" in part.usage:
+            self.judge_calls[node] = self.judge_calls.get(node, 0) + int(part.usage["judge/calls"])
         self._take(part)
 
     def close(self) -> None:
@@ -262,11 +279,43 @@ class _RayScorer(_Scorer):
 _RAY_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "RAGEXP_DATA_DIR")
 
 
-def _score_on_node(chunk: list, specs: list) -> tuple[str, ChunkPart]:
+def _score_on_node(chunk: list, specs: list, judge: Any = None) -> tuple[str, ChunkPart]:
     """A Ray task: the chunk's scores, and the node that computed them."""
     import ray
 
-    return ray.get_runtime_context().get_node_id(), score_chunk(chunk, specs)
+    return ray.get_runtime_context().get_node_id(), score_chunk(chunk, specs, _node_judge(judge))
+
+
+_JUDGES: dict[str, Any] = {}
+
+
+def _node_judge(settings: Any) -> Any:
+    """The judge of these settings in this worker process, built once (its HTTP clients and cache connection
+    kept from task to task); None for None. Its credentials are the node's environment's."""
+    if settings is None:
+        return None
+    if repr(settings) not in _JUDGES:
+        from ragexp.judge import build_judge
+
+        _JUDGES.clear()
+        _JUDGES[repr(settings)] = build_judge(settings)
+    return _JUDGES[repr(settings)]
+
+
+def _judge_settings(cfg: DictConfig, specs: list) -> tuple[Any, str | None]:
+    """The judge the nodes build (checked here, before any work, as a run in memory checks it: credentials, cache,
+    prompts), its cache path absolute; or the judge feature a streamed run cannot merge (it runs in memory)."""
+    from ragexp.judge import build_judge
+
+    judge = build_judge(cfg.get("judge"), [s for s in specs if s.info.judge])
+    if judge.cache is not None:
+        judge.cache.close()
+    s = judge.settings
+    for name, why in (("samples", "judge.samples > 1 (its noise statistics)"), ("examples", "judge.examples"),
+                      ("max_cost_usd", "judge.max_cost_usd (one budget for the whole run)")):
+        if getattr(s, name) not in (None, 0, 1):
+            return None, why
+    return dataclasses.replace(s, cache_path=str(s.resolved_cache_path())), None
 
 
 def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool, overrides: Sequence[str] | None,
@@ -285,14 +334,21 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))
     if not specs:
         raise ConfigError("no metric configured: choose one with metric=<name> (see conf/metric/)")
-    if (why := streamable(specs)) is not None:
+    if (why := streamable(specs, judged=ex["mode"] == "ray")) is not None:
         return _in_memory(ex, why)
+    judge = None
+    if any(s.info.judge for s in specs):
+        judge, why = _judge_settings(cfg, specs)
+        if why is not None:
+            return _in_memory(ex, why)
     size = max(1, int(ex["chunk_records"]))
     survey = _Survey(size)
     with streamed(survey):  # every record read and checked, none kept
         dataset = runner.load_dataset(cfg.dataset)
     if build_pipeline(cfg, dataset) is not None:
         return _in_memory(ex, "a pipeline")
+    if judge is not None and survey.human:
+        return _in_memory(ex, "the judge's agreement with people's labels")
     specs, skipped = check_fields(specs, [_Present(survey.fields())], dataset.name, all_that_apply)
     stats_cfg = stats_settings(plain(cfg.get("stats")))
     runner.check_store_step(tracking)
@@ -309,7 +365,8 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     atexit.register(shutil.rmtree, kept, True)
     columns = {group: ColumnFiles(kept / group) for group in ("values", "ratios", "timings", "verdicts")}
     if ex["mode"] == "ray":
-        scorer: _Scorer = _RayScorer(size, specs, table, str(ex["address"]), ex["in_flight"], bar, columns.get)
+        scorer: _Scorer = _RayScorer(size, specs, table, str(ex["address"]), ex["in_flight"], bar, columns.get,
+                                     judge if any(s.info.judge for s in specs) else None)
     else:
         scorer = _Scorer(size, specs, table, processes_for(ex["processes"]), bar, columns.get)
     try:
@@ -330,11 +387,14 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     intervals = tally.intervals(resamples=stats_cfg["resamples"], confidence=stats_cfg["confidence"],
                                 seed=stats_cfg["seed"], method=stats_cfg["method"])
     extra = tally.stage_latencies()
+    usage = dict(sorted(tally.usage.items(), key=lambda kv: (kv[0].startswith("judge/failures/"),
+                                                              kv[0] if kv[0].startswith("judge/failures/") else "")))
+    extra.update(usage)
     for key, c in counts.items():
         for status, n in c.items():
             if status != "ok":
                 extra[f"status/{status}/{key}"] = float(n)
-    scored = runner.Scored({}, values, counts, extra, {}, list(tally.notes))
+    scored = runner.Scored({}, values, counts, extra, usage, list(tally.notes))
     trust = tally.trust(resamples=stats_cfg["resamples"], confidence=stats_cfg["confidence"], seed=stats_cfg["seed"],
                         target_halfwidth=stats_cfg.get("target_halfwidth"))
     if trust:
@@ -355,6 +415,8 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
                             "processes": scorer.processes}
     if isinstance(scorer, _RayScorer):
         summary["execution"]["nodes"] = len(scorer.nodes)  # the cluster's nodes that scored chunks
+        if scorer.judge is not None:
+            summary["execution"]["judge_calls_per_node"] = sorted(scorer.judge_calls.get(n, 0) for n in scorer.nodes)
     summary["seconds"] = round(time.perf_counter() - started, 3)
     if save:
         if record is not None:
@@ -374,6 +436,15 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     if show:
         runner.print_step(plan, range(survey.n), scored, intervals, summary, folder if save else None)
     outcome = runner.Outcome(summary, table, intervals, [], folder if save else None)
+    judged = [s.key for s in specs if s.info.judge]
+    if judged and not any(counts.get(k, {}).get("ok") for k in judged):  # as runner.judge_failed_step
+        from ragexp.judge import failed_line
+
+        failed = failed_line(sum((collections.Counter(counts.get(k, {})) for k in judged), collections.Counter()),
+                             next((tally.failed[k] for k in judged if k in tally.failed), ""))
+        if failed:
+            where = f"{folder}/per_sample.parquet" if save else "the exception's .result.per_sample"
+            raise JudgeFailed(f"{failed}. Each sample's reason is in {where}; nothing was logged", outcome=outcome)
     if save:
         runner.log_step(tracking, folder, summary, record)
         if tracking.get("enabled", True) and tracking.get("traces", 1) != 0:

@@ -1,0 +1,122 @@
+"""execution=ray with judge metrics: each chunk's judge questions asked by the Ray task that scores it, on a
+two-node cluster started here (``ray start`` twice on 127.0.0.1), every node reading and writing one judge
+cache in a PostgreSQL started here, the judge the real local OpenAI-compatible server of tests/judge_server.py
+(litellm's whole path). The run equals one process: per-sample values, statuses and reasons, aggregates,
+intervals and summary; the judge is paid once per distinct question; one MLflow run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray", reason="execution=ray needs the .[cluster] extra (ray)")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from ray_nodes import two_nodes as start_two_nodes  # noqa: E402
+from realistic_records import write_records  # noqa: E402
+
+import ragexp  # noqa: E402
+from judge_server import JudgeServer, Reply  # noqa: E402
+from ragexp.judge.cache import PG_TABLE  # noqa: E402
+
+METRICS = "[default,answer_similarity,retrieval_precision]"
+VARYING = ("seconds", "execution", "results_folder", "run_id", "tracking_uri", "judge")
+
+
+@pytest.fixture
+def two_nodes(tmp_path):
+    try:
+        with start_two_nodes(tmp_path) as address:
+            yield address
+    except RuntimeError as exc:  # a node that did not start: its log's end
+        pytest.fail(str(exc))
+
+
+def _summary(result) -> str:
+    return json.dumps({k: v for k, v in result.summary.items() if k not in VARYING}, sort_keys=True, default=str)
+
+
+@pytest.mark.integration
+@pytest.mark.services
+@pytest.mark.slow
+def test_judge_calls_spread_over_two_nodes_sharing_a_postgres_cache_equal_one_process(
+        tmp_path, monkeypatch, two_nodes, postgres_cluster):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.chdir(tmp_path)
+    path = write_records(tmp_path / "records.jsonl", 60)
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    broken = {rows[i]["query"] for i in (3, 30, 57)}  # the judge never answers these readably
+
+    def script(request):
+        if request.task == "similarity" and any(q in request.first_user for q in broken):
+            return Reply(text="I would rather not say.")
+        return None
+
+    common = dict(metric=METRICS, judge="openai_compatible", tracking={"plots": False}, stats={"resamples": 1000})
+    with JudgeServer(script=script) as server:
+        def run(database: str, **options):
+            server.reset()
+            out = ragexp.evaluate(path, overrides=[f"judge.api_base={server.url}", f"judge.cache_backend={database}",
+                                                   "judge.max_retries=0"], **common, **options)
+            return out, server.calls
+
+        one_db, two_db = postgres_cluster.create_database(), postgres_cluster.create_database()
+        alone, alone_calls = run(one_db, log=False, execution={"mode": "memory"})
+        sharded, sharded_calls = run(two_db, log=f"sqlite:///{tmp_path}/mlflow.db",
+                                     execution={"mode": "ray", "address": two_nodes, "chunk_records": 10})
+
+    ex = sharded.summary["execution"]
+    assert ex["mode"] == "ray" and ex["nodes"] == 2, ex
+    calls = ex["judge_calls_per_node"]
+    assert len(calls) == 2 and min(calls) > 0, calls  # both nodes asked the judge
+    # every value, status and reason (the unreadable replies' included) as in one process
+    assert sharded.per_sample.equals(alone.per_sample)
+    statuses = sharded.per_sample["answer_similarity/status"]
+    assert sorted(statuses[statuses != "ok"].index.tolist()) == [3, 30, 57]
+    assert sharded.per_sample.loc[30, "answer_similarity/detail"].startswith("no JSON object")
+    assert sharded.metrics.drop(index=[k for k in sharded.metrics.index if k.startswith("judge/")]).equals(
+        alone.metrics.drop(index=[k for k in alone.metrics.index if k.startswith("judge/")]))
+    assert _summary(sharded) == _summary(alone)
+    assert sharded.metrics.loc["answer_similarity", "n"] == 57  # the three failed samples are not in the mean
+    # paid once per distinct question: each stored once in the shared cache, nothing asked twice across nodes
+    stored = int(postgres_cluster.sql(f"SELECT count(*) FROM {PG_TABLE}", database=two_db.rsplit("/", 1)[1]))
+    usage, alone_usage = sharded.summary["judge"], alone.summary["judge"]
+    # a verdict whose reply stays unreadable is asked, then re-asked once, and neither is stored
+    assert sharded_calls == alone_calls == stored + 2 * usage["judge/failures/parse_error"], (sharded_calls, stored)
+    assert usage == alone_usage  # no verdict is shared within these runs: the same counters, summed over the tasks
+    assert usage["judge/calls"] == sharded_calls == sum(calls)
+    assert usage["judge/failures/parse_error"] >= 3
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert [r.info.run_id for r in runs] == [sharded.run_id]
+    assert runs[0].data.metrics["judge/calls"] == sharded_calls
+
+
+@pytest.mark.parametrize("labelled, samples, why", [
+    (True, 1, "the judge's agreement with people's labels"),
+    (False, 2, "judge.samples > 1 (its noise statistics)"),
+])
+def test_judge_features_a_streamed_run_cannot_merge_run_in_memory_saying_why(tmp_path, capsys, labelled, samples,
+                                                                             why):
+    """Without a cluster: the line is printed before Ray is started, and the run is the in-memory one."""
+    path = write_records(tmp_path / "records.jsonl", 8)
+    if labelled:
+        rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+        for i, r in enumerate(rows):
+            r["human"] = {"answer_similarity": i % 2}
+        Path(path).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with JudgeServer() as server:
+        runs = [ragexp.evaluate(path, metric="answer_similarity", judge="openai_compatible", log=False,
+                                overrides=[f"judge.api_base={server.url}", f"judge.samples={samples}",
+                                           f"judge.cache_path={tmp_path / 'judge.sqlite'}"],
+                                stats={"resamples": 200}, execution={"mode": mode})
+                for mode in ("ray", "memory")]
+    assert f"execution.mode=ray: {why} needs every record at once; this run is scored in memory" in capsys.readouterr().err
+    assert "execution" not in runs[0].summary
+    assert runs[0].per_sample.equals(runs[1].per_sample) and _summary(runs[0]) == _summary(runs[1])
+    assert ("agreement" in runs[0].summary) is labelled
