@@ -2,8 +2,9 @@
 exit status 2), the ``KeyboardInterrupt`` subclasses :class:`Interrupted` (Ctrl-C, 130) and
 :class:`Terminated` (SIGTERM, 143), :class:`GateFailed` (a missed floor, exit status 1), and the ones the
 judge's client and cache raise and handle themselves (:class:`CallFailed`, :class:`BudgetStop`,
-:class:`Paused`, :class:`BadReply`, :class:`CacheError`). Every attribute an exception carries is an
-argument of its constructor. Definitions: docs/errors.md, "The exceptions" and "Exit status".
+:class:`Paused`, :class:`BadReply`, :class:`CacheError`); the warning :class:`RenamedKeyWarning` too. Every
+attribute an exception carries is an argument of its constructor. Definitions: docs/errors.md, "The exceptions"
+and "Exit status".
 """
 
 from __future__ import annotations
@@ -145,6 +146,11 @@ class GateFailed(SystemExit):
 
     def __init__(self) -> None:
         super().__init__(1)
+
+
+class RenamedKeyWarning(FutureWarning):
+    """An old metric key was written (:mod:`ragexp.common.renamed`); ragexp's commands print it as one
+    ``ragexp: warning:`` line."""
 
 
 class ParseError(ValueError):

@@ -22,9 +22,9 @@ def add_override_prefix(argv: Sequence[str]) -> list[str]:
 
 
 def _one_line(default: Callable[..., Any]) -> Callable[..., Any]:
-    """``warnings.showwarning`` printing a :class:`~ragexp.common.renamed.RenamedKeyWarning` as one
+    """``warnings.showwarning`` printing a :class:`~ragexp.errors.RenamedKeyWarning` as one
     ``ragexp: warning:`` line; every other warning as ``default`` shows it."""
-    from ragexp.common.renamed import RenamedKeyWarning
+    from ragexp.errors import RenamedKeyWarning
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, RenamedKeyWarning):

@@ -22,9 +22,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-class RenamedKeyWarning(FutureWarning):
-    """An old metric key was written; ragexp's commands print it as one ``ragexp: warning:`` line."""
-
 
 #: old key → today's key (the keyword verdict's confusion with the label, seed 004)
 RENAMED_METRICS: dict[str, str] = {

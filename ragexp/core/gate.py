@@ -17,8 +17,8 @@ import math
 import warnings
 from typing import Any, Mapping
 
-from ragexp.common.renamed import RenamedKeyWarning, current_key, renamed_note
-from ragexp.errors import ConfigError
+from ragexp.common.renamed import current_key, renamed_note
+from ragexp.errors import ConfigError, RenamedKeyWarning
 
 def flat_conditions(node: Any, where: str = "gate") -> dict[str, float]:
     """``{hit_rate: {k5: 0.5}}`` → ``{"hit_rate/k5": 0.5}``; every value must be a number."""

@@ -22,8 +22,8 @@ import numbers
 import warnings
 from typing import Any, Mapping
 
-from ragexp.common.renamed import RenamedKeyWarning, current_key, renamed_note
-from ragexp.errors import ConfigError
+from ragexp.common.renamed import current_key, renamed_note
+from ragexp.errors import ConfigError, RenamedKeyWarning
 from ragexp.stats.intervals import DEFAULTS, METHODS
 
 #: more resamples change a 95% interval's bounds by less than 0.1% of its width and cost minutes
