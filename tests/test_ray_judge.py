@@ -46,9 +46,12 @@ def test_judge_calls_spread_over_two_nodes_sharing_a_postgres_cache_equal_one_pr
         tmp_path, monkeypatch, two_nodes, postgres_cluster):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.chdir(tmp_path)
-    path = write_records(tmp_path / "records.jsonl", 60)
+    path = write_records(tmp_path / "records.jsonl", 48)
     rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
-    broken = {rows[i]["query"] for i in (3, 30, 57)}  # the judge never answers these readably
+    # records 48-59 repeat 12-23 under other ids, in later chunks: their questions are answered by the cache
+    rows += [{**r, "id": f"again-{r['id']}"} for r in rows[12:24]]
+    Path(path).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    broken = {rows[i]["query"] for i in (3, 30, 47)}  # the judge never answers these readably
 
     def script(request):
         if request.task == "similarity" and any(q in request.first_user for q in broken):
@@ -75,7 +78,7 @@ def test_judge_calls_spread_over_two_nodes_sharing_a_postgres_cache_equal_one_pr
     # every value, status and reason (the unreadable replies' included) as in one process
     assert sharded.per_sample.equals(alone.per_sample)
     statuses = sharded.per_sample["answer_similarity/status"]
-    assert sorted(statuses[statuses != "ok"].index.tolist()) == [3, 30, 57]
+    assert sorted(statuses[statuses != "ok"].index.tolist()) == [3, 30, 47]
     assert sharded.per_sample.loc[30, "answer_similarity/detail"].startswith("no JSON object")
     assert sharded.metrics.drop(index=[k for k in sharded.metrics.index if k.startswith("judge/")]).equals(
         alone.metrics.drop(index=[k for k in alone.metrics.index if k.startswith("judge/")]))
@@ -86,7 +89,12 @@ def test_judge_calls_spread_over_two_nodes_sharing_a_postgres_cache_equal_one_pr
     usage, alone_usage = sharded.summary["judge"], alone.summary["judge"]
     # a verdict whose reply stays unreadable is asked, then re-asked once, and neither is stored
     assert sharded_calls == alone_calls == stored + 2 * usage["judge/failures/parse_error"], (sharded_calls, stored)
-    assert usage == alone_usage  # no verdict is shared within these runs: the same counters, summed over the tasks
+    # one process shares a repeated question's verdict; across chunks the cache answers it
+    assert alone_usage["judge/shared_verdicts"] >= 12 * 6 and alone_usage["judge/cache_hits"] == 0
+    assert (usage["judge/cache_hits"] + usage["judge/shared_verdicts"] == alone_usage["judge/shared_verdicts"]
+            and usage["judge/cache_hits"] > 0)
+    for key in ("judge/tokens_in", "judge/tokens_out", "judge/reasks", "judge/failures/parse_error"):
+        assert usage[key] == alone_usage[key], key
     assert usage["judge/calls"] == sharded_calls == sum(calls)
     assert usage["judge/failures/parse_error"] >= 3
     from mlflow import MlflowClient
