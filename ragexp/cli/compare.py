@@ -24,7 +24,7 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     (its ``gate`` ``failures``: the lines of the failed gate conditions, empty when it passes)."""
     from ragexp.common.secrets import redact_url
     from ragexp.core.gate import drop_failures, floor_failures, read_gate
-    from ragexp.core.pairing import compare_tables
+    from ragexp.core.pairing import COMPARE, compare_tables
     from ragexp.core.results import metric_keys
     from ragexp.report.comparison import print_comparison
     from ragexp.stats.settings import count_setting, fraction_setting, stats_settings
@@ -37,8 +37,8 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     allowances, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
     stats = stats_settings(plain(cfg.get("stats")))
     confidence = stats["confidence"]
-    regressions = count_setting(cfg.get("regressions", 10), "regressions")  # before the store is read
-    min_match = fraction_setting(cfg.get("min_match_fraction", 0.9), "min_match_fraction")
+    regressions = count_setting(cfg.get("regressions", COMPARE["regressions"]), "regressions")  # before the store is read
+    min_match = fraction_setting(cfg.get("min_match_fraction", COMPARE["min_match_fraction"]), "min_match_fraction")
     tracking = plain(cfg.get("tracking")) or {}
     uri = resolve_uri(tracking.get("uri"))
     client, runs = read_runs(uri, {"baseline": cfg.baseline, "candidate": cfg.candidate})

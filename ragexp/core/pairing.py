@@ -11,10 +11,14 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ragexp.common.paths import conf_file
 from ragexp.core.results import TABLE_FILE, metric_keys, samples_column, status_column, trim
 from ragexp.errors import DataError
 from ragexp.metrics.base import direction
 from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED
+
+#: ``python -m ragexp.compare``'s own settings (min_match_fraction, regressions): conf/compare.yaml, their one place
+COMPARE = conf_file("compare")
 
 
 @dataclass
@@ -64,9 +68,9 @@ def _numbers(values: tuple) -> Any:
     return np.array([float(v) if isinstance(v, (int, float)) else math.nan for v in values], dtype=np.float64)
 
 
-def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = RESAMPLES,
-                   confidence: float = CONFIDENCE, seed: int = SEED, min_match_fraction: float = 0.9,
-                   regressions: int = 10, correct_with_labels: bool = False) -> dict[str, Any]:
+def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                   seed: int = SEED, min_match_fraction: float = COMPARE["min_match_fraction"],
+                   regressions: int = COMPARE["regressions"], correct_with_labels: bool = False) -> dict[str, Any]:
     """Pair two runs' per-sample tables by id and compare every shared metric (module docstring).
 
     Returns the comparison as plain data (``comparison.json``): ``samples`` (the pairing),
