@@ -49,14 +49,9 @@ def expanded_size(node, limit: int = MAX_NODES) -> int:
             return memo[key]
         memo[key] = limit + 1  # a node met again while it is being counted: a cycle expands without end
         total = 1
-        if isinstance(n, yaml.SequenceNode):
-            for child in n.value:
+        if isinstance(n, yaml.CollectionNode):  # a mapping's value holds (key, value) node pairs
+            for child in (n.value if isinstance(n, yaml.SequenceNode) else (c for pair in n.value for c in pair)):
                 total += size(child)
-                if total > limit:
-                    break
-        elif isinstance(n, yaml.MappingNode):
-            for k, v in n.value:
-                total += size(k) + size(v)
                 if total > limit:
                     break
         memo[key] = min(total, limit + 1)
@@ -147,14 +142,9 @@ def check_interpolations(cfg: Any, limit: int = MAX_EXPANDED_CHARS) -> None:
             return memo[path]
         memo[path] = limit + 1  # met again while counted: a cycle (OmegaConf refuses it too)
         value, total = at(path), 0
-        if isinstance(value, dict):
-            for k in value:
+        if isinstance(value, (dict, list)):
+            for k, _ in _items(value):
                 total += size(path + (k,))
-                if total > limit:
-                    break
-        elif isinstance(value, list):
-            for i in range(len(value)):
-                total += size(path + (str(i),))
                 if total > limit:
                     break
         elif isinstance(value, str):
@@ -171,12 +161,9 @@ def check_interpolations(cfg: Any, limit: int = MAX_EXPANDED_CHARS) -> None:
         return memo[path]
 
     def leaves(node: Any, path: tuple):
-        if isinstance(node, dict):
-            for k, v in node.items():
+        if isinstance(node, (dict, list)):
+            for k, v in _items(node):
                 yield from leaves(v, path + (k,))
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                yield from leaves(v, path + (str(i),))
         elif isinstance(node, str) and "${" in node:
             yield path
 
@@ -189,6 +176,11 @@ def check_interpolations(cfg: Any, limit: int = MAX_EXPANDED_CHARS) -> None:
         if big:
             raise ConfigError(f"config value {'.'.join(map(str, path))}: its ${{...}} references expand to more than "
                               f"{limit:,} characters (an interpolation bomb?); refused before they are resolved")
+
+
+def _items(node: dict | list) -> Any:
+    """(key, value) of a mapping, (index as text, item) of a list: the path parts :func:`check_interpolations` uses."""
+    return node.items() if isinstance(node, dict) else ((str(i), v) for i, v in enumerate(node))
 
 
 _MISSING = object()

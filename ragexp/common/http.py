@@ -28,25 +28,21 @@ def connection_failed(exc: BaseException) -> bool:
     """
     import socket
 
-    seen: list[BaseException] = []
-    e: BaseException | None = exc
-    while e is not None and not any(e is s for s in seen):
-        seen.append(e)
-        if isinstance(e, (ConnectionRefusedError, socket.gaierror)) or type(e).__name__ in (
-                "ConnectError", "ClientConnectorError", "ClientConnectorDNSError"):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
+    return any(isinstance(e, (ConnectionRefusedError, socket.gaierror)) or type(e).__name__ in (
+        "ConnectError", "ClientConnectorError", "ClientConnectorDNSError") for e in _chain(exc))
 
 
 def root_cause(exc: BaseException) -> BaseException:
     """The first cause of ``exc`` (``ConnectionRefusedError: …`` rather than litellm's wrapping of it)."""
-    seen = [exc]
-    while True:
-        nxt = seen[-1].__cause__ or seen[-1].__context__
-        if nxt is None or any(nxt is s for s in seen):
-            return seen[-1]
-        seen.append(nxt)
+    return _chain(exc)[-1]
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc``, then what caused it (``__cause__``, else ``__context__``), and so on, each once."""
+    chain = [exc]
+    while (nxt := chain[-1].__cause__ or chain[-1].__context__) is not None and not any(nxt is e for e in chain):
+        chain.append(nxt)
+    return chain
 
 
 def retry_after(exc: BaseException) -> float | None:
