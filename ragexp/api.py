@@ -26,6 +26,8 @@ from typing import Any, Mapping, Sequence
 
 from ragexp.report.console import number
 from ragexp.stats.intervals import CONFIDENCE
+from ragexp.common.paths import compose, conf_dir, plain
+from ragexp.errors import ConfigError, JudgeFailed, config_error_line
 
 #: Config groups a keyword argument may select (a string) or tune (a dict of that group's keys).
 GROUPS = ("dataset", "metric", "matcher", "judge", "pipeline", "chunker", "retriever", "compressor", "generator",
@@ -141,8 +143,6 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     When every judge metric failed on every sample, :class:`~ragexp.errors.JudgeFailed` is raised
     with the result (each sample's status and reason) as its ``.result``.
     """
-    from ragexp.common.paths import conf_dir, plain
-    from ragexp.errors import ConfigError, JudgeFailed
     from ragexp.workflow.runner import execute
 
     options = dict(options)
@@ -236,8 +236,6 @@ def _result(outcome: Any, config: dict[str, Any]) -> EvaluationResult:
 
 def _data_source(data: Any, conf: Path) -> tuple[Any, str | None, str | None]:
     """(rows in memory, the dataset option to compose, the file path) for what ``data`` is."""
-    from ragexp.errors import ConfigError
-
     if hasattr(data, "to_dict") and hasattr(data, "columns") or isinstance(data, (list, tuple)):
         return data, "mapped", None
     if isinstance(data, (str, os.PathLike)):
@@ -256,7 +254,6 @@ def _data_source(data: Any, conf: Path) -> tuple[Any, str | None, str | None]:
 def _dotted(fn: Any) -> str:
     """``module.qualname`` of a callable that can be imported back by that name, else a ConfigError."""
     from ragexp.common.targets import resolve
-    from ragexp.errors import ConfigError
 
     module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
     try:
@@ -279,9 +276,6 @@ def _prepared(overrides: tuple[str, ...], settings: Mapping[str, Any]) -> tuple[
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from ragexp.common.paths import compose
-    from ragexp.errors import ConfigError, config_error_line
-
     key = (overrides, json.dumps(settings, sort_keys=True, default=repr))
     with _COMPOSE_LOCK:  # Hydra's state is global: one composition at a time
         if key not in _PREPARED:
@@ -301,8 +295,6 @@ def _apply(cfg: Any, settings: Mapping[str, Any]) -> None:
     """Set dotted keys of the composed config; a key the config does not have is a ConfigError."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
-
-    from ragexp.errors import ConfigError
 
     for key, value in settings.items():
         parent, _, leaf = key.rpartition(".")
@@ -371,7 +363,6 @@ def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResul
     import pandas as pd
 
     from ragexp.core.pairing import compare_tables
-    from ragexp.errors import ConfigError
 
     tables, client = [], None
     for side, role in ((baseline, "baseline"), (candidate, "candidate")):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ragexp.stats.intervals import CONFIDENCE, RESAMPLES
+from ragexp.errors import ConfigError, RagexpError
 
 _IDENTITY = ("cache", "cache_backend", "cache_path", "api_key_env", "api_base", "timeout_s", "deadline_s",
              "max_concurrency", "requests_per_minute", "max_retries", "backoff_s", "max_backoff_s", "max_cost_usd",
@@ -50,7 +51,6 @@ def _columns(folder: Path) -> dict[str, list[Any]]:
 def candidates(sweep_dir: str | Path, *, resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> dict[str, Any]:
     """The candidates table of a sweep folder (module docstring), as plain data."""
     from ragexp.core.labels import compare_agreement
-    from ragexp.errors import ConfigError
 
     jobs = [j for f in sorted(Path(sweep_dir).glob("**/summary.json")) if (j := _job(f.parent))]
     if not jobs:
@@ -136,8 +136,6 @@ def lines(table: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     import argparse
-
-    from ragexp.errors import RagexpError
 
     ap = argparse.ArgumentParser(prog="python -m ragexp.judge_candidates", description=__doc__.splitlines()[0])
     ap.add_argument("sweep_dir", help="the sweep's folder (multirun/<date>/<time>_<id>)")

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ragexp.errors import CacheError
+from ragexp.common.secrets import redact_url, scrub
 
 
 def _create_table(table: str, real: str) -> str:
@@ -179,8 +180,6 @@ class PostgresJudgeCache:
     """
 
     def __init__(self, url: str, connect_timeout_s: int = PG_CONNECT_TIMEOUT_S):
-        from ragexp.common.secrets import redact_url
-
         rest = str(url).split("://", 1)[1]
         self.url = "postgresql://" + rest  # libpq's spelling (SQLAlchemy's postgresql+psycopg:// too)
         self.path = f"{redact_url(self.url)} (table {PG_TABLE})"
@@ -231,8 +230,6 @@ class PostgresJudgeCache:
 
     def _reason(self, exc: BaseException) -> str:
         """psycopg's message in one line, without credentials."""
-        from ragexp.common.secrets import redact_url, scrub
-
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return scrub(redact_url(text))[:300]
 

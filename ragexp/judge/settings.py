@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ragexp.errors import ConfigError, CredentialsError
+from ragexp.common.paths import conf_file, launch_dir
 
 #: What litellm's OpenAI client is given when a server needs no key (vLLM, llama.cpp, Ollama).
 NO_KEY = "no-key-needed"
@@ -64,8 +65,6 @@ class JudgeSettings:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> "JudgeSettings":
         """Build from a ``judge`` config node; an unknown key is a :class:`ConfigError` naming the valid ones."""
-        from ragexp.common.paths import conf_file
-
         data = {k: v for k, v in {**conf_file("judge_base"), **dict(cfg)}.items() if not str(k).startswith("_")}
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
@@ -125,6 +124,4 @@ class JudgeSettings:
         p = Path(self.cache_path).expanduser()
         if p.is_absolute():
             return p
-        from ragexp.common.paths import launch_dir
-
         return launch_dir() / p

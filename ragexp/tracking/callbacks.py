@@ -29,6 +29,7 @@ from ragexp.tracking.log import interrupt_reason
 from ragexp.common.secrets import redact, redact_url, redact_yaml_file, scrub
 from ragexp.tracking.store import (FAILURE_TAG, bounded_http, check_store, configure_http, fail_orphaned_runs, first_line,
                                    open_client, owner_tags, resolve_uri, retrying, ui_command)
+from ragexp.errors import GateFailed, TrackingError
 
 #: The pid of the process that opened the sweep's parent run (joblib's workers inherit it, and are not it).
 PARENT_OWNER_ENV = "RAGEXP_PARENT_OWNER_PID"
@@ -102,7 +103,6 @@ class ParentRunCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from ragexp.tracking.gate_files import collect_failures
-        from ragexp.errors import GateFailed
 
         missed = collect_failures(str(config.hydra.sweep.dir))  # floors missed by the jobs, whatever ran them
         if self.run_id is None:
@@ -370,8 +370,6 @@ def _writable_output(folder: str, key: str) -> None:
 
 def _checked_store(uri: str, experiment: str) -> tuple[Any, str]:
     """The store checked before the sweep starts: one line and exit 2 if MLflow cannot use it."""
-    from ragexp.errors import TrackingError
-
     try:
         return check_store(uri, experiment)
     except TrackingError as exc:  # raised inside Hydra, which would print it with a traceback hint

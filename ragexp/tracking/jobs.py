@@ -15,6 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ragexp.common.secrets import restore_url, scrub
+from ragexp.errors import ConfigError, RagexpError
+
 #: Left in a job's folder once its FAILED run is recorded (the job is accounted for).
 FAILED_FILE = "job_failed.json"
 #: The parent run's tag and metric: how many of the sweep's jobs failed.
@@ -32,8 +35,6 @@ def failure_reason(exc: BaseException | None) -> str:
     >>> failure_reason(KeyError("top_k"))
     "KeyError: 'top_k'"
     """
-    from ragexp.common.secrets import scrub
-
     if exc is None:
         return "the job failed without an exception"
     text = str(exc).strip()
@@ -65,8 +66,6 @@ def record_failed_job(config: Any, reason: str, folder: Path | None = None) -> s
 
 def _record_failed(sweep_dir: str, overrides: list[str], num: Any, tracking: dict[str, Any], reason: str,
                    folder: Path) -> str | None:
-    from ragexp.common.secrets import restore_url, scrub
-    from ragexp.errors import ConfigError
     from ragexp.tracking.launch import LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, launch_id
     from ragexp.tracking.log import MANIFEST_FILE
     from ragexp.tracking.store import FAILURE_TAG, bounded_http, open_client, resolve_uri, retrying
@@ -140,9 +139,7 @@ def log_unlogged(config: Any) -> int:
     evaluation is a run, not a loss; how many were logged. One that cannot be logged says so in one line."""
     import sys
 
-    from ragexp.errors import RagexpError
     from ragexp.tracking.log import log_run
-    from ragexp.common.secrets import scrub
 
     done = 0
     for folder in unlogged_jobs(str(config.hydra.sweep.dir)):

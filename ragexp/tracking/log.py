@@ -31,6 +31,7 @@ from ragexp.common.secrets import redact, redact_url, redact_yaml_file, restore_
 from ragexp.tracking.store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
                     owner_tags, resolve_uri, retrying)
 from ragexp.tracking.launch import PARENT_ENV, PARENT_URI_ENV, find_parent_run, git_commit
+from ragexp.errors import DataError, SaveError, Terminated, TrackingError
 
 #: The files a results folder holds. ``mlflow_run.json`` (everything MLflow needs besides the files) is
 #: written first, then the tables, then the pictures: a folder is uploadable from its first file on,
@@ -151,8 +152,6 @@ def save_results(
 
 def _not_saved(folder: Path, saved: list[str], name: str, exc: OSError) -> None:
     """Stop saving with one line: what was saved where, what was not, and how to log what is there."""
-    from ragexp.errors import SaveError
-
     reason = exc.strerror or str(exc)
     if not saved:
         raise SaveError(f"could not save the results in {folder} ({reason}): nothing was saved") from None
@@ -282,8 +281,6 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     """A results folder's ``mlflow_run.json``, checked before anything is logged: damaged or edited into
     something that cannot be logged, a :class:`~ragexp.errors.DataError` naming the file, the line or the
     field, and what was expected."""
-    from ragexp.errors import DataError
-
     path = str(Path(folder) / MANIFEST_FILE)
     try:
         manifest = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -318,8 +315,6 @@ def log_run(folder: Path, *, uri: str | None = None, record: RunRecord | None = 
     saying where the results are and the command that logs them later. A run this call created
     and could not finish is closed FAILED with its reason (tag ``ragexp.failure_reason``).
     """
-    from ragexp.errors import TrackingError
-
     folder = Path(folder).resolve()
     manifest = read_manifest(folder)
     uri = uri or restore_url(manifest["tracking_uri"])
@@ -439,8 +434,6 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 def interrupt_reason(exc: BaseException) -> str:
     """What stopped the process, in words: a SIGTERM, a Ctrl-C, or another exit."""
-    from ragexp.errors import Terminated
-
     if isinstance(exc, Terminated):
         return "terminated (SIGTERM)"
     if isinstance(exc, KeyboardInterrupt):

@@ -20,6 +20,8 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ragexp.common.paths import artifact_root, env_defaults, sqlite_path, store_uri  # noqa: F401 - artifact_root: used here and by cli.ui
 from ragexp._compat import MLFLOW_TABLES, is_mlflow_store
+from ragexp.common.secrets import redact_url
+from ragexp.errors import ConfigError, TrackingError
 
 T = TypeVar("T")
 
@@ -36,8 +38,6 @@ def ui_command(uri: str) -> str:
     'python -m ragexp.ui tracking.uri=sqlite:////data/runs/mlflow.db'
     """
     import shlex
-
-    from ragexp.common.secrets import redact_url
 
     uri = redact_url(uri)  # a password in the store's URL is never printed
     if uri.startswith(("http://", "https://")):
@@ -143,8 +143,6 @@ def configure_http(tracking: Any) -> None:
             continue
         low = 0 if key == "http_max_retries" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            from ragexp.errors import ConfigError
-
             raise ConfigError(f"tracking.{key} must be an integer ≥ {low}, got {value!r}")
         HTTP_BOUNDS[env] = str(value)
 
@@ -173,16 +171,12 @@ def require_existing_store(uri: str) -> None:
     is not created for nothing — one line (a ConfigError) instead."""
     db = sqlite_path(uri)
     if db is not None and not db.is_file():
-        from ragexp.errors import ConfigError
-
         raise ConfigError(f"no MLflow store at {db}: run python -m ragexp there first, or pass tracking.uri=...")
 
 
 def _check_shape(uri: str) -> None:
     """The URI names a store MLflow can use, and a local one can be written: one line if not."""
     from urllib.parse import urlparse
-
-    from ragexp.errors import TrackingError
 
     scheme = urlparse(uri).scheme.split("+", 1)[0]
     if scheme not in _SCHEMES:
@@ -204,8 +198,6 @@ def _check_shape(uri: str) -> None:
 
 
 def _check_sqlite_writable(uri: str, db: Path) -> None:
-    from ragexp.errors import TrackingError
-
     folder = db.parent
     if not folder.is_dir():
         raise TrackingError(f"tracking store {uri}: the folder {folder} does not exist")
@@ -233,8 +225,6 @@ def _probe_sqlite(uri: str, db: Path) -> None:
     """Refuse a SQLite file of another program (it is never altered: no MLflow table is added to it); prove the
     file takes writes (a write rolled back); a lock held by another process is said in one line within
     :data:`LOCKED_SAY_S` seconds, then waited for up to a minute."""
-    from ragexp.errors import TrackingError
-
     said = False
 
     def say() -> None:
@@ -284,8 +274,6 @@ def _check_reachable(uri: str) -> None:
     """A tracking server answers at all (any HTTP status) within a few seconds."""
     import urllib.error
     import urllib.request
-
-    from ragexp.errors import TrackingError
 
     if not uri.startswith(("http://", "https://")):
         return
@@ -359,9 +347,6 @@ def check_database(uri: str) -> None:
     import sqlalchemy
     from sqlalchemy.pool import NullPool
 
-    from ragexp.common.secrets import redact_url
-    from ragexp.errors import TrackingError
-
     timeout = {"mssql": {"timeout": CONNECT_TIMEOUT_S}}.get(scheme, {"connect_timeout": CONNECT_TIMEOUT_S})
 
     def connect() -> None:
@@ -395,8 +380,6 @@ def within_deadline(fn: Callable[[], T], seconds: float, what: str) -> T:
     """``fn()`` run in a thread and waited for at most ``seconds``: past that, a TrackingError saying
     ``what`` did not answer (the thread is left to end by itself; the process goes on or exits)."""
     import threading
-
-    from ragexp.errors import TrackingError
 
     box: dict[str, Any] = {}
 
@@ -432,8 +415,6 @@ def _client_class() -> Any:
 def open_client(uri: str) -> Any:
     """An ``MlflowClient`` on ``uri``, the store created or migrated under :func:`creation_lock`; the runs it
     creates have names every store takes (:func:`fit_run_name`)."""
-    from ragexp.errors import TrackingError
-
     import logging
 
     check_database(uri)
@@ -460,7 +441,6 @@ def _repair_migration(uri: str, exc: BaseException) -> bool:
     (:func:`ragexp._compat.drop_leftover_migration_tables`) so MLflow can finish the upgrade; True if it
     did. When it cannot, one line naming the exact fix."""
     from ragexp._compat import ALEMBIC_TMP, drop_leftover_migration_tables
-    from ragexp.errors import TrackingError
 
     db = sqlite_path(uri)
     if db is None or ALEMBIC_TMP not in str(exc):
@@ -484,9 +464,6 @@ def check_store(uri: str, experiment: str) -> tuple[Any, str]:
     """Before any work: the store is usable (scheme, reachable, writable, MLflow opens it and reads or
     creates the experiment); returns ``(client, experiment_id)``. Also closes the runs of this host
     whose process is gone (:func:`fail_orphaned_runs`) and says so."""
-    from ragexp.common.secrets import redact_url
-    from ragexp.errors import TrackingError
-
     _check_shape(uri)
 
     def opened() -> tuple[Any, str, list[tuple[str, int]]]:

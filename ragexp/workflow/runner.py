@@ -21,19 +21,19 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp.version import __version__
 from ragexp.report.console import print_job_line, print_summary, progress
 from ragexp.datasets.base import Dataset
-from ragexp.errors import ConfigError, JudgeFailed
+from ragexp.errors import ConfigError, JudgeFailed, TrackingError
 from ragexp.core.scoring import MetricSpec, aggregate, build_metrics, check_fields, score, stage_latencies, uncertainty
 from ragexp.metrics.base import Score
 from ragexp.common.records import Record, cluster_labels, present_fields
 from ragexp.core.headline import declared, headline_keys
 from ragexp.core.results import dataset_columns, outputs_digest, per_sample_columns, questions_digest
-from ragexp.common.paths import plain
+from ragexp.common.paths import conf_dir, launch_dir, plain
 from ragexp.stats.settings import stats_settings
+from ragexp.common.targets import build, resolve
+from ragexp.common.secrets import redact_url, scrub
 
 
 def load_dataset(dataset_cfg: DictConfig) -> Dataset:
-    from ragexp.common.targets import build
-
     if dataset_cfg is None or "_target_" not in dataset_cfg:
         raise ConfigError("no dataset: choose one with dataset=<name> (see conf/dataset/)")
     corpus_keys = {k: dataset_cfg.get(k) for k in CORPUS_KEYS if k in dataset_cfg and not _takes(dataset_cfg, k)}
@@ -55,8 +55,6 @@ CORPUS_KEYS = ("corpus", "corpus_columns", "corpus_format")
 def _takes(dataset_cfg: Any, key: str) -> bool:
     """True when the dataset's loader has a parameter ``key`` of its own."""
     import inspect
-
-    from ragexp.common.targets import resolve
 
     try:
         return key in inspect.signature(resolve(dataset_cfg["_target_"], "dataset._target_")).parameters
@@ -236,7 +234,6 @@ def _judge_examples(cfg: DictConfig, judge: Any, specs: list[MetricSpec], record
 def _check_labels(specs: list[MetricSpec], records: list[Record], dataset: Dataset) -> None:
     """A misspelled label key stops the run (exit 2, the closest metric named); a key for a metric this run
     does not compute is one warning line (docs/judge-trust.md, "Label hygiene")."""
-    from ragexp.common.paths import conf_dir
     from ragexp.core.labels import check_label_keys
 
     if not any(r.human for r in records):
@@ -438,7 +435,6 @@ def check_store_step(tracking: dict[str, Any]) -> None:
     runs left RUNNING by dead processes of this host are closed FAILED (one line says so)."""
     if not tracking.get("enabled", True):
         return
-    from ragexp.errors import TrackingError
     from ragexp.tracking.store import check_store, configure_http, resolve_uri
     from ragexp.tracking.traces import check_cap
 
@@ -458,7 +454,6 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any], re
     """Log the saved results folder to MLflow and say where; a failure says how to log it later."""
     if not tracking.get("enabled", True):
         return
-    from ragexp.errors import TrackingError
     from ragexp.tracking.log import log_run
     from ragexp.tracking.store import resolve_uri, ui_command
 
@@ -468,15 +463,11 @@ def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any], re
         if not _sweep_parent():
             raise
         # in a sweep: this job is saved but unlogged; the sweep goes on, and its end names the upload command
-        from ragexp.common.secrets import scrub
-
         why = scrub(str(exc).split("; the results are in ")[0])
         print(f"  unlogged: {why}; its results are saved in {folder} (the sweep's end says how to log them)")
         return
     summary["run_id"] = run_id
     summary["tracking_uri"] = uri
-    from ragexp.common.secrets import redact_url
-
     if _job_label():  # in a sweep: its end says how to open them all
         print(f"  logged as MLflow run {run_id}")
         return
@@ -490,7 +481,6 @@ def traces_step(tracking: dict[str, Any], plan: Plan, records: list[Record], per
     after the run is logged: a trace that fails to log is said in one line and a run tag, never fails the run."""
     if not tracking.get("enabled", True) or not summary.get("run_id") or tracking.get("traces", 1) == 0:
         return
-    from ragexp.common.secrets import scrub
     from ragexp.tracking.traces import DEFAULT_CAP, log_run_traces
 
     judge_model = scrub(str(cfg.judge.get("model"))) if plan.judge is not None and cfg.get("judge") else None
@@ -513,8 +503,6 @@ def results_folder() -> Path:
     Hydra, e.g. ``run(cfg)`` from a script) ``ragexp_results/<date>_<time>_<random>/`` in the launch dir."""
     if (hc := _hydra()) is not None:
         return Path(hc.runtime.output_dir)
-    from ragexp.common.paths import launch_dir
-
     import uuid
 
     return launch_dir() / "ragexp_results" / f"{time.strftime('%Y-%m-%d_%H-%M-%S')}_{uuid.uuid4().hex[:8]}"
@@ -532,8 +520,6 @@ def _job_label() -> str:
     hc = _hydra()
     if hc is None or str(hc.mode) != "RunMode.MULTIRUN":
         return ""
-    from ragexp.common.secrets import scrub
-
     overrides = scrub(" ".join(o for o in map(str, hc.overrides.task) if not _is_plumbing(o)))
     return f" · job {hc.job.num}" + (f": {overrides}" if overrides else "")
 
