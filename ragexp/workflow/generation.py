@@ -67,6 +67,7 @@ def record_of(c: Candidate, judge_model: str, chunker_name: str) -> dict[str, An
 
 def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str, Any]:
     """Build the test set of ``cfg`` (conf/generate.yaml, resolved to plain values); return the report."""
+    from ragexp.common.paths import conf_file
     from ragexp.common.targets import build
     from ragexp.judge import build_judge
 
@@ -75,14 +76,15 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     absent = [m for m in ("bm25s", "langdetect") if importlib.util.find_spec(m) is None]
     if absent:
         raise ConfigError(f"ragexp.generate needs {', '.join(absent)}: pip install 'ragexp[generate]'")
+    base = conf_file("generate")  # each setting's one place: what a dict given here leaves out is read from it
     n = _int(cfg.get("n"), "n")
-    seed = _int(cfg.get("seed", 0), "seed", 0)
-    min_words = _int(cfg.get("min_words", 30), "min_words")
+    seed = _int(cfg.get("seed", base["seed"]), "seed", 0)
+    min_words = _int(cfg.get("min_words", base["min_words"]), "min_words")
     shares = _kinds(cfg.get("kinds") or {"factoid": 1})
-    f = cfg.get("filters") or {}
-    limits = Limits(q_words=tuple(f.get("question_words", (4, 40))), a_max_words=int(f.get("answer_max_words", 80)))
-    dup = float(f.get("duplicate_similarity", 0.8))
-    out = Path(str(cfg.get("out") or "testset.jsonl"))
+    f = {**base["filters"], **(cfg.get("filters") or {})}
+    limits = Limits(q_words=tuple(f["question_words"]), a_max_words=int(f["answer_max_words"]))
+    dup = float(f["duplicate_similarity"])
+    out = Path(str(cfg.get("out") or base["out"]))
     report_path = Path(str(cfg.get("report") or out.with_name("generation_report.json")))
     corpus_cfg = cfg.get("corpus") or {}
     clock = {"start": time.perf_counter()}
