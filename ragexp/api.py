@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ragexp.core.pairing import COMPARE
 from ragexp.report.console import number
 from ragexp.stats.intervals import CONFIDENCE
 from ragexp.common.paths import compose, conf_dir, plain
@@ -342,7 +343,8 @@ class ComparisonResult(_Shown):
 
 def compare_results(baseline: EvaluationResult | str, candidate: EvaluationResult | str, *, tracking_uri: str | None = None,
             resamples: int | None = None, confidence: float | None = None, seed: int | None = None,
-            min_match_fraction: float = 0.9, regressions: int = 10) -> ComparisonResult:
+            min_match_fraction: float = COMPARE["min_match_fraction"], regressions: int = COMPARE["regressions"]
+            ) -> ComparisonResult:
     """Is ``candidate`` really different from ``baseline``? A paired comparison by sample id, metric by
     metric, with ``python -m ragexp.compare``'s statistics (:func:`ragexp.core.pairing.compare_tables`).
 
