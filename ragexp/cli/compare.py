@@ -16,7 +16,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.common.paths import conf_dir, plain
-from ragexp.errors import ConfigError, RagexpError, TrackingError
+from ragexp.errors import ConfigError, GateFailed, RagexpError, TrackingError
 
 
 def compare_runs(cfg: DictConfig) -> dict[str, Any]:
@@ -81,8 +81,6 @@ def _app(cfg: DictConfig) -> None:
         print(f"ragexp: error: {exc}", file=sys.stderr)
         sys.exit(2)
     if result["gate"]["failures"]:  # printed, one line each, by compare_runs
-        from ragexp.errors import GateFailed
-
         raise GateFailed()
 
 

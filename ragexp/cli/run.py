@@ -18,7 +18,7 @@ from ragexp.cli import run_app
 from ragexp.cli.plugins import expose_plugins
 from ragexp.common.paths import conf_dir
 from ragexp.common.secrets import hide_overrides, scrub
-from ragexp.errors import RagexpError, Terminated
+from ragexp.errors import GateFailed, RagexpError, Terminated
 from ragexp.tracking.callbacks import close_parent
 from ragexp.tracking.launch import LAUNCH_ENV, launch_id, new_launch_id
 from ragexp.tracking.log import RunRecord, interrupt_report
@@ -31,7 +31,6 @@ OmegaConf.register_new_resolver("ragexp_launch_id", launch_id, replace=True)
 def _app(cfg: DictConfig) -> float | None:
     from ragexp.core.gate import floor_failures, read_gate
     from ragexp.tracking.gate_files import record_failures
-    from ragexp.errors import GateFailed
     from ragexp.workflow.runner import run
 
     _handle_sigterm()  # again here: joblib's worker processes run jobs without main()

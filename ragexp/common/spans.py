@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ragexp.common.records import HUMAN_SCALES, Record, to_record
-from ragexp.errors import DataError
+from ragexp.errors import ConfigError, DataError
 
 #: Why a trace's record lacks a field (the ``trace_status`` column; "ok" when nothing is missing).
 PROBLEMS = {
@@ -76,8 +76,6 @@ class SpanReading:
     def __post_init__(self) -> None:
         if self.context_id != "id" and not (isinstance(self.context_id, str) and self.context_id.startswith("metadata.")
                                             and len(self.context_id) > 9):
-            from ragexp.errors import ConfigError
-
             raise ConfigError(f"context_id: expected 'id' or 'metadata.<key>', got {self.context_id!r}")
 
 

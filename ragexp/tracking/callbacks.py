@@ -25,7 +25,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.tracking.launch import LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, git_commit, launch_id
-from ragexp.tracking.log import interrupt_reason
+from ragexp.tracking.log import UPLOAD_COMMAND, interrupt_reason
 from ragexp.common.secrets import redact, redact_url, redact_yaml_file, scrub
 from ragexp.tracking.store import (FAILURE_TAG, bounded_http, check_store, configure_http, fail_orphaned_runs, first_line,
                                    open_client, owner_tags, resolve_uri, retrying, ui_command)
@@ -230,8 +230,6 @@ class ParentRunCallback(Callback):
 def upload_command(folders: list[Path]) -> str:
     """The one command that logs these saved results folders (under their sweep's parent run)."""
     import shlex
-
-    from ragexp.tracking.log import UPLOAD_COMMAND
 
     return " ".join([UPLOAD_COMMAND, *(shlex.quote(str(f)) for f in folders)])
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Iterable, Mapping
 
-from ragexp.common.secrets import MAX_PARAM_LEN, redact, scrub
+from ragexp.common.secrets import MAX_PARAM_LEN, flatten, redact, scrub
 
 #: Top-level keys that are never params: where and how the run is logged or shown, and machine paths.
 NOT_PARAMS = frozenset({"tracking", "run_name", "progress", "execution", "data_dir", "hydra"})
@@ -235,8 +235,6 @@ def _resolved(base: Mapping[str, Any], group: str | None, config: Mapping[str, A
 def _set_on_command_line(config: Mapping[str, Any], choices: Mapping[str, Any],
                          overrides: Iterable[str]) -> dict[str, Any]:
     """The values typed on the command line (``retriever.top_k=5``), default or not."""
-    from ragexp.common.secrets import flatten
-
     out: dict[str, Any] = {}
     for override in overrides:
         raw = str(override)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from ragexp.common.paths import artifact_root, env_defaults, sqlite_path, store_uri  # noqa: F401 - artifact_root: used here and by cli.ui
-from ragexp._compat import MLFLOW_TABLES, is_mlflow_store
+from ragexp._compat import ALEMBIC_TMP, MLFLOW_TABLES, drop_leftover_migration_tables, is_mlflow_store
 from ragexp.common.secrets import redact_url
 from ragexp.errors import ConfigError, TrackingError
 
@@ -440,15 +440,11 @@ def _repair_migration(uri: str, exc: BaseException) -> bool:
     stops every later upgrade at a leftover temporary table (:mod:`ragexp._compat`): drop the leftover copies
     (:func:`ragexp._compat.drop_leftover_migration_tables`) so MLflow can finish the upgrade; True if it
     did. When it cannot, one line naming the exact fix."""
-    from ragexp._compat import ALEMBIC_TMP, drop_leftover_migration_tables
-
     db = sqlite_path(uri)
     if db is None or ALEMBIC_TMP not in str(exc):
         return False
     try:
         if drop_leftover_migration_tables(db):
-            import sys
-
             print(f"ragexp: repaired {db}: a schema upgrade that failed earlier (a full disk?) had left "
                   f"alembic's temporary tables behind", file=sys.stderr)
             return True
@@ -482,8 +478,6 @@ def check_store(uri: str, experiment: str) -> tuple[Any, str]:
         client, exp_id, closed = (within_deadline(opened, STORE_DEADLINE_S, f"tracking store {redact_url(uri)}")
                                   if _database_scheme(uri) else opened())
     if closed:
-        import sys
-
         pids = sorted({p for _, p in closed})
         print(f"ragexp: marked {len(closed)} run(s) FAILED that were left RUNNING by processes now gone "
               f"(pid {', '.join(map(str, pids))} on {socket.gethostname()}): {', '.join(r for r, _ in closed)}",
