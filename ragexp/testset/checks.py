@@ -8,11 +8,11 @@ dropped, or None.
   (3+ letters) with the passage and langdetect gives it another language with probability ≥ 0.9, for a
   question of at least 6 words (short questions are guessed poorly);
 - ``near_duplicate``: the question's keyword set (:func:`ragexp.common.text.keywords`) has Jaccard
-  similarity ≥ ``threshold`` (0.8) with an earlier kept question's, or the same normalised text.
+  similarity ≥ ``threshold`` (``filters.duplicate_similarity``) with an earlier kept question's, or the same normalised text.
 
     >>> refusal("The context does not mention it."), refusal("Paris")
     ('does not mention', None)
-    >>> near_duplicates(["Who built the tower?", "Who built the tower ?", "When did it open?"])
+    >>> near_duplicates(["Who built the tower?", "Who built the tower ?", "When did it open?"], threshold=0.8)
     [None, 0, None]
 """
 
@@ -137,7 +137,7 @@ def _norm(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
-def near_duplicates(questions: list[str], threshold: float = 0.8) -> list[int | None]:
+def near_duplicates(questions: list[str], threshold: float) -> list[int | None]:
     """For each question, the index of the earlier non-duplicate it repeats (module docstring), or None.
 
     Only the earlier questions that could reach ``threshold`` are compared (prefix filtering: with the words of
