@@ -12,7 +12,8 @@ other ``ok`` sample. This module computes; the sentences that say it are :mod:`r
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections import Counter
+from typing import Any, Collection, Mapping, Sequence
 
 from ragexp.common.records import FIELDS
 from ragexp.metrics.base import label_scales
@@ -28,16 +29,20 @@ MAX_DISAGREEMENTS = 1000
 DISAGREEMENT_COLUMNS = ("metric", "id", "query", "answer", "judge", "human", "reason")
 
 
-def _pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[Any]) -> dict[str, dict[str, Any]]:
+def label_pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[Any],
+                labelled: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
     """Per metric key: the indices of labelled ``ok`` samples, people's and the judge's values there, the
-    judge's values on the unlabelled ``ok`` samples, and the scale's kind when known."""
+    judge's values on the unlabelled ``ok`` samples, and the scale's kind when known. ``labelled``: the label
+    keys of the whole run, when ``records`` are a chunk of it (ragexp.core.streaming): every judge metric's
+    entry is then given, empty or not, with which fields its labelled and unlabelled records have."""
     out: dict[str, dict[str, Any]] = {}
     scales = label_scales()
+    present = {k for r in records for k in (r.human or {})} if labelled is None else labelled
     for spec in specs:
         if not spec.info.judge or spec.key not in scores:
             continue
-        name = spec.key if any(spec.key in (r.human or {}) for r in records) else spec.key.split("/")[0]
-        if spec.info.agrees_with and not any(name in (r.human or {}) for r in records):
+        name = spec.key if spec.key in present else spec.key.split("/")[0]
+        if spec.info.agrees_with and name not in present:
             name = spec.info.agrees_with  # a metric measuring what another's labels measure
         idx, human, judge, rest, rest_idx, failed = [], [], [], [], [], 0
         for i, (r, s) in enumerate(zip(records, scores[spec.key])):
@@ -49,10 +54,14 @@ def _pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Sequence[A
                 failed += 1
             elif ok:
                 rest.append(float(s.value)), rest_idx.append(i)
-        if idx or failed:
+        if idx or failed or labelled is not None:
             out[spec.key] = {"idx": idx, "human": human, "judge": judge, "unlabelled": rest, "rest_idx": rest_idx,
                              "failed": failed,
                              "kind": scales.get(name, (None,))[0], "scale": scales.get(name)}
+            if labelled is not None:
+                out[spec.key]["presence"] = (_presence(records, idx), _presence(records, rest_idx))
+    if labelled is not None:
+        return out
     verdicts = label_verdicts(specs, records)
     if verdicts is not None and verdicts[0]:
         out[VERDICT_KEY] = verdict_pairs(*verdicts)
@@ -115,14 +124,14 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
                 seed: int = SEED, target_halfwidth: float | None = DEFAULTS["target_halfwidth"],
                 pairs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``{"agreement": {key: {...}}, "disagreements": {column: [...]}}``, empty when nothing is labelled.
-    ``pairs``: what :func:`_pairs` gives, taken beforehand (a streamed run: ``records`` then maps the index
+    ``pairs``: what :func:`label_pairs` gives, taken beforehand (a streamed run: ``records`` then maps the index
     of each disagreement it may show to its id, query and answer)."""
     from ragexp.stats.agreement import judge_agreement, labels_for_halfwidth
     from ragexp.stats.ppi import ppi_mean
 
     section: dict[str, Any] = {}
     table: dict[str, list] = {c: [] for c in DISAGREEMENT_COLUMNS}
-    for key, p in (_pairs(specs, scores, records) if pairs is None else pairs).items():
+    for key, p in (label_pairs(specs, scores, records) if pairs is None else pairs).items():
         if not p["idx"]:
             section[key] = {"metric": key, "n": 0, "labelled_not_scored": p["failed"], "statistics": {}}
             continue
@@ -138,8 +147,7 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
             c = ppi_mean(p["human"], p["judge"], p["unlabelled"], confidence=confidence,
                          clusters=None if clusters is None else [clusters[i] for i in p["idx"] + p["rest_idx"]])
             entry["corrected"] = c.as_dict()
-            selection = _selection(records, p["idx"], p["rest_idx"]) if min(len(p["idx"]), len(p["rest_idx"])) >= 5 \
-                else None
+            selection = _selection(records, p) if min(len(p["idx"]), len(p["rest_idx"])) >= 5 else None
             if selection:
                 entry["corrected"]["selection"] = selection
                 entry.setdefault("warnings", []).append(
@@ -168,20 +176,28 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
 _ABSENT = (None, "", "N/A", "n/a", "NA", [], ())
 
 
-def _selection(records: Sequence[Any], labelled: Sequence[int], unlabelled: Sequence[int]) -> str | None:
-    """A field present in (nearly) every labelled record and (nearly) no unlabelled one, or the reverse: the
-    labels were not drawn at random (said as 'field contexts (present in 100% of labelled, 0% of unlabelled)')."""
-    def present(i: int, name: str) -> bool:
-        r = records[i]
-        value = getattr(r, name, None) if name in FIELDS else (r.extra or {}).get(name)
+def _presence(records: Sequence[Any], indices: Sequence[int]) -> Counter:
+    """How many of these records have each field, and each key of their ``extra``, with a value (not in _ABSENT)."""
+    def there(value: Any) -> bool:
         return not any(value is a or (type(value) is type(a) and value == a) for a in _ABSENT)
 
-    names = list(FIELDS) + sorted({k for i in list(labelled) + list(unlabelled) for k in (records[i].extra or {})})
-    for name in names:
+    out: Counter = Counter()
+    for i in indices:
+        r = records[i]
+        out.update([f for f in FIELDS if there(getattr(r, f, None))] +
+                   [k for k, v in (r.extra or {}).items() if k not in FIELDS and there(v)])
+    return out
+
+
+def _selection(records: Sequence[Any], p: Mapping[str, Any]) -> str | None:
+    """A field present in (nearly) every labelled record and (nearly) no unlabelled one, or the reverse: the
+    labels were not drawn at random (said as 'field contexts (present in 100% of labelled, 0% of unlabelled)').
+    ``p["presence"]``, when given, holds the two :func:`_presence` counts (a streamed run keeps no record)."""
+    lab, rest = p.get("presence") or (_presence(records, p["idx"]), _presence(records, p["rest_idx"]))
+    for name in [*FIELDS, *sorted((lab.keys() | rest.keys()) - set(FIELDS))]:
         if name in ("id", "human", "label"):
             continue
-        a = sum(present(i, name) for i in labelled) / len(labelled)
-        b = sum(present(i, name) for i in unlabelled) / len(unlabelled)
+        a, b = lab[name] / len(p["idx"]), rest[name] / len(p["rest_idx"])
         if abs(a - b) >= 0.5:
             return f"field {name} (present in {a:.0%} of labelled, {b:.0%} of unlabelled)"
     return None

@@ -18,7 +18,7 @@ import math
 import warnings
 from array import array
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -54,11 +54,14 @@ class ChunkPart:
     verdicts: tuple[list[int], list[float], list[float]] | None = None  # ragexp.core.labels.label_verdicts
     disagreeing: list[tuple[int, Any]] = field(default_factory=list)  # (index, id/query/answer) of the first ones
     usage: dict[str, float] = field(default_factory=dict)  # the judge's counters for this chunk (judge/…)
+    pairs: dict[str, dict] = field(default_factory=dict)  # judge metric → ragexp.core.labels.label_pairs, "shown" added
 
 
-def score_chunk(records: list, specs: list[MetricSpec], judge: Any = None) -> ChunkPart:
+def score_chunk(records: list, specs: list[MetricSpec], judge: Any = None,
+                labelled: Collection[str] | None = None) -> ChunkPart:
     """Every sample-level metric of ``specs`` on ``records`` (one process), and the confusion parts; the judge
-    metrics' too when a ``judge`` (:class:`ragexp.judge.engine.Judge`) is given."""
+    metrics' too when a ``judge`` (:class:`ragexp.judge.engine.Judge`) is given, with their pairs of people's
+    labels and the judge's values when the run has labels (``labelled``: the run's label keys)."""
     usage: dict[str, float] = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
@@ -74,8 +77,13 @@ def score_chunk(records: list, specs: list[MetricSpec], judge: Any = None) -> Ch
     stages = dict.fromkeys(stage for r in records for stage in (r.timings or {}))
     timings = {stage: [(r.timings or {}).get(stage, _NAN) for r in records] for stage in stages}
     notes = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
-    from ragexp.core.labels import MAX_DISAGREEMENTS, label_verdicts
+    from ragexp.core.labels import MAX_DISAGREEMENTS, label_pairs, label_verdicts
 
+    pairs = label_pairs(specs, scores, records, labelled) if judge is not None and labelled else {}
+    for key, p in pairs.items():  # the rows the disagreements table may show: the largest differences first
+        rows = sorted((-abs(h - j), i) for i, h, j in zip(p["idx"], p["human"], p["judge"]) if h != j)
+        p["shown"] = [(d, i, _Shown(records[i].id, records[i].query, records[i].answer), scores[key][i])
+                      for d, i in rows[:MAX_DISAGREEMENTS]]
     verdicts = label_verdicts(specs, records)
     disagreeing = []
     if verdicts is not None:
@@ -84,7 +92,7 @@ def score_chunk(records: list, specs: list[MetricSpec], judge: Any = None) -> Ch
                 r = records[i]
                 disagreeing.append((i, _Shown(r.id, r.query, r.answer)))
     return ChunkPart(len(records), per_sample_columns(records, scores), values, statuses, ratios, timings, notes,
-                     verdicts, disagreeing, usage)
+                     verdicts, disagreeing, usage, pairs)
 
 
 @dataclass
@@ -139,6 +147,8 @@ class Tally:
         self.disagreeing: dict[int, Any] = {}
         self.usage: dict[str, float] = {}  # the judge's counters, summed over the chunks
         self.failed: dict[str, str] = {}  # judge metric → the first reason a verdict failed (ragexp.judge.judge_failed)
+        self.paired = columns("pairs")  # (judge metric, idx / human / judge / unlabelled / rest_idx) → its column
+        self.pairs: dict[str, dict] = {}  # judge metric → failed, kind, scale, presence, shown (ragexp.core.labels)
 
     def add(self, part: ChunkPart) -> None:
         for key, n in part.usage.items():
@@ -170,6 +180,17 @@ class Tally:
             self.verdicts.extend(2, part.verdicts[2])
         from ragexp.core.labels import MAX_DISAGREEMENTS
 
+        for key, p in part.pairs.items():
+            t = self.pairs.setdefault(key, {"failed": 0, "kind": p["kind"], "scale": p["scale"],
+                                            "presence": (Counter(), Counter()), "shown": []})
+            for name in ("idx", "rest_idx"):
+                self.paired.extend((key, name), [i + self.n for i in p[name]], "q")
+            for name in ("human", "judge", "unlabelled"):
+                self.paired.extend((key, name), p[name])
+            t["failed"] += p["failed"]
+            t["presence"][0].update(p["presence"][0]), t["presence"][1].update(p["presence"][1])
+            t["shown"] = sorted(t["shown"] + [(d, i + self.n, *rest) for d, i, *rest in p["shown"]],
+                                key=lambda row: row[:2])[:MAX_DISAGREEMENTS]
         for i, shown in part.disagreeing[: MAX_DISAGREEMENTS - len(self.disagreeing)]:
             self.disagreeing[i + self.n] = shown
         self.n += part.n
@@ -201,14 +222,24 @@ class Tally:
         return values, counts
 
     def trust(self, *, resamples: int, confidence: float, seed: int, target_halfwidth: float | None) -> dict[str, Any]:
-        """As :func:`ragexp.core.labels.judge_trust` over the whole run (no judge metric: the keyword
-        verdict's agreement with ``label``), empty when nothing is labelled."""
+        """As :func:`ragexp.core.labels.judge_trust` over the whole run (the judge metrics' agreement with people's
+        labels, the keyword verdict's with ``label``), empty when nothing is labelled."""
         from ragexp.core.labels import VERDICT_KEY, judge_trust, verdict_pairs
 
-        if 0 not in self.verdicts or not len(self.verdicts[0]):
+        pairs: dict[str, Any] = {}
+        shown, scores = dict(self.disagreeing), {}
+        for key, t in self.pairs.items():
+            p = {name: self.paired[key, name].tolist() for name in ("idx", "human", "judge", "unlabelled", "rest_idx")}
+            if p["idx"] or t["failed"]:
+                pairs[key] = {**p, "failed": t["failed"], "kind": t["kind"], "scale": t["scale"],
+                              "presence": t["presence"]}
+                scores[key] = {i: sc for _, i, _, sc in t["shown"]}
+                shown.update({i: r for _, i, r, _ in t["shown"]})
+        if 0 in self.verdicts and len(self.verdicts[0]):
+            pairs[VERDICT_KEY] = verdict_pairs(*(self.verdicts[i].tolist() for i in range(3)))
+        if not pairs:
             return {}
-        pairs = {VERDICT_KEY: verdict_pairs(*(self.verdicts[i].tolist() for i in range(3)))}
-        return judge_trust(self.specs, {}, self.disagreeing, resamples=resamples, confidence=confidence, seed=seed,
+        return judge_trust(self.specs, scores, shown, resamples=resamples, confidence=confidence, seed=seed,
                            target_halfwidth=target_halfwidth, pairs=pairs)
 
     def stage_latencies(self) -> dict[str, float]:

@@ -85,7 +85,7 @@ class _Survey(RecordSink):
         self.questions, self.outputs = FieldsDigest(QUESTION_FIELDS), FieldsDigest(("id", *OUTPUT_FIELDS))
         self.shape: dict[str, list] = {}  # field → [first truthy value, first non-None value, a record lacks it]
         self.labelled = False
-        self.human = False  # a record holds people's labels of metrics (record.human)
+        self.human: set[str] = set()  # the keys of people's labels of metrics (record.human)
         self.stages: set[str] = set()  # pipeline stages a record timed
         self.depth = 0  # the most passages a record has
 
@@ -110,7 +110,7 @@ class _Survey(RecordSink):
                         s[0] = v
             self.n += 1
         self.labelled = self.labelled or any(r.label is not None or r.human for r in chunk)
-        self.human = self.human or any(r.human for r in chunk)
+        self.human.update(k for r in chunk for k in (r.human or {}))
         self.stages.update(s for r in chunk for s in (r.timings or {}))
         self.depth = max(self.depth, max((len(r.context_ids or r.contexts or ()) for r in chunk), default=0))
 
@@ -213,7 +213,7 @@ class _RayScorer(_Scorer):
     back in order; the specs sent to the object store once."""
 
     def __init__(self, size: int, specs: list, table: Any, address: str, in_flight: int | None, bar: Any,
-                 columns: Any = None, judge: Any = None) -> None:
+                 columns: Any = None, judge: Any = None, labelled: set[str] = frozenset()) -> None:
         from ragexp._compat import import_ray, ray_exposed
 
         ray = import_ray(address)  # a local instance listens on 127.0.0.1 only
@@ -236,12 +236,13 @@ class _RayScorer(_Scorer):
         if judge is not None and judge.requests_per_minute:  # the run's rate, shared by the tasks asking at once
             judge = dataclasses.replace(judge, requests_per_minute=judge.requests_per_minute / self.processes)
         self.judge = judge
+        self.labelled = labelled  # the run's label keys: each chunk pairs them with its judge's values
         self.in_flight = int(in_flight) if in_flight else 2 * self.processes
         self.nodes: set[str] = set()
         self.judge_calls: dict[str, int] = {}  # node → the calls its tasks sent to the judge
 
     def __call__(self, chunk: list) -> None:
-        self.pending.append(self.task.remote(chunk, self.specs_ref, self.judge))
+        self.pending.append(self.task.remote(chunk, self.specs_ref, self.judge, self.labelled))
         while len(self.pending) > self.in_flight:
             self._take_ref(self.pending.popleft())
 
@@ -279,11 +280,11 @@ class _RayScorer(_Scorer):
 _RAY_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "RAGEXP_DATA_DIR")
 
 
-def _score_on_node(chunk: list, specs: list, judge: Any = None) -> tuple[str, ChunkPart]:
+def _score_on_node(chunk: list, specs: list, judge: Any = None, labelled: Any = ()) -> tuple[str, ChunkPart]:
     """A Ray task: the chunk's scores, and the node that computed them."""
     import ray
 
-    return ray.get_runtime_context().get_node_id(), score_chunk(chunk, specs, _node_judge(judge))
+    return ray.get_runtime_context().get_node_id(), score_chunk(chunk, specs, _node_judge(judge), labelled)
 
 
 _JUDGES: dict[str, Any] = {}
@@ -311,9 +312,9 @@ def _judge_settings(cfg: DictConfig, specs: list) -> tuple[Any, str | None]:
     if judge.cache is not None:
         judge.cache.close()
     s = judge.settings
-    for name, why in (("samples", "judge.samples > 1 (its noise statistics)"), ("examples", "judge.examples"),
-                      ("max_cost_usd", "judge.max_cost_usd (one budget for the whole run)")):
-        if getattr(s, name) not in (None, 0, 1):
+    for refused, why in ((s.samples > 1, "judge.samples > 1 (its noise statistics)"), (s.examples, "judge.examples"),
+                         (s.max_cost_usd is not None, "judge.max_cost_usd (one budget for the whole run)")):
+        if refused:
             return None, why
     return dataclasses.replace(s, cache_path=str(s.resolved_cache_path())), None
 
@@ -347,8 +348,6 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
         dataset = runner.load_dataset(cfg.dataset)
     if build_pipeline(cfg, dataset) is not None:
         return _in_memory(ex, "a pipeline")
-    if judge is not None and survey.human:
-        return _in_memory(ex, "the judge's agreement with people's labels")
     specs, skipped = check_fields(specs, [_Present(survey.fields())], dataset.name, all_that_apply)
     stats_cfg = stats_settings(plain(cfg.get("stats")))
     runner.check_store_step(tracking)
@@ -363,10 +362,10 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     # the per-sample numbers the statistics need, on disk: memory does not grow with the records
     kept = Path(tempfile.mkdtemp(prefix="ragexp_columns_"))
     atexit.register(shutil.rmtree, kept, True)
-    columns = {group: ColumnFiles(kept / group) for group in ("values", "ratios", "timings", "verdicts")}
+    columns = {group: ColumnFiles(kept / group) for group in ("values", "ratios", "timings", "verdicts", "pairs")}
     if ex["mode"] == "ray":
         scorer: _Scorer = _RayScorer(size, specs, table, str(ex["address"]), ex["in_flight"], bar, columns.get,
-                                     judge if any(s.info.judge for s in specs) else None)
+                                     judge if any(s.info.judge for s in specs) else None, survey.human)
     else:
         scorer = _Scorer(size, specs, table, processes_for(ex["processes"]), bar, columns.get)
     try:
@@ -447,11 +446,18 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
             raise JudgeFailed(f"{failed}. Each sample's reason is in {where}; nothing was logged", outcome=outcome)
     if save:
         runner.log_step(tracking, folder, summary, record)
-        if tracking.get("enabled", True) and tracking.get("traces", 1) != 0:
-            print("Traces: none for a run scored in chunks (execution.mode=memory logs them); "
-                  "every sample is in per_sample.parquet")
-    shutil.rmtree(kept, True)  # the pictures were the last to read the columns
+        if tracking.get("enabled", True) and tracking.get("traces", 1) != 0 and summary.get("run_id"):
+            from ragexp.tracking.traces import log_streamed_traces  # the samples a run in memory logs
+
+            line = log_streamed_traces(table.path, tally.timings, OmegaConf.to_container(cfg, resolve=True),
+                                       summary["tracking_uri"], summary["run_id"], summary["dataset_digest"])
+            if line:
+                print(line)
+    shutil.rmtree(kept, True)  # the pictures and traces were the last to read the columns
     table.plot_columns = {}
+    from ragexp.core.scoring import clear_text_caches
+
+    clear_text_caches()  # the caller's process keeps no text of the run (docs/performance.md, "Scale")
     return outcome
 
 
