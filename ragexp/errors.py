@@ -173,19 +173,17 @@ def config_error_line(exc: BaseException) -> str:
     ``metric=precision`` (an old name) → ``metric=precision is now called keyword_verdict_precision: …``;
     ``foo=1`` → ``Could not override 'foo'. To append to your config use +foo=1 (Key 'foo' is not in struct)``.
     """
+    from ragexp.common.renamed import current_key
+
     missing, options = getattr(exc, "missing_cfg_file", None), getattr(exc, "options", None)
     if missing and options is not None:
         group, _, option = str(missing).rpartition("/")
-        from ragexp.common.renamed import current_key
-
         if group == "metric" and current_key(option) != option:  # an old key: say its new name
             return f"metric={option} is now called {current_key(option)}: write metric={current_key(option)}"
         return f"no option '{option}' in group '{group}'; the options are: {', '.join(options)}"
     text = str(exc).split("Config search path:")[0]
     old = re.match(r"Could not override 'metric\.(\w+)((?:\.\w+)*)'", text)
     if old:  # metric.accuracy.threshold=… of a suite that now holds keyword_verdict_accuracy
-        from ragexp.common.renamed import current_key
-
         name, rest = old.groups()
         if current_key(name) != name:
             new = current_key(name)

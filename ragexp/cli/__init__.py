@@ -8,6 +8,7 @@ import re
 import sys
 import warnings
 from typing import Any, Callable, Sequence
+from ragexp.errors import GateFailed, RagexpError, RenamedKeyWarning, config_error_line
 
 _GATE_ARG = re.compile(r"^gate\.(min|max_drop)\.[^=]+=")
 
@@ -24,8 +25,6 @@ def add_override_prefix(argv: Sequence[str]) -> list[str]:
 def _one_line(default: Callable[..., Any]) -> Callable[..., Any]:
     """``warnings.showwarning`` printing a :class:`~ragexp.errors.RenamedKeyWarning` as one
     ``ragexp: warning:`` line; every other warning as ``default`` shows it."""
-    from ragexp.errors import RenamedKeyWarning
-
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, RenamedKeyWarning):
             print(f"ragexp: warning: {message}", file=sys.stderr)
@@ -45,7 +44,6 @@ def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None
     from omegaconf.errors import OmegaConfBaseException
 
     from ragexp.common.secrets import ScrubbingStream
-    from ragexp.errors import GateFailed, config_error_line
 
     if not isinstance(sys.stdout, ScrubbingStream):
         sys.stdout = ScrubbingStream(sys.stdout)
@@ -69,7 +67,6 @@ def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None
         if full_error is not None:
             raise
         from ragexp.common.extras import missing_extra_line
-        from ragexp.errors import RagexpError
 
         if missing_extra_line(exc):  # an optional package missing: the extra to install, not a traceback
             print(f"ragexp: error: {missing_extra_line(exc)}", file=sys.stderr)

@@ -20,6 +20,9 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from omegaconf import DictConfig
 
 from ragexp.common.paths import conf_dir, plain
 from ragexp.errors import ConfigError, RagexpError
+from ragexp.tracking.store import artifact_root, require_existing_store, resolve_uri, ui_command
 
 HOST = "127.0.0.1"
 
@@ -53,8 +57,6 @@ def store_of_folder(folder: str | Path) -> str:
 
 def choose_store(tracking_uri: str | None, folder: str | None) -> str:
     """``folder=`` first, then ``tracking.uri`` / ``$MLFLOW_TRACKING_URI`` / ``./mlflow.db``; checked to exist."""
-    from ragexp.tracking.store import require_existing_store, resolve_uri, ui_command
-
     uri = store_of_folder(folder) if folder else resolve_uri(tracking_uri)
     if uri.startswith(("http://", "https://")):
         raise ConfigError(f"{uri} is a tracking server already: {ui_command(uri)}")
@@ -77,8 +79,6 @@ def _port(port: int) -> int:
 
 def server_command(uri: str, port: int, workers: int = 1) -> list[str]:
     """MLflow's server on ``uri`` at 127.0.0.1:``port``; new experiments keep artifacts beside a SQLite store."""
-    from ragexp.tracking.store import artifact_root
-
     cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", HOST,
            "--port", str(port), "--workers", str(workers)]
     root = artifact_root(uri)
@@ -88,9 +88,6 @@ def server_command(uri: str, port: int, workers: int = 1) -> list[str]:
 
 
 def _answers(url: str) -> bool:
-    import urllib.error
-    import urllib.request
-
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
             return r.status == 200
@@ -126,10 +123,6 @@ def runs_page(url: str, experiment: str) -> str | None:
     saved its view (:func:`ragexp.tracking.leaderboard.share_view`), the link opens it: the last sweep's
     children unfolded, best first, with their headline metrics as columns.
     """
-    import urllib.error
-    import urllib.parse
-    import urllib.request
-
     query = urllib.parse.urlencode({"experiment_name": experiment})
     try:
         with urllib.request.urlopen(f"{url}/api/2.0/mlflow/experiments/get-by-name?{query}", timeout=5) as r:

@@ -8,6 +8,7 @@ dataset, and the digest of the questions that tells two runs over the same evalu
 
 from __future__ import annotations
 
+import json
 from itertools import islice
 from typing import Any, Iterator
 
@@ -106,8 +107,6 @@ def _extra_columns(records, taken: set[str]) -> dict[str, list]:
     """The records' other input keys (docs/records.md: kept, not scored), one column each in first-seen order:
     a dot in a key becomes ``_`` (see :data:`STATUS_SUFFIX`); a column whose values are not all of one plain type
     (text, number, boolean) holds each value as JSON text, so the Parquet table takes it."""
-    import json
-
     out: dict[str, list] = {}
     keys = dict.fromkeys(k for r in records for k in r.extra if not str(k).startswith("_"))
     for key in keys:
@@ -165,8 +164,6 @@ def split_json_parts(columns: dict[str, list], rows_per_part: int = 1000) -> Ite
     MLflow table (``{"columns": [...], "data": [[row], ...]}``): a missing or non-finite number is
     ``null``, text ASCII with ``\\u`` escapes, floats to their shortest exact digits; in pieces of
     ``rows_per_part`` rows, to write one after the other."""
-    import json
-
     yield '{"columns":' + json.dumps(list(columns), separators=(",", ":")) + ',"data":['
     rows = zip(*columns.values())
     first = True
@@ -246,7 +243,6 @@ class FieldsDigest:
 
     def __init__(self, fields) -> None:
         import hashlib
-        import json
 
         self.fields = tuple(fields)
         self._hash = hashlib.sha256()

@@ -9,6 +9,7 @@ canonical fields (docs/records.md#fields), and validates every record through
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import itertools
 import json
@@ -284,8 +285,6 @@ def _surrogate_free(value: Any) -> bool:
 def collector_paused() -> Iterator[None]:
     """The garbage collector waits while a dataset is read: reading makes millions of objects and no
     reference cycle, and each collection would walk every record read so far again."""
-    import gc
-
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -323,8 +322,6 @@ def streamed(sink: RecordSink) -> Iterator[None]:
 
 def _hand(sink: Any, records: list) -> int:
     """Hand a chunk of records to a streaming sink with the collector on (reading runs with it off); their count."""
-    import gc
-
     gc.enable()
     try:
         sink(records)

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping
 
 from ragexp.core.labels import CONFUSION_METRICS
 from ragexp.stats.intervals import CONFIDENCE, METHOD, RESAMPLES
+from ragexp.metrics.base import REGISTRY, load_all
 
 
 def progress(enabled: bool, desc: str, total: int | None = None):
@@ -71,8 +72,6 @@ MAX_ROWS = 25
 def family(key: str) -> str:
     """The family a console row belongs to: its metric's module (``hit_rate/k3`` → ``ranked``), ``latency``
     for seconds, ``people's labels`` for agreement rows, ``run`` for judge and pipeline counts."""
-    from ragexp.metrics.base import REGISTRY, load_all
-
     base = key.split("/", 1)[0]
     if base in ("latency", "avg_latency"):
         return "latency"
@@ -90,8 +89,6 @@ def family(key: str) -> str:
 def scale(key: str) -> str:
     """A row's scale where it is not a share in [0, 1]: ``0–100`` (BLEU), ``0–5`` (a 0–5 judge score),
     ``s`` (seconds), ``count``."""
-    from ragexp.metrics.base import REGISTRY, load_all
-
     base = key.split("/", 1)[0]
     if base in ("latency", "avg_latency"):
         return "s"

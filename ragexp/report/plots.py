@@ -6,10 +6,12 @@ job or an ssh session has no display, and the figure only has to become a file.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from ragexp.stats.intervals import CONFIDENCE
+from ragexp.metrics.base import direction, load_all
 
 
 def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
@@ -158,10 +160,6 @@ HEADLINE_MAX = 8
 
 def _ranges(keys: list[str]) -> dict[str, tuple[float, float] | None]:
     """Each metric's range from the registry (``ndcg/k10`` → ``ndcg``'s), None when unbounded (latency)."""
-    import math
-
-    from ragexp.metrics.base import load_all
-
     registry = load_all()
     out: dict[str, tuple[float, float] | None] = {}
     for key in keys:
@@ -309,8 +307,6 @@ def histograms(per_sample: dict[str, list], keys: list[str], title: str, path: s
     at the right), the mean as a dashed line; the row says the mean, n, and how many had no value.
     ``per_sample``: plain columns; ``of``: how many metric keys the run has (the title
     says these are the first ``len(keys)`` of them)."""
-    import math
-
     from ragexp.core.results import status_column
 
     ranges = _ranges(keys)
@@ -374,8 +370,6 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
     each cell the child's mean, annotated. Colour per column, from that column's worst (light) to its
     best (dark) child, direction-aware (a lower latency is darker); a child without the value is blank.
     The column heading gives n when every child has the same, else each cell does."""
-    from ragexp.metrics.base import direction
-
     if not rows or not keys:
         return None
     import matplotlib

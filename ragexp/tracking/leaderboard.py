@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED
+from ragexp.metrics.base import direction, load_all
 
 LEADERBOARD_FILE = "leaderboard.json"
 PLOT_FILE = "leaderboard.png"
@@ -74,8 +75,6 @@ def answers_recorded(summaries: list[Mapping[str, Any]]) -> bool:
 
 def reads_answer(key: str) -> bool:
     """Whether the metric of ``key`` reads the record's answer (``answer_token_f1``: yes; ``context_recall``: no)."""
-    from ragexp.metrics.base import load_all
-
     info = load_all().get(key.split("/", 1)[0])
     try:
         return info is not None and "answer" in info.required_fields()
@@ -114,8 +113,6 @@ def headline_columns(board: dict[str, Any], others: dict[str, dict[str, Any]]) -
 
 def higher_is_better(key: str) -> bool:
     """From the metric registry (``ndcg/k10`` → ``ndcg``); ``latency/<stage>`` is lower-is-better."""
-    from ragexp.metrics.base import direction
-
     return direction(key)[0]
 
 

@@ -32,6 +32,8 @@ from ragexp.tracking.store import (FAILURE_TAG, first_line, bounded_http, creati
                     owner_tags, resolve_uri, retrying)
 from ragexp.tracking.launch import PARENT_ENV, PARENT_URI_ENV, find_parent_run, git_commit
 from ragexp.errors import DataError, SaveError, Terminated, TrackingError
+from ragexp.tracking.tables import replacing, table_writers
+from ragexp.core.results import FULL_TABLE_FILE, QUESTION_FIELDS, split_json_parts, table_columns, table_note
 
 #: The files a results folder holds. ``mlflow_run.json`` (everything MLflow needs besides the files) is
 #: written first, then the tables, then the pictures: a folder is uploadable from its first file on,
@@ -55,8 +57,6 @@ class RunRecord:
 def _write(path: Path, text: Any) -> None:
     """``text`` (a string, or an iterable of strings written one by one) into ``path`` atomically:
     a private temporary file renamed into place, removed when the write fails."""
-    from ragexp.tracking.tables import replacing
-
     with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for part in ([text] if isinstance(text, str) else text):
             fh.write(part)
@@ -97,9 +97,6 @@ def save_results(
     """
     import yaml
 
-    from ragexp.core.results import split_json_parts, table_note
-    from ragexp.tracking.tables import table_writers
-
     folder = Path(folder)
     rows = tracking.get("table_rows", 5000)
     streamed = hasattr(per_sample, "finish")
@@ -125,8 +122,6 @@ def save_results(
     step(CONFIG_FILE, lambda: _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False,
                                                                           allow_unicode=True)))
     if streamed:  # its cells were scrubbed chunk by chunk
-        from ragexp.core.results import FULL_TABLE_FILE, table_columns
-
         step(TABLE_FILE, lambda: _write(folder / TABLE_FILE, split_json_parts(table_columns(per_sample.shown()))))
         step(FULL_TABLE_FILE, lambda: per_sample.finish(folder / FULL_TABLE_FILE))
         full = per_sample.plot_columns
@@ -223,8 +218,6 @@ def _dataset_shape(columns: Mapping[str, list]) -> dict[str, Any]:
     covers, ``results.QUESTION_FIELDS``), kept in ``mlflow_run.json`` instead of the rows: their number,
     and per column two rows of its kinds of value ("" a text, [""] a non-empty list, [] an empty one,
     None where a row lacks the field), from which MLflow infers the schema it gives every row."""
-    from ragexp.core.results import QUESTION_FIELDS
-
     kinds = {}
     for c, v in columns.items():
         if c in QUESTION_FIELDS:
@@ -363,7 +356,6 @@ def _log_contents(client: Any, run: Any, folder: Path, manifest: Mapping[str, An
     from mlflow.entities import Metric, Param, RunTag
 
     from ragexp.report.plots import CONFUSION_PLOT, RUN_PLOT_FILES
-    from ragexp.core.results import FULL_TABLE_FILE
 
     run_id, artifact_uri = run.info.run_id, run.info.artifact_uri
     params = [Param(k, v) for k, v in manifest["params"].items()]

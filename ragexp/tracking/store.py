@@ -17,6 +17,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
+from urllib.parse import urlparse
 
 from ragexp.common.paths import artifact_root, env_defaults, sqlite_path, store_uri  # noqa: F401 - artifact_root: used here and by cli.ui
 from ragexp._compat import ALEMBIC_TMP, MLFLOW_TABLES, drop_leftover_migration_tables, is_mlflow_store
@@ -176,8 +177,6 @@ def require_existing_store(uri: str) -> None:
 
 def _check_shape(uri: str) -> None:
     """The URI names a store MLflow can use, and a local one can be written: one line if not."""
-    from urllib.parse import urlparse
-
     scheme = urlparse(uri).scheme.split("+", 1)[0]
     if scheme not in _SCHEMES:
         raise TrackingError(
@@ -331,8 +330,6 @@ STORE_DEADLINE_S = 90
 
 
 def _database_scheme(uri: str) -> str | None:
-    from urllib.parse import urlparse
-
     scheme = urlparse(uri).scheme.split("+", 1)[0]
     return scheme if scheme in ("postgresql", "mysql", "mssql") else None
 

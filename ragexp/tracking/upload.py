@@ -25,9 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--again", action="store_true", help="log a folder even if it was logged before")
     args = ap.parse_args(argv)
 
-    from ragexp.common.secrets import redact_url, restore_url
+    from ragexp.common.secrets import redact_url, restore_url, scrub
     from ragexp.tracking.log import MANIFEST_FILE, log_run, read_manifest
-    from ragexp.common.secrets import scrub
     from ragexp.tracking.callbacks import close_after_upload
     from ragexp.tracking.store import check_store, first_line, ui_command
     from ragexp.tracking.traces import log_folder_traces
