@@ -253,8 +253,7 @@ class Tally:
             out[f"latency/{stage}"] = math.fsum(a) / len(a)
         return out
 
-    def intervals(self, *, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
-                  method: str = "percentile") -> dict[str, Any]:
+    def intervals(self, *, resamples: int, confidence: float, seed: int, method: str) -> dict[str, Any]:
         """As :func:`ragexp.core.scoring.uncertainty` without clusters: one draw shared by every interval."""
         from ragexp.stats.intervals import joint_intervals
 
