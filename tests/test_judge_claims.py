@@ -72,12 +72,12 @@ def test_through_the_local_judge_server(server, tmp_path):
     assert detail["relations"] == [[E, N], [N, N]]  # the empty passage is not asked
     tasks = server.tasks()
     # claims asked once per answer and shared with answer_consistency; 2 claims x 2 passages checked
-    assert tasks["main_points"] == 2 and tasks["entailment"] == 2 * 2
+    assert tasks["points"] == 2 and tasks["relation"] == 2 * 2
 
 
 def test_an_unreadable_relation_is_a_parse_error_with_both_replies(server, tmp_path):
     specs = judge_specs("claim_faithfulness")
-    server.script = lambda r: Reply(text="It depends.") if r.task == "entailment" else None
+    server.script = lambda r: Reply(text="It depends.") if r.task == "relation" else None
     scores, _ = _judge(server, tmp_path, specs).score(
         [Record("x", "q", answer="Paris is the capital.", contexts=["Paris is the capital."])], specs)
     s = scores["claim_faithfulness"][0]

@@ -58,7 +58,7 @@ def test_nothing_retrieved_is_zero_without_asking(server, score):
 def test_nothing_retrieved_answer_consistency_asks_only_for_the_main_points(server, score):
     scores = score([rec(contexts=[], answer="Paris is the capital. It is large.")], "answer_consistency")
     assert values(scores) == {"answer_consistency": (0 / 2, "ok")}  # two points, none derivable from nothing
-    assert server.tasks() == {"main_points": 1}  # no support verdict asked
+    assert server.tasks() == {"points": 1}  # no support verdict asked
 
 
 def test_an_answer_without_a_main_point_is_undefined_even_with_nothing_retrieved(server, score):
@@ -66,7 +66,7 @@ def test_an_answer_without_a_main_point_is_undefined_even_with_nothing_retrieved
     scores = score([rec(contexts=[], answer="?"), rec(id="2", contexts=CONTEXTS, answer="?")], "answer_consistency")
     assert [(s.value, s.status) for s in scores["answer_consistency"]] == [(None, "undefined")] * 2
     assert "no main point" in scores["answer_consistency"][0].detail
-    assert server.tasks() == {"main_points": 1}  # the same answer's points: asked once, shared
+    assert server.tasks() == {"points": 1}  # the same answer's points: asked once, shared
 
 
 def test_an_empty_passage_among_others_is_relevant_to_nothing_and_counts(server, score):

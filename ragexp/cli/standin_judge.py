@@ -13,7 +13,10 @@ The tests start it in a thread on a free port (``tests/judge_server.py``) and po
 
 By default it answers like a careful judge would, deriving each verdict from the delimited
 material in the prompt with keyword overlap (:func:`sensible`); a request whose ``response_format``
-carries a JSON schema gets exactly one object with the schema's fields (``request.schema``). A test changes that per request
+carries a JSON schema gets exactly one object with the schema's fields (``request.schema``). A verdict
+without a rule of its own — a new judge metric's — is answered by one generic rule (:func:`generic`) on
+the fields of that schema or, without one, of the reply form the prompt shows (:func:`reply_form`): a
+new judge metric needs no edit here. A test changes that per request
 with ``server.script = fn``: ``fn(request)`` returns a :class:`Reply` (a status, a text, a delay,
 headers, a broken body…) or ``None`` for the sensible answer. ``request.attempt`` counts how many
 times the same messages were sent before, so "fail the first try, then answer" is one line.
@@ -113,17 +116,62 @@ def blocks(text: str) -> dict[str, list[str]]:
     return out
 
 
+#: the verdicts with a rule of their own in :func:`sensible`: the first key of the reply form → the task and the
+#: blocks its rule reads. Any other verdict, or one whose prompt lacks those blocks, gets the generic rule.
+TASKS = {"relevant": ("relevance", "question context"), "used": ("usage", "answer context"),
+         "score": ("similarity", "question reference_answer answer"), "supported": ("support", "statement"),
+         "fully_supported": ("full_support", "answer"), "questions": ("questions", "text"),
+         "answers": ("answers", "text"), "question": ("testset_question", "context"),
+         "answerable": ("testset_answerable", "question")}
+
+
+def rule_of(user: str) -> str | None:
+    """The task whose rule answers the prompt: the first key of its reply form names it (:data:`TASKS`), and
+    the prompt holds the blocks the rule reads; None: the generic rule answers (:func:`generic`)."""
+    keys = list(reply_form(user).get("properties", ())) or [""]
+    task, reads = TASKS.get(keys[0], ("", ""))
+    return task if task and set(reads.split()) <= set(blocks(user)) else None
+
+
 def task_of(user: str) -> str:
-    """Which verdict the prompt asks for, from the JSON key its reply format names."""
-    tail = user[user.rfind("</"):] if "</" in user else user
-    for key, task in (('"evidence"', "testset_question"), ('"answerable"', "testset_answerable"),
-                      ('"fully_supported"', "full_support"), ('"supported"', "support"), ('"relation"', "entailment"),
-                      ('"relevant"', "relevance"),
-                      ('"used"', "usage"), ('"score"', "similarity"), ('"points"', "main_points"),
-                      ('"questions"', "questions"), ('"answers"', "answers")):
-        if key in tail:
-            return task
-    return "unknown"
+    """Which verdict the prompt asks for: the task of its rule, else the first key of its reply form."""
+    return rule_of(user) or next(iter(reply_form(user).get("properties", ())), "unknown")
+
+
+def reply_form(user: str) -> dict[str, Any]:
+    """The JSON schema of the reply form a prompt shows on its last line starting with ``{``: ``true or false`` is
+    a boolean, ``"a" or "b"`` one of those strings, ``<integer from 0 to 5>`` a number in that range, any other
+    string a string, ``[...]`` a list of what its first item is; ``{}`` without a form (tests/test_judge_new_metric.py).
+    """
+    tail = user[max(user.rfind("</"), 0):]
+    line = next((x.strip() for x in reversed(tail.splitlines()) if x.strip().startswith("{")), "")
+    line = _ENUM.sub(lambda m: json.dumps({"$": {"type": "string", "enum": re.findall(r'"([^"]*)"', m.group())}}),
+                     line.replace("true or false", "true"))
+    line = _NUMBER.sub(lambda m: json.dumps({"$": _number(m.group(1))}), line)
+    try:
+        form = json.loads(line)
+    except ValueError:
+        return {}
+    return _schema(form) if isinstance(form, dict) else {}
+
+
+_ENUM = re.compile(r'"[^"]*"(?:\s+or\s+"[^"]*")+')
+_NUMBER = re.compile(r'(?<!")<([^<>"]*)>(?!")')
+
+
+def _number(words: str) -> dict[str, Any]:
+    nums = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", words)]
+    bounds = {"minimum": nums[0], "maximum": nums[-1]} if len(nums) > 1 else {}
+    return {"type": "integer" if "integer" in words else "number", **bounds}
+
+
+def _schema(value: Any) -> dict[str, Any]:
+    if isinstance(value, list):
+        return {"type": "array", "items": _schema(value[0] if value else "")}
+    if isinstance(value, dict):
+        return value["$"] if set(value) == {"$"} else {
+            "type": "object", "properties": {k: _schema(v) for k, v in value.items()}}
+    return {"type": {bool: "boolean", int: "integer", float: "number"}.get(type(value), "string")}
 
 
 def _share(part: str, whole: str) -> float:
@@ -141,7 +189,7 @@ def sensible(request: Request) -> dict[str, Any]:
     """A verdict a reasonable judge could give, derived from the prompt's delimited material only."""
     b = blocks(request.first_user)
     one = lambda name: b.get(name, [""])[0]  # noqa: E731
-    task = request.task
+    task = rule_of(request.first_user)
     if task == "relevance":
         ok = bool(keywords(one("question")) & keywords(one("context")))
         return {"relevant": ok, "reason": "shares terms with the question" if ok else "off topic"}
@@ -151,14 +199,9 @@ def sensible(request: Request) -> dict[str, Any]:
     if task == "similarity":
         share = _share(one("reference_answer"), one("answer"))
         return {"score": round(5 * share), "reason": f"{share:.2f} of the reference's terms"}
-    if task == "main_points":
-        return {"points": sentences(one("answer"))}
     if task == "support":
         ok = _share(one("statement"), "\n".join(b.get("context", []))) >= 0.5
         return {"supported": ok, "reason": "stated in the context" if ok else "not in the context"}
-    if task == "entailment":  # one claim against one passage: entailed when most of its terms are there
-        share = _share(one("statement"), one("context"))
-        return {"relation": "entailment" if share >= 0.5 else "neutral", "reason": f"{share:.2f} of its terms"}
     if task == "full_support":
         ctx = "\n".join(b.get("context", []))
         ok = all(_share(s, ctx) >= 0.5 for s in sentences(one("answer")))
@@ -167,13 +210,8 @@ def sensible(request: Request) -> dict[str, Any]:
         terms = sorted(keywords(one("text")), key=lambda t: (-len(t), t))[:3]
         return {"questions": [{"key_info": t, "question": f"Which term is {t}?"} for t in terms]}
     if task == "answers":
-        text_kw = keywords(one("text"))
-        answers = []
-        for q in b.get("question", []):
-            m = re.search(r"Which term is (.+)\?", q)
-            term = m.group(1) if m else ""
-            answers.append(term if term in text_kw else UNANSWERABLE)
-        return {"answers": answers}
+        terms = [(re.search(r"Which term is (.+)\?", q) or ["", ""])[1] for q in b.get("question", [])]
+        return {"answers": [t if t in keywords(one("text")) else UNANSWERABLE for t in terms]}
     if task == "testset_question":
         return testset_question(b.get("context", []), request.first_user)
     if task == "testset_answerable":
@@ -182,7 +220,37 @@ def sensible(request: Request) -> dict[str, Any]:
         ok = bool(q) and len(q & keywords(ctx)) / len(q) >= 0.6
         best = max(sentences(ctx), key=lambda s: len(q & keywords(s)), default="") if ok else ""
         return {"answerable": ok, "answer": best}
-    return {"error": "unknown task"}
+    form = reply_form(request.first_user)  # any other verdict: the generic rule, on the reply's fields
+    schema = request.schema or form
+    if not schema:
+        return {"error": "unknown task"}
+    props = {k: {**form.get("properties", {}).get(k, {}), **v} for k, v in schema.get("properties", {}).items()}
+    found = [m.group(3) for m in _TAG.finditer(request.first_user)] or [""]
+    return generic({"type": "object", "properties": props}, found[-1], "\n".join(found[:-1]))
+
+
+def generic(spec: dict[str, Any], text: str, earlier: str, item: bool = False) -> Any:
+    """The reply's fields (``spec``) from the share of ``text``'s terms (the prompt's last block) that ``earlier``
+    (the blocks before it) holds: at least half gives true, an enum's first value (else its second); a number is
+    that share of its range; a reason says the share; a list has one item per sentence of ``text``, each judged
+    on its own (its text fields are the sentence).
+
+    >>> spec = reply_form('{"grade": "pass" or "fail", "stars": <integer from 0 to 4>, "reason": "<why>"}')
+    >>> generic(spec, "Paris in France", "France: Paris, Lyon")  # 2 of its 3 terms
+    {'grade': 'pass', 'stars': 3, 'reason': '0.67 of its terms'}
+    """
+    share = _share(text, earlier)
+    kind = spec.get("type")
+    if "enum" in spec:
+        return spec["enum"][0 if share >= 0.5 else min(1, len(spec["enum"]) - 1)]
+    if kind in ("integer", "number"):
+        low, high = spec.get("minimum", 0), spec.get("maximum", 1)
+        return round(low + (high - low) * share) if kind == "integer" else low + (high - low) * share
+    if kind == "array":
+        return [generic(spec.get("items", {}), s, earlier, True) for s in sentences(text)]
+    if kind == "object":
+        return {k: generic(v, text, earlier, item) for k, v in spec.get("properties", {}).items()}
+    return share >= 0.5 if kind == "boolean" else text if item else f"{share:.2f} of its terms"
 
 
 #: words a question is made of whatever it asks about; the stand-in's answerability check leaves them out
