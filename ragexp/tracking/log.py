@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ragexp.version import __version__
+from ragexp.common.paths import conf_file
 from ragexp.common.secrets import redact, redact_url, redact_yaml_file, restore_url, scrub, scrub_columns
 from ragexp.tracking.store import (FAILURE_TAG, first_line, bounded_http, creation_lock, get_or_create_experiment, open_client,
                     owner_tags, resolve_uri, retrying)
@@ -98,7 +99,7 @@ def save_results(
     import yaml
 
     folder = Path(folder)
-    rows = tracking.get("table_rows", 5000)
+    rows = tracking["table_rows"] if "table_rows" in tracking else conf_file("tracking/local")["table_rows"]
     streamed = hasattr(per_sample, "finish")
     n = per_sample.rows if streamed else len(next(iter(per_sample.values()), []))
     saved: list[str] = []
@@ -329,7 +330,7 @@ def log_run(folder: Path, *, uri: str | None = None, record: RunRecord | None = 
         interrupted = not isinstance(exc, Exception)
         reason = (f"{interrupt_reason(exc)} while logging" if interrupted else f"logging failed: {first_line(exc)}")
         if run_id is not None:
-            _close_failed(uri, run_id, reason)
+            close_failed(uri, run_id, reason)
             if record is not None:
                 record.closed = run_id
         if interrupted:
@@ -433,13 +434,15 @@ def interrupt_reason(exc: BaseException) -> str:
     return f"stopped ({type(exc).__name__})"
 
 
-def _close_failed(uri: str, run_id: str, reason: str) -> None:
-    """Best effort: the run ends FAILED with its reason rather than RUNNING forever."""
+def close_failed(uri: str, run_id: str, reason: str, *, if_running: bool = False) -> None:
+    """Best effort: the run ends FAILED with its reason rather than RUNNING forever (``if_running``: only a run
+    still RUNNING, as a sweep's parent; one left open is closed as orphaned by the next start)."""
     try:
         with bounded_http():
             client = open_client(uri)
-            client.set_tag(run_id, FAILURE_TAG, reason)
-            client.set_terminated(run_id, "FAILED")
+            if not if_running or client.get_run(run_id).info.status == "RUNNING":
+                client.set_tag(run_id, FAILURE_TAG, reason)
+                client.set_terminated(run_id, "FAILED")
     except BaseException:  # noqa: BLE001 - the store may be the very thing that failed
         pass
 
