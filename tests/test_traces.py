@@ -145,6 +145,12 @@ def test_each_child_has_one_trace_per_sample_with_each_metric_as_feedback(sweep)
             assert trace.info.tags["ragexp.dataset_digest"] == child.data.tags["ragexp.dataset_digest"]
             root = next(s for s in trace.data.spans if s.parent_id is None)
             assert root.inputs == {"query": row["query"]}
+            # MLflow's execution time is the record's latency; each stage span lasts the seconds measured for it
+            assert root.end_time_ns - root.start_time_ns == round(row["latency_s"] * 1e9)
+            assert trace.info.execution_duration == round(row["latency_s"] * 1e9) // 1_000_000 > 0
+            stages = [s for s in trace.data.spans if s.attributes.get("ragexp.seconds") is not None]
+            assert stages and all(s.end_time_ns - s.start_time_ns == round(s.attributes["ragexp.seconds"] * 1e9)
+                                            for s in stages)
             assert root.outputs == {"answer": row["answer"]}
             roots.setdefault(rid, []).append(json.dumps(root.inputs, ensure_ascii=False))
             retriever = [s for s in trace.data.spans if s.span_type == "RETRIEVER"]
@@ -197,6 +203,72 @@ def test_a_cap_below_the_samples_logs_that_many_and_says_so(tmp_path, data_dir):
     assert run.data.tags["ragexp.traces"] == "7 of 50"
     assert "Traces: 7 of 50 samples (tracking.traces=7), a seeded sample stratified by status" in \
         run.data.tags["mlflow.note.content"]
+
+
+@pytest.mark.slow
+def test_an_apps_own_traces_get_ragexps_scores_and_are_linked_to_the_run(tmp_path):
+    """dataset=mlflow_traces on a LangChain app's autologged traces, the run logged to the app's store and
+    experiment: the run's traces are the app's own (no copies), each with every metric's feedback naming the run,
+    the person's reference not repeated; a run whose records have no timing says so on its traces."""
+    import mlflow
+    import traced_apps
+    from mlflow.entities import AssessmentSourceType
+
+    import ragexp
+    from ragexp.tracking.traces import DURATION_TAG, NOT_MEASURED
+
+    uri, before = f"sqlite:///{tmp_path / 'mlflow.db'}", mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        exp = mlflow.set_experiment("my-app").experiment_id
+        chain = traced_apps.langchain_app(k=3)
+        mlflow.langchain.autolog()
+        try:
+            for q in ("How many queens does a honeybee colony hold?", "How far away is the Moon?", "Why is sourdough sour?"):
+                chain.invoke(q)
+        finally:
+            mlflow.langchain.autolog(disable=True)
+        mlflow.flush_trace_async_logging()
+        app = {t.info.trace_id: t for t in mlflow.search_traces(locations=[exp], return_type="list")}
+        for n, trace_id in enumerate(app):  # a person's reference answer on each of the app's traces, ids on one
+            mlflow.log_expectation(trace_id=trace_id, name="expected_response", value="The queen.")
+            if n == 0:
+                mlflow.log_expectation(trace_id=trace_id, name="gt_context_ids", value=["bee-01"])
+        result = ragexp.evaluate("mlflow_traces", metric="[answer_token_f1,avg_latency,recall_at_k]", log=uri,
+                                 progress=False, overrides=["dataset.experiment=my-app", f"dataset.tracking_uri={uri}",
+                                                            "tracking.experiment=my-app", "tracking.plots=false"])
+        table = result.per_sample.set_index("trace_id")
+        keys = metric_keys(table.columns)
+        linked = mlflow.search_traces(locations=[exp], run_id=result.run_id, return_type="list")
+        assert sorted(t.info.trace_id for t in linked) == sorted(app) and len(app) == 3
+        assert len(mlflow.search_traces(locations=[exp], return_type="list")) == 3  # no trace of ragexp's own
+        for trace in linked:
+            row = table.loc[trace.info.trace_id]
+            feedback = {a.name: a for a in trace.info.assessments if a.feedback is not None}
+            assert set(feedback) == set(keys)
+            for key in keys:
+                a = feedback[key]
+                assert a.metadata["mlflow.assessment.sourceRunId"] == result.run_id
+                assert a.source.source_type == AssessmentSourceType.CODE
+                if row[status_column(key)] == "ok":
+                    assert a.value == row[key]
+                else:  # recall_at_k where the trace holds no ground-truth ids
+                    assert a.value is None and a.error.error_code == row[status_column(key)].upper()
+            expected = Counter(a.name for a in trace.info.assessments if a.expectation is not None)
+            assert expected["expected_response"] == 1 and set(expected.values()) == {1}  # the person's, not twice
+            assert trace.info.execution_duration == app[trace.info.trace_id].info.execution_duration  # the app's
+        assert (table["answer_token_f1/status"] == "ok").all() and list(table["recall_at_k/k1/status"]).count("ok") == 1
+        run = mlflow.MlflowClient(uri).get_run(result.run_id)
+        assert run.data.tags["ragexp.traces"] == "3 of 3"
+        assert "3 of them are the app's own traces, linked to this run" in run.data.tags["mlflow.note.content"]
+
+        plain = ragexp.evaluate([{"id": "a", "query": "q?", "answer": "x", "reference_answers": ["x"]}],
+                                metric="[answer_token_f1]", log=uri, progress=False, overrides=["tracking.plots=false"])
+        where = mlflow.MlflowClient(uri).get_run(plain.run_id).info.experiment_id
+        (trace,) = mlflow.search_traces(locations=[where], run_id=plain.run_id, return_type="list")
+        assert trace.info.tags[DURATION_TAG] == NOT_MEASURED and trace.info.execution_duration == 0
+    finally:
+        mlflow.set_tracking_uri(before)
 
 
 # --- ragexp's metrics as mlflow.genai scorers ---------------------------------------------------------------

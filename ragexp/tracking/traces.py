@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ragexp.common.paths import conf_file
 from ragexp.common.secrets import scrub, scrub_columns
 from ragexp.core.results import detail_column, metric_keys, status_column
 
-#: Samples that become traces when ``tracking.traces`` is not set (docs/performance.md, "Traces":
-#: measured so a default run with traces stays within 1.5x the wall time of one without).
-DEFAULT_CAP = 50
+#: Samples that become traces when ``tracking.traces`` is not set: conf/tracking/local.yaml's (docs/performance.md,
+#: "Traces": measured so a default run with traces stays within 1.5x the wall time of one without).
+DEFAULT_CAP = conf_file("tracking/local")["traces"]
 #: Traces started between two flushes of MLflow's export queue (its default size is 1,000: a trace
 #: put on a full queue is dropped).
 FLUSH_EVERY = 500
@@ -45,6 +46,10 @@ RECORD_TAG, DIGEST_TAG, RUN_TAG = "ragexp.record_id", "ragexp.dataset_digest", "
 TRACE_NAME = "ragexp"
 #: Run tags: how many samples became traces, and why some did not.
 COUNT_TAG, FAILED_TAG = "ragexp.traces", "ragexp.traces_failed"
+#: Trace tag of a sample with no timing: MLflow would show its trace's execution time as 0 s.
+DURATION_TAG, NOT_MEASURED = "ragexp.duration", "not measured (the record has no latency_s or timings)"
+#: Traces linked to a run per ``MlflowClient.link_traces_to_run`` call (MLflow's limit).
+LINK_BATCH = 100
 #: Timing keys of a record that are no stage of their own.
 _NOT_STAGES = ("total",)
 #: Stage names of ragexp's pipeline → MLflow span types.
@@ -61,12 +66,14 @@ class TraceReport:
     logged: int = 0
     failed: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    linked: int = 0
 
     def note(self, cap: int | None) -> str | None:
         """The sentence the run's description gets when not every sample is a trace."""
+        parts = [f"Traces: {self.linked} of them are the app's own traces, linked to this run with ragexp's scores "
+                 "on them."] if self.linked else []
         if self.chosen >= self.samples and not self.failed:
-            return None
-        parts = []
+            return " ".join(parts) or None
         if self.chosen < self.samples:
             parts.append(f"Traces: {self.chosen} of {self.samples} samples (tracking.traces={cap}), a seeded "
                          "sample stratified by status; every sample is in per_sample.parquet.")
@@ -194,6 +201,7 @@ class TraceSource:
     timings: Sequence[Mapping[str, float] | None] | None = None
     scores: Sequence[Sequence[float] | None] | None = None
     chunk_ids: Sequence[Sequence[str] | None] | None = None
+    samples: int | None = None  # set: ``columns`` hold only the chosen ones of this many (a streamed run)
 
 
 def source_of(records: Sequence[Any], per_sample: Mapping[str, list], dataset_digest: str,
@@ -214,8 +222,9 @@ def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *
     started = time.perf_counter()
     columns = source.columns
     keys = metric_keys(columns)
-    n = len(columns.get("id", []))
-    chosen = choose(sample_status(columns, keys), cap, seed)
+    n = len(columns.get("id", [])) if source.samples is None else source.samples
+    chosen = (choose(sample_status(columns, keys), cap, seed) if source.samples is None
+              else list(range(len(columns.get("id", [])))))
     report = TraceReport(samples=n, chosen=len(chosen))
     if not chosen:
         return report
@@ -232,24 +241,32 @@ def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *
     mlflow.set_tracking_uri(uri)
     watch, failures = logging.getLogger("mlflow.tracing"), _Failures()
     watch.addHandler(failures)
+    ended = logging.getLogger("opentelemetry.sdk.trace")
+    ended.addFilter(_ended_again)
     try:
         where = MlflowExperimentLocation(experiment_id)
+        sources = _sources(keys, source.judges)  # built once: the same source objects on every trace
+        apps = _app_traces(mlflow, rows)
         ids = []
         for j, i in enumerate(chosen):
             try:
-                ids.append(_one_trace(mlflow, where, run_id, source, rows, j, i, keys))
+                marks = _assessments(rows, j, keys, sources)
+                ids.append(_onto_app_trace(mlflow, apps[j], run_id, marks) if j in apps
+                           else _one_trace(mlflow, where, run_id, source, rows, j, i, marks))
             except Exception as exc:  # noqa: BLE001 - one trace's failure is reported, never the run's
                 report.failed.append(f"record {rows['id'][j]}: {scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}")
             if (j + 1) % FLUSH_EVERY == 0:
                 mlflow.flush_trace_async_logging()
         mlflow.flush_trace_async_logging()
         _at_exit_once(mlflow)
+        report.linked = _link(mlflow.MlflowClient(uri), [apps[j].info.trace_id for j in apps], run_id, report.failed)
         lost = [m for m in failures.messages if "fail" in m.lower() or "discard" in m.lower()]
         report.logged = max(0, len(ids) - len(lost))
         if lost:
             report.failed.append(f"{len(lost)} of {len(ids)} traces did not reach the store: {scrub(lost[0])[:300]}")
     finally:
         watch.removeHandler(failures)
+        ended.removeFilter(_ended_again)
         mlflow.set_tracking_uri(before)
     report.seconds = time.perf_counter() - started
     return report
@@ -281,27 +298,55 @@ class _Failures(logging.Handler):
         self.messages.append(record.getMessage().splitlines()[0] if record.getMessage() else record.levelname)
 
 
+def _ended_again(record: logging.LogRecord) -> bool:
+    """Drops OpenTelemetry's "... on an ended span" note: :func:`_one_trace` ends the root span at the record's
+    duration, and ``mlflow.start_span``'s exit ends it once more (OpenTelemetry keeps the first end)."""
+    return "ended span" not in record.getMessage()
+
+
+def duration(latency: Any, timings: Mapping[str, Any]) -> float | None:
+    """The seconds a sample's trace lasts: the record's ``latency_s``, else its ``timings``' ``total``, else the
+    sum of its stages; None when the record has no timing (MLflow would show 0 s: the trace says not measured).
+
+    >>> duration(1.5, {"generate": 1.0}), duration(None, {"retrieve": 0.25, "generate": 1.0}), duration(None, {})
+    (1.5, 1.25, None)
+    """
+    def seconds(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+    for value in (latency, timings.get("total")):
+        if seconds(value):
+            return float(value)
+    stages = [v for k, v in timings.items() if k not in _NOT_STAGES and seconds(v)]
+    return float(sum(stages)) if stages else None
+
+
 def _one_trace(mlflow: Any, where: Any, run_id: str, source: TraceSource, rows: Mapping[str, list], j: int,
-               i: int, keys: Sequence[str]) -> str:
-    """The trace of sample ``i`` (row ``j`` of the scrubbed ``rows``); returns its id."""
-    from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, SpanType
+               i: int, marks: Sequence[Any]) -> str:
+    """The trace of sample ``i`` (row ``j`` of the scrubbed ``rows``) with its assessments ``marks``; returns
+    its id. The root span lasts the record's :func:`duration` and the stage spans their measured seconds, one
+    after the other from the root's start, so MLflow's execution time and span durations are the record's."""
+    from mlflow.entities import SpanType
 
     def cell(name: str) -> Any:
         return _plain(rows[name][j]) if name in rows else None
 
     record_id, query, answer = str(cell("id")), cell("query"), cell("answer")
     timings = dict(source.timings[i] or {}) if source.timings is not None else {}
+    seconds = duration(cell("latency_s"), timings)
     with mlflow.start_span(TRACE_NAME, span_type=SpanType.CHAIN, trace_destination=where, run_id=run_id) as root:
         root.set_inputs({"query": query})
         trace_id = root.trace_id
-        mlflow.update_current_trace(tags={RECORD_TAG: record_id, DIGEST_TAG: source.dataset_digest, RUN_TAG: run_id},
-                                    client_request_id=request_id(run_id, record_id))
+        tags = {RECORD_TAG: record_id, DIGEST_TAG: source.dataset_digest, RUN_TAG: run_id}
+        if seconds is None:
+            tags[DURATION_TAG] = NOT_MEASURED
+        mlflow.update_current_trace(tags=tags, client_request_id=request_id(run_id, record_id))
         latency = cell("latency_s")
         if latency is not None:
             root.set_attribute("ragexp.latency_s", latency)
         if cell("pipeline_error"):
             root.set_attribute("ragexp.pipeline_error", cell("pipeline_error"))
-        t = root.start_time_ns
+        t = start = root.start_time_ns
         stages = [s for s in timings if s not in _NOT_STAGES]
         docs = documents(cell("contexts"), cell("context_ids"),
                          _plain(source.scores[i]) if source.scores is not None and "compress" not in timings else None,
@@ -312,41 +357,60 @@ def _one_trace(mlflow: Any, where: Any, run_id: str, source: TraceSource, rows: 
             kind = _SPAN_TYPES.get(stage, SpanType.UNKNOWN)
             inputs = {"query": query} if stage in ("retrieve", "embed", "rerank") else None
             span = mlflow.start_span_no_context(stage, span_type=kind, parent_span=root, inputs=inputs, start_time_ns=t)
-            seconds = timings.get(stage)
-            end = t + int(seconds * 1e9) if seconds is not None else t
-            outputs = docs if stage == "retrieve" else {"answer": answer} if stage == "generate" else None
-            if stage == "compress":
-                outputs = docs
-            if seconds is not None:
-                span.set_attribute("ragexp.seconds", seconds)
+            took = timings.get(stage)
+            end = t + round(took * 1e9) if took is not None else t
+            outputs = docs if stage in ("retrieve", "compress") else {"answer": answer} if stage == "generate" else None
+            if took is not None:
+                span.set_attribute("ragexp.seconds", took)
             span.end(outputs=outputs, end_time_ns=end)
             t = end
-        for key in keys:
-            status = cell(status_column(key))
-            judge = source.judges.get(key)
-            src = (AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id=judge) if judge
-                   else AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=key))
-            detail = cell(detail_column(key))
-            if status == "ok":
-                mlflow.log_feedback(trace_id=trace_id, name=key, value=cell(key), source=src,
-                                    rationale=rationale(detail) if judge else None,
-                                    metadata={"detail": str(detail)[:1000]} if detail and not judge else None)
-            else:
-                mlflow.log_feedback(trace_id=trace_id, name=key, source=src,
-                                    error=AssessmentError(error_code=str(status).upper(),
-                                                          error_message=str(detail or status)))
-        _expectations(mlflow, trace_id, cell)
-        _people(mlflow, trace_id, rows, j)
-        root.set_outputs({"answer": answer})
+        for mark in marks:  # on the open trace: MLflow keeps them with it and stores them in its one write
+            mlflow.log_assessment(trace_id=trace_id, assessment=mark)
+        root.end(outputs={"answer": answer}, end_time_ns=start + round(seconds * 1e9) if seconds is not None else start)
     return trace_id
 
 
-def _expectations(mlflow: Any, trace_id: str, cell: Any) -> None:
+def _sources(keys: Sequence[str], judges: Mapping[str, str]) -> dict[str, Any]:
+    """Each metric key's assessment source: the judge model (``LLM_JUDGE``) or a ``CODE`` source named by the key."""
+    from mlflow.entities import AssessmentSource, AssessmentSourceType
+
+    return {key: AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id=judges[key]) if key in judges
+            else AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=key) for key in keys}
+
+
+def _assessments(rows: Mapping[str, list], j: int, keys: Sequence[str], sources: Mapping[str, Any]) -> list[Any]:
+    """Row ``j``'s assessments: each metric's feedback (an error, no value, when its status is not ``ok``), the
+    references as expectations (:func:`_expectations`), people's labels as ``HUMAN`` feedback."""
+    from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, Expectation, Feedback
+
+    def cell(name: str) -> Any:
+        return _plain(rows[name][j]) if name in rows else None
+
+    out = []
+    for key in keys:
+        status, detail, src = cell(status_column(key)), cell(detail_column(key)), sources[key]
+        judged = src.source_type == AssessmentSourceType.LLM_JUDGE
+        if status == "ok":
+            out.append(Feedback(name=key, value=cell(key), source=src, rationale=rationale(detail) if judged else None,
+                                metadata={"detail": str(detail)[:1000]} if detail and not judged else None))
+        else:
+            out.append(Feedback(name=key, source=src, error=AssessmentError(error_code=str(status).upper(),
+                                                                            error_message=str(detail or status))))
+    out += [Expectation(name=name, value=value) for name, value in _expectations(cell)]
+    people = AssessmentSource(source_type=AssessmentSourceType.HUMAN, source_id="ragexp dataset labels")
+    for name in rows:
+        if (name.startswith("human/") or name == "label") and (value := cell(name)) is not None:
+            out.append(Feedback(name=name, value=value, source=people))
+    return out
+
+
+def _expectations(cell: Any) -> list[tuple[str, Any]]:
     """The references as expectations: ``expected_response`` (one reference answer, else the list),
     ``expected_retrieved_context`` (the ground-truth passages and ids, MLflow's names) and ``gt_context_ids``."""
+    out: list[tuple[str, Any]] = []
     refs = cell("reference_answers")
     if refs:
-        mlflow.log_expectation(trace_id=trace_id, name="expected_response", value=refs[0] if len(refs) == 1 else refs)
+        out.append(("expected_response", refs[0] if len(refs) == 1 else refs))
     texts, ids = cell("gt_contexts"), cell("gt_context_ids")
     if texts or ids:
         n = len(texts or ids)
@@ -358,21 +422,51 @@ def _expectations(mlflow: Any, trace_id: str, cell: Any) -> None:
             if ids and len(ids) == n:
                 item["doc_uri"] = str(ids[k])
             expected.append(item)
-        mlflow.log_expectation(trace_id=trace_id, name="expected_retrieved_context", value=expected)
+        out.append(("expected_retrieved_context", expected))
     if ids:
-        mlflow.log_expectation(trace_id=trace_id, name="gt_context_ids", value=[str(x) for x in ids])
+        out.append(("gt_context_ids", [str(x) for x in ids]))
+    return out
 
 
-def _people(mlflow: Any, trace_id: str, rows: Mapping[str, list], j: int) -> None:
-    """People's labels (``human/<metric>`` columns and ``label``) as feedback from a ``HUMAN`` source."""
-    from mlflow.entities import AssessmentSource, AssessmentSourceType
+def _app_traces(mlflow: Any, rows: Mapping[str, list]) -> dict[int, Any]:
+    """Row → the app's own trace, for the rows read from one (``dataset=mlflow_traces``, ``pipeline=traced``: the
+    ``trace_id`` column) whose trace is in the store the run is logged to; not another ragexp run's trace."""
+    found = {}
+    for j, trace_id in enumerate(rows.get("trace_id") or []):
+        if isinstance(trace_id, str) and trace_id and (trace := mlflow.get_trace(trace_id, silent=True)) is not None \
+                and RUN_TAG not in (trace.info.tags or {}):
+            found[j] = trace
+    return found
 
-    people = AssessmentSource(source_type=AssessmentSourceType.HUMAN, source_id="ragexp dataset labels")
-    for name in rows:
-        if name.startswith("human/") or name == "label":
-            value = _plain(rows[name][j])
-            if value is not None:
-                mlflow.log_feedback(trace_id=trace_id, name=name, value=value, source=people)
+
+def _onto_app_trace(mlflow: Any, trace: Any, run_id: str, marks: Sequence[Any]) -> str:
+    """ragexp's assessments on the app's own trace, as ``mlflow.genai.evaluate`` scores existing traces: each
+    metric's feedback names the run (``mlflow.assessment.sourceRunId``); an expectation or people's label is
+    added only when the trace has none of that name (the dataset may have read it from there)."""
+    from mlflow.entities import AssessmentSourceType, Feedback
+    from mlflow.tracing.constant import AssessmentMetadataKey
+
+    trace_id, have = trace.info.trace_id, {a.name for a in trace.info.assessments or []}
+    for mark in marks:
+        if isinstance(mark, Feedback) and mark.source.source_type != AssessmentSourceType.HUMAN:
+            mark.metadata = {**(mark.metadata or {}), AssessmentMetadataKey.SOURCE_RUN_ID: run_id}
+        elif mark.name in have:
+            continue
+        mlflow.log_assessment(trace_id=trace_id, assessment=mark)
+    return trace_id
+
+
+def _link(client: Any, trace_ids: Sequence[str], run_id: str, failed: list[str]) -> int:
+    """Link the app's traces to the run (``MlflowClient.link_traces_to_run``, :data:`LINK_BATCH` at a time), so
+    the run's Traces tab lists them; how many were linked (a failure is added to ``failed``)."""
+    done = 0
+    for k in range(0, len(trace_ids), LINK_BATCH):
+        try:
+            client.link_traces_to_run(list(trace_ids[k:k + LINK_BATCH]), run_id)
+            done += len(trace_ids[k:k + LINK_BATCH])
+        except Exception as exc:  # noqa: BLE001 - the scores are on the traces; only the link is missing
+            failed.append(f"the app's traces could not be linked to the run: {scrub(str(exc).splitlines()[0])[:200]}")
+    return done
 
 
 #: MLflow's SQL store keeps a trace's ``client_request_id`` in 50 characters (PostgreSQL refuses a longer one).
@@ -444,12 +538,45 @@ def log_folder_traces(folder: Path, uri: str, run_id: str) -> str | None:
             return None
         cap = check_cap(tracking.get("traces", DEFAULT_CAP))
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-        if summary.get("execution"):  # a run streamed in chunks logs no traces (docs/traces.md): nor does its upload
-            return None
+        if summary.get("execution"):  # a run streamed in chunks: its rows read as it reads them
+            return log_streamed_traces(folder / FULL_TABLE_FILE, {}, cfg, uri, run_id, summary["dataset_digest"])
         columns = read_parquet_columns(folder / FULL_TABLE_FILE)
         source = TraceSource(columns, summary["dataset_digest"], _judges(cfg), None,
                              columns.get("context_scores"), _lists(columns.get("chunk_ids")))
         seed = (cfg.get("stats") or {}).get("seed") or 0
+    except Exception as exc:  # noqa: BLE001 - the run is logged; its traces are extra
+        return (f"warning: the traces of run {run_id} could not be logged to {redact_url(uri)} "
+                f"({scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}); every value is in its "
+                "per-sample table")
+    return _traces_on_run(uri, run_id, source, cap=cap, seed=seed)
+
+
+def log_streamed_traces(table: Path, timings: Mapping[str, Any], config: Mapping[str, Any], uri: str, run_id: str,
+                        dataset_digest: str) -> str | None:
+    """The traces of a run scored in chunks: those :func:`log_run_traces` logs for the same records in memory,
+    reading only what they need — each sample's status from ``per_sample.parquet`` a row group at a time, then the
+    chosen rows, and their stage timings from the run's ``timings`` columns (stage → seconds, NaN where a record
+    did not time it); cap, seed and judge from ``config``. Returns the line to print; never raises."""
+    from ragexp.common.secrets import redact_url
+    from ragexp.tracking.tables import parquet_names, read_parquet_groups, read_parquet_rows
+
+    try:
+        cap = check_cap((config.get("tracking") or {}).get("traces", DEFAULT_CAP))
+        seed = (config.get("stats") or {}).get("seed") or 0
+        keys = metric_keys(parquet_names(table))
+        strata: list[str] = []
+        known: dict[str, str] = {}  # one string object per status, not one per sample
+        for group in read_parquet_groups(table, ["id", *(status_column(k) for k in keys)]):
+            strata.extend(known.setdefault(s, s) for s in sample_status(group, keys))
+        chosen = choose(strata, cap, seed)
+        columns = read_parquet_rows(table, chosen)
+        stages = {stage: timings[stage][chosen] for stage in timings}
+        times = ([{s: float(v[j]) for s, v in stages.items() if v[j] == v[j]} for j in range(len(chosen))]
+                 if stages else None)
+        scores = columns.get("context_scores")  # the Parquet table holds them as text
+        source = TraceSource(columns, dataset_digest, _judges(config), times,
+                             scores and [v and [float(x) for x in v] for v in scores], _lists(columns.get("chunk_ids")),
+                             samples=len(strata))
     except Exception as exc:  # noqa: BLE001 - the run is logged; its traces are extra
         return (f"warning: the traces of run {run_id} could not be logged to {redact_url(uri)} "
                 f"({scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}); every value is in its "
