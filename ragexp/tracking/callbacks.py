@@ -25,7 +25,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.tracking.launch import LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, git_commit, launch_id
-from ragexp.tracking.log import UPLOAD_COMMAND, interrupt_reason
+from ragexp.tracking.log import UPLOAD_COMMAND, close_failed, interrupt_reason
 from ragexp.common.secrets import redact, redact_url, redact_yaml_file, scrub
 from ragexp.tracking.store import (FAILURE_TAG, bounded_http, check_store, configure_http, fail_orphaned_runs, first_line,
                                    open_client, owner_tags, resolve_uri, retrying, ui_command)
@@ -99,7 +99,7 @@ class ParentRunCallback(Callback):
                     return
             self._finish(self.config, stopped=reason)
         except BaseException:  # noqa: BLE001 - at least close the parent
-            _fail_parent(self.uri, self.run_id, reason)
+            close_failed(self.uri, self.run_id, scrub(reason), if_running=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from ragexp.tracking.gate_files import collect_failures
@@ -339,18 +339,8 @@ def close_parent(exc: BaseException) -> None:
         return
     said = str(exc).splitlines()[0][:200] if str(exc) else ""
     why = interrupt_reason(exc) if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {said}"
-    _fail_parent(os.environ.get(PARENT_URI_ENV) or resolve_uri(None), parent, f"the sweep stopped before its end: {why}")
-
-
-def _fail_parent(uri: str, run_id: str, reason: str) -> None:
-    try:
-        with bounded_http():
-            client = open_client(uri)
-            if client.get_run(run_id).info.status == "RUNNING":
-                client.set_tag(run_id, FAILURE_TAG, scrub(reason))
-                client.set_terminated(run_id, "FAILED")
-    except BaseException:  # noqa: BLE001 - best effort as the process ends; the next start closes it as orphaned
-        pass
+    close_failed(os.environ.get(PARENT_URI_ENV) or resolve_uri(None), parent,
+                 scrub(f"the sweep stopped before its end: {why}"), if_running=True)
 
 
 def _writable_output(folder: str, key: str) -> None:
