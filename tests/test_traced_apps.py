@@ -305,9 +305,9 @@ def test_the_traced_apps_page_commands_run_as_written(tmp_path):
     jobs = sorted(tmp_path.glob("multirun/*/*/[01]/per_sample.parquet"))
     assert [sorted({len(c) for c in pd.read_parquet(p)["contexts"]}) for p in jobs] == [[1], [3]]  # k=1, k=3
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    app_traces = client.search_traces(locations=[client.get_experiment_by_name("ragexp app traces").experiment_id],
+    app_traces = client.search_traces(locations=[client.get_experiment_by_name("ragexp").experiment_id],
                                       max_results=100)
-    assert len(app_traces) == 20  # the app's own traces of both jobs, beside the runs
+    assert len(app_traces) == 20  # the app's own traces of both jobs, in the runs' experiment, ragexp's scores on them
 
 
 @pytest.mark.slow

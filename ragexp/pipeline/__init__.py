@@ -96,7 +96,7 @@ def _traced(pipe: dict[str, Any], cfg: Any):
                           context_id=pipe.get("context_id") or "id")
     tracking = plain(cfg.get("tracking")) or {}
     return TracedPipeline(pipe["factory"], kwargs, call=pipe.get("call") or "auto", autolog=pipe.get("autolog", "auto"),
-                          experiment=pipe.get("experiment") or f"{tracking.get('experiment') or 'ragexp'} app traces",
+                          experiment=pipe.get("experiment") or tracking.get("experiment") or "ragexp",
                           tracking_uri=store_uri(tracking.get("uri")), reading=reading)
 
 
