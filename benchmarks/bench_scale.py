@@ -13,7 +13,7 @@ process (``PYTHONPATH`` = the tree), one after the other, baseline then this tre
 
 Printed per case: wall seconds, CPU seconds (user + system of the process and its children),
 peak RSS (the largest of the process and its children, from ``getrusage``), for ``evaluate`` the
-seconds from ``evaluate`` returning to the process's exit, and the disk the run left (the results folder, the store and its artifacts). It exits 1 unless every run scored every
+seconds (wall and CPU) from ``evaluate`` returning to the process's exit, and the disk the run left (the results folder, the store and its artifacts). It exits 1 unless every run scored every
 record (``n_samples`` equal to the size) with the same metric values in both trees;
 ``--broken`` gives it a file with a missing query, so it must fail.
 """
@@ -38,10 +38,11 @@ DATA = Path(os.environ.get("RAGEXP_DATA_DIR", HERE.parent / "shared" / "data")).
 EVALUATE = r"""
 import json, sys
 import ragexp
-import time
+import resource, time
 out = ragexp.evaluate(sys.argv[1], log=False, progress=False)
-print("RESULT " + json.dumps({"n": out.summary["n_samples"], "metrics": out.summary["metrics"], "returned": time.time()}),
-      flush=True)
+cpu = sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+print("RESULT " + json.dumps({"n": out.summary["n_samples"], "metrics": out.summary["metrics"], "returned": time.time(),
+                              "cpu": cpu}), flush=True)
 """
 
 
@@ -119,7 +120,7 @@ def main() -> int:
                     continue
                 if case == "evaluate":
                     result = json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[7:])
-                    usage["exit_s"] = usage["ended"] - result["returned"]
+                    usage["exit_s"], usage["exit_cpu"] = usage["ended"] - result["returned"], usage["cpu"] - result["cpu"]
                 else:
                     result = json.loads((work / "out" / "summary.json").read_text())
                     result = {"n": result["n_samples"], "metrics": result["metrics"]}
@@ -128,7 +129,7 @@ def main() -> int:
                     problems.append(f"{n} {case} {name}: scored {result['n']} records, not {n}")
                 print(f"  {n:>7,} {case:<9} {name:<4}: {usage['wall']:7.1f} s wall, {usage['cpu']:7.1f} s CPU, "
                       f"peak RSS {usage['rss_mb']:6.0f} MB, disk {usage['disk_mb']:6.1f} MB"
-                      + (f", exit {usage['exit_s']:.1f} s" if "exit_s" in usage else "") + f"; load {load()}", flush=True)
+                      + (f", exit {usage['exit_s']:.2f} s ({usage['exit_cpu']:.2f} s CPU)" if "exit_s" in usage else "") + f"; load {load()}", flush=True)
             b, t = figures.get((case, "base")), figures.get((case, "this"))
             if b and t and "metrics" in b and "metrics" in t:
                 if b["metrics"] != t["metrics"]:
