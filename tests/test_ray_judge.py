@@ -135,3 +135,20 @@ def test_judge_features_a_streamed_run_cannot_merge_run_in_memory_saying_why(tmp
     assert f"execution.mode=ray: {why} needs every record at once; this run is scored in memory" in capsys.readouterr().err
     assert "execution" not in runs[0].summary
     assert runs[0].per_sample.equals(runs[1].per_sample) and _summary(runs[0]) == _summary(runs[1])
+
+
+def test_a_misspelled_label_key_stops_a_ray_run_before_any_work(tmp_path):
+    """As in memory (docs/judge-trust.md, "Label hygiene"): the check pass names the first row with it."""
+    from ragexp.errors import DataError
+
+    path = write_records(tmp_path / "records.jsonl", 4)
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    rows[2]["human"] = {"answer_similarty": 1.0}
+    Path(path).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with JudgeServer() as server, pytest.raises(DataError) as caught:
+        ragexp.evaluate(path, metric="answer_similarity", judge="openai_compatible", log=False,
+                        overrides=[f"judge.api_base={server.url}", f"judge.cache_path={tmp_path / 'judge.sqlite'}"],
+                        execution={"mode": "ray"})
+    assert server.calls == 0
+    assert "label key 'answer_similarty' matches no metric: did you mean 'answer_similarity'?" in str(caught.value)
+    assert "row 3" in str(caught.value) and "human.answer_similarty" in str(caught.value)

@@ -93,21 +93,23 @@ def verdict_pairs(idx: list[int], human: list[float], judge: list[float]) -> dic
 
 
 def check_label_keys(specs: Sequence[Any], records: Sequence[Any], *, source: str,
-                     known: Sequence[str] = ()) -> list[str]:
+                     known: Sequence[str] = (), rows: Mapping[str, int] | None = None) -> list[str]:
     """Before any work: every key of the records' ``human`` labels is a metric key of the run, a registered
     metric (``known``) or a labelled key ragexp knows (``label_scales``); a key a letter or two from one of those is a
     DataError naming the first record with it and the closest match (its labels would be silently unused).
-    Returns a warning per other unknown key (labels for a metric this run does not compute)."""
+    Returns a warning per other unknown key (labels for a metric this run does not compute). ``rows``: each label
+    key's first row, taken beforehand (a streamed run keeps no record)."""
     import difflib
 
     from ragexp.errors import DataError
 
     names = {k for s in specs for k in (s.key, s.key.split("/")[0], s.info.name)} | set(label_scales()) | set(known)
-    first: dict[str, int] = {}
-    for row, r in enumerate(records, start=1):
-        for key in r.human or {}:
-            if key not in names:
-                first.setdefault(key, row)
+    if rows is None:
+        rows = {}
+        for row, r in enumerate(records, start=1):
+            for key in r.human or {}:
+                rows.setdefault(key, row)
+    first = {key: row for key, row in rows.items() if key not in names}
     out = []
     for key, row in first.items():
         close = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.8)

@@ -85,7 +85,7 @@ class _Survey(RecordSink):
         self.questions, self.outputs = FieldsDigest(QUESTION_FIELDS), FieldsDigest(("id", *OUTPUT_FIELDS))
         self.shape: dict[str, list] = {}  # field → [first truthy value, first non-None value, a record lacks it]
         self.labelled = False
-        self.human: set[str] = set()  # the keys of people's labels of metrics (record.human)
+        self.human: dict[str, int] = {}  # the keys of people's labels of metrics (record.human) → their first row
         self.stages: set[str] = set()  # pipeline stages a record timed
         self.depth = 0  # the most passages a record has
 
@@ -108,9 +108,10 @@ class _Survey(RecordSink):
                         s[1] = v
                     if s[0] is None and v:
                         s[0] = v
+            for key in r.human or {}:
+                self.human.setdefault(key, self.n + 1)
             self.n += 1
         self.labelled = self.labelled or any(r.label is not None or r.human for r in chunk)
-        self.human.update(k for r in chunk for k in (r.human or {}))
         self.stages.update(s for r in chunk for s in (r.timings or {}))
         self.depth = max(self.depth, max((len(r.context_ids or r.contexts or ()) for r in chunk), default=0))
 
@@ -349,6 +350,13 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     if build_pipeline(cfg, dataset) is not None:
         return _in_memory(ex, "a pipeline")
     specs, skipped = check_fields(specs, [_Present(survey.fields())], dataset.name, all_that_apply)
+    if survey.human:  # as runner.check_step: a misspelled label key stops the run, an unused one is a warning
+        from ragexp.common.paths import conf_dir
+        from ragexp.core.labels import check_label_keys
+
+        for line in check_label_keys(specs, [], source=dataset.source, rows=survey.human,
+                                     known=[p.stem for p in (Path(conf_dir()) / "metric").glob("*.yaml")]):
+            print(f"ragexp: warning: {line}", file=sys.stderr)
     stats_cfg = stats_settings(plain(cfg.get("stats")))
     runner.check_store_step(tracking)
 
@@ -365,7 +373,7 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     columns = {group: ColumnFiles(kept / group) for group in ("values", "ratios", "timings", "verdicts", "pairs")}
     if ex["mode"] == "ray":
         scorer: _Scorer = _RayScorer(size, specs, table, str(ex["address"]), ex["in_flight"], bar, columns.get,
-                                     judge if any(s.info.judge for s in specs) else None, survey.human)
+                                     judge if any(s.info.judge for s in specs) else None, set(survey.human))
     else:
         scorer = _Scorer(size, specs, table, processes_for(ex["processes"]), bar, columns.get)
     try:
