@@ -2,10 +2,11 @@
 one store served once for the module, made by two small real sweeps:
 
 - the demo's two systems on 10 questions: the run's Traces tab lists the questions with their
-  assessments (metric feedback, expectations); MLflow's comparison of the two children pairs each
+  assessments (metric feedback, expectations) and execution times (the records' latency); MLflow's comparison of the two children pairs each
   question's traces: one question's two answers side by side (docs/traces.md);
 - docs/traced-apps.md's LangChain app (experiments/langchain_app) run by ``pipeline=traced``: the run's
-  Traces tab lists each question with the app's answer and ragexp's scores.
+  Traces tab lists the app's own traces (linked to the run), each question with the app's answer and ragexp's
+  scores.
 
 Screenshots are saved in the module's temporary folder; with ``RAGEXP_DOCS_SCREENSHOTS=<folder>`` the
 pictures of docs/traces.md (``traces-run.png``, ``traces-compare.png``) and docs/traced-apps.md
@@ -69,16 +70,28 @@ def ui(launch):
 
 
 def _answers(store: str, *children) -> dict[str, list[str]]:
-    """Each question's answers in the children's traces, in the children's order."""
+    """Each question's answers in the runs' traces (ragexp's own, or the app's linked to the run), in their order."""
     import mlflow
+
+    from ragexp.common.spans import read_trace
 
     client = mlflow.MlflowClient(store)
     answers: dict[str, list[str]] = {}
     for run in children:
         for t in client.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id, max_results=100):
-            root = next(s for s in t.data.spans if s.parent_id is None)
-            answers.setdefault(root.inputs["query"], []).append(root.outputs["answer"])
+            raw = read_trace(t).raw
+            answers.setdefault(raw["query"], []).append(raw["answer"])
     return answers
+
+
+def _milliseconds(store: str, run, question: str) -> int:
+    """The execution time MLflow keeps for the trace of ``question`` in ``run`` (the record's latency)."""
+    import mlflow
+
+    from ragexp.common.spans import read_trace
+
+    traces = mlflow.MlflowClient(store).search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id)
+    return next(t.info.execution_duration for t in traces if read_trace(t).raw["query"] == question)
 
 
 def _search(browser, words: str, shot: Path) -> None:
@@ -111,6 +124,8 @@ def test_the_runs_traces_list_questions_with_assessments_and_two_children_compar
          "searching the run's traces finds the question, with its metric", run_shot)
     page = text(browser)
     assert answers[question][0][:20] in page  # the question's answer beside it
+    ms = _milliseconds(f"sqlite:///{launch / 'mlflow.db'}", strong, question)
+    assert ms > 1000 and f"{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s" in page  # its execution time: the latency
     screenshot(browser, run_shot, docs=True)
 
     browser.get(f"{base}/#/experiments/{exp}/evaluation-runs?selectedRunUuid={strong.info.run_id}"
@@ -132,6 +147,11 @@ def test_a_traced_langchain_apps_run_lists_each_question_with_the_apps_answer_an
                                                                                                browser):
     answers = {q: a for q, (a,) in _answers(f"sqlite:///{launch / 'mlflow.db'}", app_run).items()}
     assert len(answers) == 10
+    import mlflow
+
+    linked = mlflow.MlflowClient(f"sqlite:///{launch / 'mlflow.db'}").search_traces(
+        locations=[app_run.info.experiment_id], run_id=app_run.info.run_id)
+    assert not any("ragexp.run_id" in t.info.tags for t in linked)  # the app's own traces, linked, no copies
 
     browser.get(f"{ui}/#/experiments/{app_run.info.experiment_id}/runs/{app_run.info.run_id}/traces")
     shot = launch / "traced-app-run.png"
