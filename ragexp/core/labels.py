@@ -1,5 +1,5 @@
 """People's labels against the run's own values (docs/judge-trust.md): for every judge metric that
-has at least one human label (``record.human[<metric key>]``), and for seed 004's keyword verdict
+has at least one human label (``record.human[<metric key>]``), and for a metric's verdict on each record
 against ``label``, the agreement statistics with their intervals (:mod:`ragexp.stats.agreement`), the
 judge-corrected mean (:mod:`ragexp.stats.ppi`), how many labels a target half-width needs, and the
 items where the judge and people disagree.
@@ -19,11 +19,6 @@ from ragexp.common.records import FIELDS
 from ragexp.metrics.base import label_scales
 from ragexp.stats.intervals import CONFIDENCE, DEFAULTS, RESAMPLES, SEED
 
-#: the agreement key of the keyword verdict (keyword_overlap above the confusion metrics' threshold)
-VERDICT_KEY = "keyword_verdict"
-#: seed 004's confusion of that verdict with ``label`` (logged as accuracy … f1 before: ragexp.common.renamed)
-CONFUSION_METRICS = ("keyword_verdict_accuracy", "keyword_verdict_precision", "keyword_verdict_recall",
-                     "keyword_verdict_f1")
 #: rows of the disagreements table kept per metric (the largest disagreements first)
 MAX_DISAGREEMENTS = 1000
 DISAGREEMENT_COLUMNS = ("metric", "id", "query", "answer", "judge", "human", "reason")
@@ -64,32 +59,30 @@ def label_pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
         return out
     verdicts = label_verdicts(specs, records)
     if verdicts is not None and verdicts[0]:
-        out[VERDICT_KEY] = verdict_pairs(*verdicts)
+        out.update(verdict_pairs(specs, *verdicts))
     return out
 
 
 def label_verdicts(specs: Sequence[Any], records: Sequence[Any]) -> tuple[list[int], list[float], list[float]] | None:
-    """The records' ``label`` against the keyword confusion's verdict on their answer: the indices, labels and
-    verdicts (1.0 judged correct) of the labelled records it judges; None without a confusion metric or a label.
-    A streamed run (ragexp.core.streaming) takes them chunk by chunk."""
-    confusion = next((s for s in specs if s.info.name in CONFUSION_METRICS), None)
-    if confusion is None or not any(r.label is not None for r in records):
+    """The records' ``label`` against the verdict a metric of the run gives on each (``MetricInfo.label_verdict``):
+    the indices, labels and verdicts (1.0 judged correct) of the labelled records it judges; None without such a
+    metric or a label. A streamed run (ragexp.core.streaming) takes them chunk by chunk."""
+    spec = next((s for s in specs if s.info.label_verdict), None)
+    if spec is None or not any(r.label is not None for r in records):
         return None
-    from ragexp.metrics.keyword import confusion as count
-
-    opts = {k: confusion.options[k] for k in ("threshold", "inclusive", "stopwords") if k in confusion.options}
+    verdict, opts = spec.info.label_verdict[1], spec.call_options()
     idx, human, judge = [], [], []
     for i, r in enumerate(records):
-        c = count([r.label], [r.answer], [r.reference_answers], **opts)
-        if not c["skipped"]:
-            idx.append(i), human.append(float(r.label)), judge.append(float(c["tp"] + c["fp"]))
+        if (v := verdict(*[getattr(r, f) for f in spec.fields], **opts)) is not None:
+            idx.append(i), human.append(float(r.label)), judge.append(v)
     return idx, human, judge
 
 
-def verdict_pairs(idx: list[int], human: list[float], judge: list[float]) -> dict[str, Any]:
-    """The pairs :func:`judge_trust` measures the keyword verdict's agreement with ``label`` on."""
-    return {"idx": idx, "human": human, "judge": judge, "unlabelled": [], "rest_idx": [], "failed": 0,
-            "kind": "binary", "scale": ("binary", 0, 1), "against": "label"}
+def verdict_pairs(specs: Sequence[Any], idx: list[int], human: list[float], judge: list[float]) -> dict[str, Any]:
+    """The pairs :func:`judge_trust` measures that verdict's agreement with ``label`` on, under its agreement key."""
+    key = next(s.info.label_verdict[0] for s in specs if s.info.label_verdict)
+    return {key: {"idx": idx, "human": human, "judge": judge, "unlabelled": [], "rest_idx": [], "failed": 0,
+                  "kind": "binary", "scale": ("binary", 0, 1), "against": "label"}}
 
 
 def check_label_keys(specs: Sequence[Any], records: Sequence[Any], *, source: str,
@@ -220,7 +213,7 @@ def _judge_warnings(entry: dict[str, Any], p: Mapping[str, Any], clusters: Seque
 
     values = list(p["judge"]) + list(p["unlabelled"])
     warnings: list[str] = []
-    who = "the keyword verdict" if p.get("against") else "the judge"  # seed 004's verdict is no judge
+    who = f"the {entry['metric'].replace('_', ' ')}" if p.get("against") else "the judge"  # a verdict is no judge
     value, count = Counter(values).most_common(1)[0]
     share = count / len(values)
     stats = entry["statistics"]

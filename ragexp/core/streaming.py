@@ -224,7 +224,7 @@ class Tally:
     def trust(self, *, resamples: int, confidence: float, seed: int, target_halfwidth: float | None) -> dict[str, Any]:
         """As :func:`ragexp.core.labels.judge_trust` over the whole run (the judge metrics' agreement with people's
         labels, the keyword verdict's with ``label``), empty when nothing is labelled."""
-        from ragexp.core.labels import VERDICT_KEY, judge_trust, verdict_pairs
+        from ragexp.core.labels import judge_trust, verdict_pairs
 
         pairs: dict[str, Any] = {}
         shown, scores = dict(self.disagreeing), {}
@@ -236,7 +236,7 @@ class Tally:
                 scores[key] = {i: sc for _, i, _, sc in t["shown"]}
                 shown.update({i: r for _, i, r, _ in t["shown"]})
         if 0 in self.verdicts and len(self.verdicts[0]):
-            pairs[VERDICT_KEY] = verdict_pairs(*(self.verdicts[i].tolist() for i in range(3)))
+            pairs.update(verdict_pairs(self.specs, *(self.verdicts[i].tolist() for i in range(3))))
         if not pairs:
             return {}
         return judge_trust(self.specs, scores, shown, resamples=resamples, confidence=confidence, seed=seed,

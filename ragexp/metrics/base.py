@@ -85,6 +85,9 @@ class MetricInfo:
     #: a dataset-level ratio resampled by record: ``(parts(*fields, **options) -> counts, numerator(*counts),
     #: denominator(*counts))``; metrics sharing ``parts`` and its options share each record's counts
     ratio: tuple[Callable[..., tuple], Callable[..., float], Callable[..., float]] | None = None
+    #: a verdict on each record that people's ``label`` is set against (the keyword verdict): ``(agreement key,
+    #: verdict(*fields, **options) -> 1.0 judged correct, 0.0, or None where it gives none)``
+    label_verdict: tuple[str, Callable[..., float | None]] | None = None
     bounds: tuple[float, float] = (0.0, 1.0)
     higher_is_better: bool = True
     variant_params: tuple[str, ...] = ()

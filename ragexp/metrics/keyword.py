@@ -107,7 +107,13 @@ def _counts(label, answer, reference_answers, *, threshold: float = THRESHOLD, i
     return c["tp"], c["fn"], c["fp"], c["tn"]
 
 
-_CONFUSION = dict(level="dataset", option_rules=_RULES)
+def _verdict(label, answer, reference_answers, **options) -> float | None:
+    """One record's keyword verdict (1.0 judged correct), None where it is skipped: what ``label`` is set against."""
+    tp, fn, fp, tn = _counts(label, answer, reference_answers, **options)
+    return None if tp + fn + fp + tn == 0 else float(tp + fp)
+
+
+_CONFUSION = dict(level="dataset", option_rules=_RULES, label_verdict=("keyword_verdict", _verdict))
 
 
 def _ratio(num: int, den: int, name: str, zero_division: float) -> float:

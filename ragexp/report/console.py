@@ -6,7 +6,6 @@ import math
 import sys
 from typing import Any, Iterable, Mapping
 
-from ragexp.core.labels import CONFUSION_METRICS
 from ragexp.stats.intervals import CONFIDENCE, METHOD, RESAMPLES
 from ragexp.metrics.base import REGISTRY, load_all
 
@@ -62,8 +61,6 @@ def _method_line(stats: Mapping[str, Any] | None, intervals: Mapping[str, Any]) 
 #: the console's name of each metric module's family (the registry's function module), in table order
 FAMILIES = {"token": "passage tokens", "context": "context", "ranking": "ranked", "answer": "answer",
             "keyword": "keyword", "judge": "judge", "questeval": "judge"}
-#: the keyword-verdict confusion metrics (docs/metrics.md): what they are set against, beside their keys
-VERDICT_KEYS = CONFUSION_METRICS
 #: rows per family the default table shows at most (``report.all=true``: every row), and rows in all
 PER_FAMILY = 3
 MAX_ROWS = 25
@@ -182,7 +179,7 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
         count_like = iv is None and not c and isinstance(value, float) and value.is_integer()
         shown = f"{int(value):,}" if count_like else _fmt(value)  # judge/calls, pipeline/failures
         unit = f" [dim]({scale(key)})[/dim]" if scale(key) else ""  # BLEU (0–100), a judge score (0–5), seconds
-        if key in VERDICT_KEYS:  # seed 004's confusion of the keyword verdict with people's label
+        if getattr(REGISTRY.get(key) or load_all().get(key), "label_verdict", None):  # a verdict vs people's label
             unit = " [dim](vs label)[/dim]"
         row = ["" if group == last else group, (f"[bold]{key}[/bold]" if group == "headline" else key) + unit, shown]
         last = group
