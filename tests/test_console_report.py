@@ -70,3 +70,16 @@ def test_the_recorded_answers_line_is_said_only_over_recorded_answers(compose):
                             "tracking.enabled=false"), save=False, show=False).summary
     assert squad["provenance"]["answers"] is None
     assert not [line for line in provenance_lines(squad["provenance"]) if "answers" in line]
+
+
+def test_a_wide_table_is_printed_whole_never_cut_to_an_ellipsis(capsys):
+    # ExpertQA's judge run: a long people's-labels key beside a negative interval and 3-digit counts
+    # made the table wider than 100 columns, and rich cut '465 / 489' to '465 / 4…' when not on a terminal
+    from ragexp.stats.intervals import Interval
+
+    key = "answer_consistency_binary_with_a_long_name/kappa"
+    iv = Interval(mean=0.0199, stderr=0.04, ci_low=-0.0645, ci_high=0.1075, n=465, method="percentile")
+    print_summary("t", {key: 0.0199, "judge/tokens_in": 229584.0}, {}, 489, [], intervals={key: iv})
+    out = capsys.readouterr().out
+    assert "…" not in out
+    assert key in out and "[-0.0645, 0.1075]" in out and "465 / 489" in out and "229,584" in out

@@ -190,6 +190,8 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
             row.append(", ".join(f"{k}: {v}" for k, v in c.items() if k != "ok"))
         table.add_row(*row)
     console = Console(file=sys.stdout, width=max(100, Console().width))
+    natural = console.measure(table, options=console.options.update_width(1000)).maximum
+    console.width = max(console.width, natural)  # wider than 100: printed whole, no value cut to '…'
     console.print(table)
     for line in notes_first:
         console.print(line, highlight=False, soft_wrap=True)
