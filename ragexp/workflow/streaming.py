@@ -394,8 +394,7 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     intervals = tally.intervals(resamples=stats_cfg["resamples"], confidence=stats_cfg["confidence"],
                                 seed=stats_cfg["seed"], method=stats_cfg["method"])
     extra = tally.stage_latencies()
-    usage = dict(sorted(tally.usage.items(), key=lambda kv: (kv[0].startswith("judge/failures/"),
-                                                              kv[0] if kv[0].startswith("judge/failures/") else "")))
+    usage = dict(sorted(tally.usage.items(), key=lambda kv: kv[0] if kv[0].startswith("judge/failures/") else ""))
     extra.update(usage)
     for key, c in counts.items():
         for status, n in c.items():
