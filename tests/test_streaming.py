@@ -84,3 +84,18 @@ def test_a_bad_row_stops_a_streamed_run_before_any_scoring(tmp_path):
     with pytest.raises(ragexp.errors.DataError) as err:
         ragexp.evaluate(path, log=False, execution={"mode": "stream", "chunk_records": 100})
     assert "row 301" in str(err.value) or ":301" in str(err.value)
+
+
+@pytest.mark.parametrize("override, said", [
+    ("execution=ray", "execution.mode=ray: the dataset is not read from a file (dataset.path); this run is scored "
+                      "in memory"),
+    ("execution.mode=stream", "execution.mode=stream: the dataset is not read from a file (dataset.path); this run "
+                              "is scored in memory"),
+    ("execution=local", None)])
+def test_a_run_that_asked_for_chunks_says_when_it_is_scored_in_memory(compose, capsys, override, said):
+    # python -m ragexp execution=ray on the demo (no file: the package's copy) ran in memory without a word
+    from ragexp.workflow.runner import execute
+
+    execute(compose(override, "metric=answer_token_f1", "tracking.enabled=false"), save=False, show=False)
+    err = capsys.readouterr().err
+    assert (said in err) if said else "scored in memory" not in err

@@ -150,11 +150,17 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
         tracking = {**tracking, "enabled": False}
     from ragexp.workflow import streaming
 
-    if streaming.why_not(cfg, dataset) is None:  # a big file: chunk by chunk (ragexp/workflow/streaming.py)
+    why = streaming.why_not(cfg, dataset)
+    if why is None:  # a big file: chunk by chunk (ragexp/workflow/streaming.py)
         outcome = streaming.execute(cfg, tracking, save=save, show=show, overrides=overrides, record=record,
                                     started=started, runner=sys.modules[__name__])
         if outcome is not None:
             return outcome
+    elif (mode := streaming.settings(cfg)["mode"]) in ("stream", "ray"):  # asked for chunks: say why not
+        why = {"in memory": "the records were passed in memory",
+               "no dataset file": "the dataset is not read from a file (dataset.path)"}.get(
+            why, f"{why} needs every record at once")
+        print(f"execution.mode={mode}: {why}; this run is scored in memory", file=sys.stderr)
     plan = check_step(cfg, tracking, dataset)  # every check, before any work
     records = pipeline_step(plan, bars)
     scored = score_step(plan, records, bars)
