@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("ray", reason="execution=ray needs the .[cluster] extra (ray)")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from ray_nodes import two_nodes as start_two_nodes  # noqa: E402
 from realistic_records import write_records  # noqa: E402
+from ray_cluster import two_nodes  # noqa: E402,F401
 
 import ragexp  # noqa: E402
 from judge_server import JudgeServer, Reply  # noqa: E402
@@ -24,15 +24,6 @@ from ragexp.judge.cache import PG_TABLE  # noqa: E402
 
 METRICS = "[default,answer_similarity,retrieval_precision]"
 VARYING = ("seconds", "execution", "results_folder", "run_id", "tracking_uri", "judge")
-
-
-@pytest.fixture
-def two_nodes(tmp_path):
-    try:
-        with start_two_nodes(tmp_path) as address:
-            yield address
-    except RuntimeError as exc:  # a node that did not start: its log's end
-        pytest.fail(str(exc))
 
 
 def _summary(result) -> str:
@@ -44,7 +35,6 @@ def _summary(result) -> str:
 @pytest.mark.slow
 def test_judge_calls_spread_over_two_nodes_sharing_a_postgres_cache_equal_one_process(
         tmp_path, monkeypatch, two_nodes, postgres_cluster):
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.chdir(tmp_path)
     path = write_records(tmp_path / "records.jsonl", 30)
     given = [json.loads(line) for line in Path(path).read_text().splitlines()]

@@ -13,26 +13,16 @@ import pytest
 pytest.importorskip("ray", reason="execution=ray needs the .[cluster] extra (ray)")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from ray_nodes import two_nodes as start_two_nodes  # noqa: E402
 from realistic_records import write_records  # noqa: E402
+from ray_cluster import two_nodes  # noqa: E402,F401
 
 import ragexp  # noqa: E402
-
-
-@pytest.fixture
-def two_nodes(tmp_path):
-    try:
-        with start_two_nodes(tmp_path) as address:
-            yield address
-    except RuntimeError as exc:  # a node that did not start: its log's end
-        pytest.fail(str(exc))
 
 
 @pytest.mark.integration
 @pytest.mark.services
 @pytest.mark.slow
 def test_a_ray_run_on_two_nodes_equals_one_process(tmp_path, monkeypatch, two_nodes):
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.chdir(tmp_path)
     path = write_records(tmp_path / "records.jsonl", 1_000)
     common = dict(tracking={"plots": False}, stats={"resamples": 2000})
