@@ -199,7 +199,7 @@ def headline_metrics(keys: list[str], *, primary: str | None = None, objective: 
 def run_plots(folder: str | Path, per_sample: Any, summary: dict[str, Any], *,
               objective: str | None = None) -> list[Path]:
     """A single run's pictures in ``folder``: ``metrics.png`` (every bounded metric's mean with its
-    CI) and ``histograms.png`` (the per-sample values of the headline metrics); returns the files.
+    CI) and ``histograms.png`` (per-sample values, the headline metrics first); returns the files.
     ``per_sample``: the per-sample table as plain columns."""
     folder = Path(folder)
     intervals = summary.get("intervals") or {}
@@ -360,7 +360,7 @@ def histograms(per_sample: dict[str, list], keys: list[str], title: str, path: s
     _fraction_axis(ax, "per-sample value, as a fraction of the metric's range (10 bins); at the right: the samples "
                        "in the row's tallest bin", 8)
     shown = f" ({len(rows)} of the run's {of} metric keys)" if of and of > len(rows) else ""
-    _title(fig, height, f"{title}: per-sample values of the headline metrics{shown}")
+    _title(fig, height, f"{title}: per-sample values, the headline metrics first{shown}")
     return _save(fig, path, dpi=100)
 
 
@@ -463,7 +463,7 @@ def confusion_plot(agreement: dict[str, Any], path: str | Path) -> Path | None:
                 ax.add_patch(Rectangle((jv.index(h) - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="0.3", linewidth=0.8))
         ax.set_xticks(range(len(jv)), [f"{v:g}" for v in jv], fontsize=7, rotation=90 if len(jv) > 8 else 0)
         ax.set_yticks(range(len(hv)), [f"{v:g}" for v in hv], fontsize=7)
-        ax.set_xlabel("judge", fontsize=8)
+        ax.set_xlabel("keyword verdict" if e.get("against") else "judge", fontsize=8)  # a rule, not a judge
         ax.set_ylabel("people", fontsize=8)
         iv = e["statistics"][e["headline"]]
         stat = e["headline"].replace("_", " ")
