@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_traces import timed_run  # noqa: E402
+
 SWEEP = ["-m", "dataset.system=strong,weak", "progress=false", "tracking.plots=false"]
 TRACES = 100  # 2 jobs x 50 demo samples, every one a trace at the default cap
 
@@ -39,14 +40,8 @@ def one(code: Path, traces: bool, root: Path) -> tuple[float, float]:
     if not found.startswith(str(code)):
         raise SystemExit(f"PYTHONPATH={code} imports ragexp from {found}")
     args = [sys.executable, "-m", "ragexp", *SWEEP, *([] if traces else ["tracking.traces=0"])]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"{code}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
-    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
+    cpu, wall, _ = timed_run(args, work, env, str(code))
+    return cpu, wall
 
 
 def main() -> None:

@@ -43,6 +43,19 @@ def size_of(folder: Path) -> int:
     return total
 
 
+def timed_run(args: list[str], cwd: Path, env: dict, name: str) -> tuple[float, float, float]:
+    """CPU seconds (user + system), wall seconds and peak RSS (MB, the largest child's so far) of one child
+    process; its stderr's end if it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall, after.ru_maxrss / 1024
+
+
 def one(mode: str, data: Path, root: Path) -> dict:
     """One run of ``mode`` in its own folder and store; its figures."""
     work = root / mode
@@ -53,20 +66,13 @@ def one(mode: str, data: Path, root: Path) -> dict:
     if setting:
         args.append(setting)
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"{mode}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+    cpu, wall, rss_mb = timed_run(args, work, env, mode)
     import mlflow
 
     client = mlflow.MlflowClient(f"sqlite:///{work / 'mlflow.db'}")
     exp = client.get_experiment_by_name("ragexp")
     run = client.search_runs([exp.experiment_id])[0]
-    return {"mode": mode, "wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            "rss_mb": after.ru_maxrss / 1024, "store_mb": size_of(work) / 1e6,
+    return {"mode": mode, "wall": wall, "cpu": cpu, "rss_mb": rss_mb, "store_mb": size_of(work) / 1e6,
             "traces": run.data.tags.get("ragexp.traces", "0"), "failed": run.data.tags.get("ragexp.traces_failed")}
 
 
