@@ -87,8 +87,13 @@ def test_runs_first_statuses_shown_and_the_parents_pictures_load(browser, ui, tm
     assert client.get_experiment(exp).tags.get("mlflow.experimentKind") == "custom_model_development"
     # the address `python -m ragexp.ui` prints opens the sweep's saved view, without a click: its children
     # unfolded, best first, the headline metrics (answer_token_f1, context_recall) as columns
-    (page,) = [line.split(": ", 1)[1] for line in (tmp_path / "ui.log").read_text().splitlines()
-               if line.startswith("The 'ragexp' runs table")]
+    # the line comes after the server answers (ragexp.ui asks it for the sweep's view first): wait for it
+    lines = lambda: [line.split(": ", 1)[1] for line in (tmp_path / "ui.log").read_text().splitlines()  # noqa: E731
+                     if line.startswith("The 'ragexp' runs table")]
+    deadline = time.monotonic() + 60
+    while not lines() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    (page,) = lines()
     assert "viewStateShareKey=" in page, page
     browser.get(page)
     wait(browser, lambda b: "dataset.system=weak" in text(b),
