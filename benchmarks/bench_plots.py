@@ -35,7 +35,7 @@ def main() -> int:
 
     from ragexp.common.paths import conf_dir
     from ragexp.report.plots import run_plots
-    from ragexp.core.results import split_json_parts, table_columns
+    from ragexp.results.columns import split_json_parts, table_columns
     from ragexp.workflow.runner import execute
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):

@@ -94,7 +94,7 @@ def judged(a: argparse.Namespace) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from services import Postgres
 
-    from ragexp.cli.standin_judge import JudgeServer
+    from ragexp.offline.standin_judge import JudgeServer
     from ragexp.judge.cache import PG_TABLE
 
     n = a.n if a.n != 100_000 else 1_000

@@ -33,7 +33,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ragexp.core.pairing import RunTable, compare_tables  # noqa: E402
-from ragexp.core.results import status_column  # noqa: E402
+from ragexp.results.columns import status_column  # noqa: E402
 from ragexp.stats.paired import holm, paired_compare_columns  # noqa: E402
 
 N, METRICS, BINARY, RESAMPLES = 10_000, 40, 10, 10_000

@@ -74,8 +74,8 @@ class _LoadedOnUse:
             raise AttributeError(self.name)  # no default: the dataclass field stays required
         value = obj.__dict__[self.name]
         if isinstance(value, Path):
-            from ragexp.core.results import frame_of
-            from ragexp.tracking.tables import read_parquet_columns
+            from ragexp.results.columns import frame_of
+            from ragexp.results.tables import read_parquet_columns
 
             value = obj.__dict__[self.name] = frame_of(read_parquet_columns(value))
         return value
@@ -226,7 +226,7 @@ def _result(outcome: Any, config: dict[str, Any]) -> EvaluationResult:
                      "n": int(iv.n) if iv is not None else int(summary["status_counts"].get(key, {}).get("ok", 0))})
     metrics = pd.DataFrame(rows, columns=["metric", "value", "ci_low", "ci_high", "stderr", "n"]).set_index("metric")
     metrics = metrics.astype({col: float for col in ("value", "ci_low", "ci_high", "stderr")})
-    from ragexp.core.results import frame_of
+    from ragexp.results.columns import frame_of
 
     table = outcome.per_sample
     per_sample = table.path if hasattr(table, "finish") else frame_of(table)  # a streamed run's Parquet file

@@ -1,7 +1,7 @@
 """``python -m ragexp.standin_judge``: a scripted stand-in judge to try the judge metrics without a model
-(:mod:`ragexp.cli.standin_judge`)."""
+(:mod:`ragexp.offline.standin_judge`)."""
 
 if __name__ == "__main__":
-    from ragexp.cli.standin_judge import main
+    from ragexp.offline.standin_judge import main
 
     main()

@@ -1,12 +1,12 @@
 """The tests' handle on the scripted stand-in judge: the server itself is packaged as
-``python -m ragexp.standin_judge`` (:mod:`ragexp.cli.standin_judge`, one copy); this module adds what
+``python -m ragexp.standin_judge`` (:mod:`ragexp.offline.standin_judge`, one copy); this module adds what
 only the tests need. ``python tests/judge_server.py --port 8000`` still serves it.
 """
 
 from __future__ import annotations
 
-from ragexp.cli.standin_judge import *  # noqa: F401,F403 - JudgeServer, Reply, Request, sensible, blocks, ...
-from ragexp.cli.standin_judge import main
+from ragexp.offline.standin_judge import *  # noqa: F401,F403 - JudgeServer, Reply, Request, sensible, blocks, ...
+from ragexp.offline.standin_judge import main
 
 
 def judge_specs(*names: str, **options: dict):

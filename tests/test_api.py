@@ -49,7 +49,7 @@ def columns_override() -> str:
 
 def read_table(path: Path) -> pd.DataFrame:
     if path.suffix == ".parquet":  # read as plain columns: list cells stay lists
-        from ragexp.tracking.tables import read_parquet_columns
+        from ragexp.results.tables import read_parquet_columns
 
         columns = read_parquet_columns(path)
         return pd.DataFrame(columns, columns=list(columns))

@@ -18,7 +18,7 @@ from ragexp.core.pairing import RunTable, compare_tables
 from ragexp.errors import ConfigError, DataError
 from ragexp.cli import add_override_prefix
 from ragexp.core.gate import drop_failures, flat_conditions, floor_failures, read_gate
-from ragexp.core.results import status_column
+from ragexp.results.columns import status_column
 from ragexp.stats.paired import paired_compare
 
 

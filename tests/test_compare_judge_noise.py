@@ -9,8 +9,8 @@ import json
 import pytest
 
 from ragexp.core.pairing import RunTable, compare_tables
-from ragexp.core.results import table_columns
-from ragexp.tracking.tables import read_parquet_columns, write_parquet
+from ragexp.results.columns import table_columns
+from ragexp.results.tables import read_parquet_columns, write_parquet
 from ragexp.stats.paired import paired_compare
 
 from judge_server import Reply

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ragexp.tracking.tables import read_parquet_columns
+from ragexp.results.tables import read_parquet_columns
 from ragexp.errors import ConfigError
-from ragexp.core.results import detail_column, status_column
+from ragexp.results.columns import detail_column, status_column
 
 from cli import run_cli, runs
 from judge_server import JudgeServer

@@ -1,6 +1,6 @@
 """A new judge metric needs no edit to ragexp: docs/metrics.md "Adding a metric" (three files plus tests).
 
-The stand-in judge (ragexp/cli/standin_judge.py) answers a verdict it has no rule for by one generic rule on
+The stand-in judge (ragexp/offline/standin_judge.py) answers a verdict it has no rule for by one generic rule on
 the reply's fields: the JSON schema the request sends, else the reply form the prompt shows on its last line.
 Here two metrics of a user's own — each its module, its prompt beside it and its conf file, in a folder
 outside ragexp (``PYTHONPATH`` and ``--config-dir``) — are scored by ``python -m ragexp`` through the local

@@ -23,6 +23,7 @@ PACKAGE = Path(ragexp.__file__).parent
 LAYERS = {
     "errors": 0, "_compat": 0, "common": 0, "version": 0,
     "stats": 1.0, "matchers": 1.0, "metrics": 1.1, "judge": 1.2, "datasets": 1.3, "pipeline": 1.3,
+    "results": 1.5, "offline": 1.5,
     "core": 2, "testset": 2,
     "report": 3,
     "tracking": 4,

@@ -127,7 +127,7 @@ def test_bm25_settings_have_one_key_alone_and_inside_hybrid(compose):
     from hydra.utils import instantiate
     from omegaconf import OmegaConf, open_dict
 
-    from ragexp.tracking.params import run_params
+    from ragexp.results.params import run_params
 
     keys = {}
     for option in ("bm25", "hybrid"):

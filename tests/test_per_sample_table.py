@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from ragexp.core.pairing import RunTable, compare_tables
-from ragexp.core.results import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys,
+from ragexp.results.columns import (ELLIPSIS, TRIM_CHARS, current_columns, detail_column, metric_keys,
                                  split_json_parts, status_column, table_columns, trim)
-from ragexp.tracking.tables import read_parquet_columns
+from ragexp.results.tables import read_parquet_columns
 
 LONG_QUERY = "Which city is the capital of France, " + "and which river crosses it on its way to the sea? " * 8
 LONG_ANSWER = "Paris, " + "the city on the Seine, " * 20
@@ -40,7 +40,7 @@ def split_json(columns):
 
 def _read(path: Path) -> pd.DataFrame:
     if path.suffix == ".parquet":  # read as plain columns: list cells stay lists
-        from ragexp.tracking.tables import read_parquet_columns
+        from ragexp.results.tables import read_parquet_columns
 
         columns = read_parquet_columns(path)
         return pd.DataFrame(columns, columns=list(columns))
@@ -171,7 +171,7 @@ def test_the_cli_writes_without_pandas_what_pandas_would_write(compose):
     """The run's per-sample columns (the demo, every deterministic metric) written by ``split_json`` read
     back as the same table pandas' ``to_json(orient="split")`` writes from the frame: same columns, in
     order, and the same cells (pandas rounds floats to 10 decimals; ours keep every digit); the frame ``ragexp.evaluate`` returns is the frame of those rows."""
-    from ragexp.core.results import frame_of
+    from ragexp.results.columns import frame_of
     from ragexp.workflow.runner import execute
 
     columns = execute(compose("progress=false"), save=False, show=False).per_sample
@@ -204,7 +204,7 @@ def test_digests_are_sha256_of_each_records_fields_as_json_lines():
     import hashlib
 
     from ragexp.common.records import to_record
-    from ragexp.core.results import OUTPUT_FIELDS, QUESTION_FIELDS, outputs_digest, questions_digest
+    from ragexp.results.columns import OUTPUT_FIELDS, QUESTION_FIELDS, outputs_digest, questions_digest
 
     texts = ['say "hi"', "C:\\path", "tab\there\nnew line", "\x01\x1f\x7f", "é 中 😀 \u2028", "", "[\"a\", 1]"]
     records = [to_record({"id": f"r{i}", "query": f"q{i} {t}", "answer": t if i % 3 else None,

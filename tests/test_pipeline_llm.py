@@ -15,7 +15,7 @@ from ragexp.datasets.base import Dataset
 from ragexp.errors import CredentialsError, ConfigError
 from ragexp.pipeline import build_pipeline
 from ragexp.common.records import Record
-from ragexp.core.results import status_column
+from ragexp.results.columns import status_column
 
 CITIES = {
     "paris": "Paris is the capital of France. The Eiffel Tower stands in Paris. It was built in 1889.",

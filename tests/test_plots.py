@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ragexp.report.plots import HEADLINE_MAX, heatmap, headline_metrics, histograms, metric_bars, run_plots
-from ragexp.core.results import status_column
+from ragexp.results.columns import status_column
 
 
 def _png_size(path) -> tuple[int, int]:

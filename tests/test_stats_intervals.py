@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from cli import run_cli
-from ragexp.core.results import status_column
+from ragexp.results.columns import status_column
 from ragexp.stats.intervals import mean_interval, mean_intervals, ratio_interval, ratio_intervals
 
 # a skewed, continuous sample (token-F1-like values) and a 0/1 sample (hit-rate-like)

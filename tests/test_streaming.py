@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from realistic_records import record, write_records  # noqa: E402
 
 import ragexp  # noqa: E402
-from ragexp.tracking.tables import read_parquet_columns  # noqa: E402
+from ragexp.results.tables import read_parquet_columns  # noqa: E402
 
 #: what differs between two runs of the same numbers: the time taken, how the run was carried out, where
 VARYING = ("seconds", "execution", "results_folder", "run_id", "tracking_uri")

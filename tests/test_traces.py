@@ -20,7 +20,7 @@ from collections import Counter
 
 import pytest
 
-from ragexp.core.results import detail_column, metric_keys, status_column
+from ragexp.results.columns import detail_column, metric_keys, status_column
 from ragexp.tracking.traces import RECORD_TAG, check_cap, choose, documents, rationale, sample_status
 
 from cli import parent_and_children, run_cli

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from cli import parent_and_children, run_cli, runs
-from ragexp.core.results import status_column
+from ragexp.results.columns import status_column
 
 
 @pytest.mark.integration

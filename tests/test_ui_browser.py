@@ -22,7 +22,7 @@ import pytest
 
 from browser import PICTURE_WIDTH, chrome, screenshot, serve_ui, text, wait
 from cli import parent_and_children, run_cli
-from ragexp.core.results import status_column
+from ragexp.results.columns import status_column
 
 METRIC = "hit_rate/k1"
 

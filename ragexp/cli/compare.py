@@ -25,7 +25,7 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     from ragexp.common.secrets import redact_url
     from ragexp.core.gate import drop_failures, floor_failures, read_gate
     from ragexp.core.pairing import COMPARE, compare_tables
-    from ragexp.core.results import metric_keys
+    from ragexp.results.columns import metric_keys
     from ragexp.report.comparison import print_comparison
     from ragexp.stats.settings import count_setting, fraction_setting, stats_settings
     from ragexp.tracking.runs import log_comparison, read_runs

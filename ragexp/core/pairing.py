@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ragexp.common.paths import conf_file
-from ragexp.core.results import TABLE_FILE, metric_keys, samples_column, status_column, trim
+from ragexp.results.columns import TABLE_FILE, metric_keys, samples_column, status_column, trim
 from ragexp.errors import DataError
 from ragexp.metrics.base import direction, load_all
 from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED

@@ -5,7 +5,7 @@
 its status counts, the confusion metrics' per-record ratio parts, the pipeline stages' timings.
 :class:`Tally` keeps, for the whole run, only those numbers — 8 bytes per sample per metric (and
 16 per confusion metric), never a record, a text or a Score, in :class:`Columns` (in memory) or
-columns on disk that the caller passes in (:class:`ragexp.tracking.tables.ColumnFiles`, so that a
+columns on disk that the caller passes in (:class:`ragexp.results.tables.ColumnFiles`, so that a
 streamed run's memory does not grow with its records) — and :meth:`Tally.finish` gives the
 aggregates, status counts, stage latencies and intervals, the same values as
 :func:`ragexp.core.scoring.aggregate`, :func:`~ragexp.core.scoring.uncertainty` and
@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ragexp.core.results import detail_column, per_sample_columns, status_column
+from ragexp.results.columns import detail_column, per_sample_columns, status_column
 from ragexp.core.scoring import MetricSpec, dataset_value, ratio_parts, score
 from ragexp.metrics.base import STATUSES
 
@@ -45,7 +45,7 @@ class ChunkPart:
     """One chunk's scores, as :class:`Tally` takes them."""
 
     n: int
-    table: dict[str, list]  # the chunk's per-sample columns (ragexp.core.results.per_sample_columns)
+    table: dict[str, list]  # the chunk's per-sample columns (ragexp.results.columns.per_sample_columns)
     values: dict[str, list[float]]  # metric key → value where ok, NaN elsewhere
     statuses: dict[str, Counter]
     ratios: dict[str, tuple[list[int], list[int]]]  # confusion metric → per-record (numerator, denominator)

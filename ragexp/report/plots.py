@@ -307,7 +307,7 @@ def histograms(per_sample: dict[str, list], keys: list[str], title: str, path: s
     at the right), the mean as a dashed line; the row says the mean, n, and how many had no value.
     ``per_sample``: plain columns; ``of``: how many metric keys the run has (the title
     says these are the first ``len(keys)`` of them)."""
-    from ragexp.core.results import status_column
+    from ragexp.results.columns import status_column
 
     ranges = _ranges(keys)
     total = len(next(iter(per_sample.values()), []))

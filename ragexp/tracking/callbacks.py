@@ -315,7 +315,7 @@ def _overridden(config: DictConfig) -> set[str]:
 def _sweep_name(config: DictConfig, overrides: list[str]) -> str:
     """The parent's name: what the sweep varies and when it started (``sweep retriever=bm25,dense ×
     top_k=3,5 · 2026-11-23 14:05``), from the command line and the sweeper's ``params``."""
-    from ragexp.tracking.params import sweep_name
+    from ragexp.results.params import sweep_name
 
     params = OmegaConf.select(config, "hydra.sweeper.params")
     params = OmegaConf.to_container(params, resolve=True) if params is not None else {}

@@ -178,8 +178,8 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
 
 def _child_entry(child: Any, metric: str, summary: Mapping[str, Any] | None, read: Any,
                  corrected: bool = False) -> Entry:
-    from ragexp.core.results import FULL_TABLE_FILE, status_column
-    from ragexp.tracking.tables import read_parquet_columns
+    from ragexp.results.columns import FULL_TABLE_FILE, status_column
+    from ragexp.results.tables import read_parquet_columns
 
     entry = Entry(child.info.run_id, child.info.run_name or child.info.run_id[:8], child.info.status)
     if summary is None:

@@ -4,7 +4,7 @@
 logged; :func:`log_run` logs that folder, at the end of the run or later with
 ``python -m ragexp.tracking.upload <folder>`` when the store failed.
 
-Params: the few that tell runs apart (:mod:`ragexp.tracking.params`: each group's option and
+Params: the few that tell runs apart (:mod:`ragexp.results.params`: each group's option and
 the values that differ from it, under stable keys, redacted); aggregate metrics with their
 ``K/n``, status counts, judge usage and latencies; artifacts ``per_sample.json`` (an MLflow
 table), ``config.yaml`` (the whole composed config), ``.hydra/`` and ``summary.json``; a name
@@ -33,8 +33,8 @@ from ragexp.tracking.store import (FAILURE_TAG, first_line, bounded_http, creati
                     owner_tags, resolve_uri, retrying)
 from ragexp.tracking.launch import PARENT_ENV, PARENT_URI_ENV, find_parent_run, git_commit
 from ragexp.errors import DataError, SaveError, Terminated, TrackingError
-from ragexp.tracking.tables import replacing, table_writers
-from ragexp.core.results import FULL_TABLE_FILE, QUESTION_FIELDS, split_json_parts, table_columns, table_note
+from ragexp.results.tables import replacing, table_writers
+from ragexp.results.columns import FULL_TABLE_FILE, QUESTION_FIELDS, split_json_parts, table_columns, table_note
 
 #: The files a results folder holds. ``mlflow_run.json`` (everything MLflow needs besides the files) is
 #: written first, then the tables, then the pictures: a folder is uploadable from its first file on,
@@ -85,15 +85,15 @@ def save_results(
     """Write the run's results to ``folder`` before anything is logged, so no MLflow failure loses them.
 
     ``mlflow_run.json`` first (the params, metrics, tags and dataset input), then ``summary.json``,
-    ``config.yaml``, the per-sample tables (:func:`ragexp.core.results.write_tables`), then the
+    ``config.yaml``, the per-sample tables (:func:`ragexp.results.columns.write_tables`), then the
     pictures: whenever the writing stops, what is there can be logged
     (:func:`log_run`, now or later with ``python -m ragexp.tracking.upload <folder>``). A disk that
     fills, or a folder that cannot be written, stops it with a :class:`~ragexp.errors.SaveError`
     saying what was saved where. ``overrides``: those a config composed outside a Hydra job was
-    composed with (``ragexp.evaluate``), read as a job's are (:func:`ragexp.tracking.params.composed_context`).
+    composed with (``ragexp.evaluate``), read as a job's are (:func:`ragexp.results.params.composed_context`).
     ``agreement``: agreement with human labels (docs/judge-trust.md): ``agreement.json``, the
     disagreements table and the confusion picture. A streamed run (:mod:`ragexp.workflow.streaming`)
-    gives ``per_sample`` as a :class:`ragexp.tracking.tables.StreamedTable` (its Parquet file moved
+    gives ``per_sample`` as a :class:`ragexp.results.tables.StreamedTable` (its Parquet file moved
     here) and ``dataset_shape`` instead of ``dataset_frame``.
     """
     import yaml
@@ -163,8 +163,8 @@ def _manifest(folder: Path, config: Mapping[str, Any], tracking: Mapping[str, An
               dataset_shape: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``mlflow_run.json`` holds: where to log, the run's name, tags, params, metrics, dataset input."""
     from ragexp.report.describe import dataset_source, run_description
-    from ragexp.tracking.params import composed_context, hydra_context, run_params
-    from ragexp.tracking.params import run_name as name_from
+    from ragexp.results.params import composed_context, hydra_context, run_params
+    from ragexp.results.params import run_name as name_from
 
     uri = resolve_uri(tracking.get("uri"))
     choices, typed = hydra_context() if overrides is None else composed_context(overrides)

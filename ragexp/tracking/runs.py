@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from ragexp.common.renamed import current_key, current_keys
 from ragexp.core.pairing import TABLE_FILE, RunTable
-from ragexp.core.results import FULL_TABLE_FILE, current_columns, table_columns
+from ragexp.results.columns import FULL_TABLE_FILE, current_columns, table_columns
 from ragexp.errors import ConfigError, DataError, RagexpError, TrackingError
 
 SUMMARY_FILE = "summary.json"
@@ -111,7 +111,7 @@ def load_run(client: Any, run: Any, role: str) -> RunTable:
 def _full_table(client: Any, run_id: str, tmp: str) -> dict[str, Any] | None:
     """The run's ``per_sample.parquet`` as an MLflow table (cells trimmed as ``per_sample.json``'s are),
     or None for a run logged without it."""
-    from ragexp.tracking.tables import read_parquet_columns
+    from ragexp.results.tables import read_parquet_columns
 
     try:
         path = client.download_artifacts(run_id, FULL_TABLE_FILE, tmp)

@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 
 from ragexp.common.paths import conf_file
 from ragexp.common.secrets import scrub, scrub_columns
-from ragexp.core.results import detail_column, metric_keys, status_column
+from ragexp.results.columns import detail_column, metric_keys, status_column
 
 #: Samples that become traces when ``tracking.traces`` is not set: conf/tracking/local.yaml's (docs/performance.md,
 #: "Traces": measured so a default run with traces stays within 1.5x the wall time of one without).
@@ -191,7 +191,7 @@ def _plain(value: Any) -> Any:
 
 @dataclass
 class TraceSource:
-    """What the traces of one run are made of: the per-sample table (:func:`ragexp.core.results.per_sample_columns`),
+    """What the traces of one run are made of: the per-sample table (:func:`ragexp.results.columns.per_sample_columns`),
     per sample the stage timings, the retriever's scores and chunk ids when ragexp ran the pipeline,
     and which metric keys a judge scored (key → judge model)."""
 
@@ -526,8 +526,8 @@ def log_folder_traces(folder: Path, uri: str, run_id: str) -> str | None:
     ``config.yaml``. The folder keeps no per-stage durations, so the stage spans of a pipeline ragexp ran are
     not among them (docs/traces.md). Returns the line to print, as :func:`log_run_traces`; never raises."""
     from ragexp.common.secrets import redact_url
-    from ragexp.core.results import FULL_TABLE_FILE
-    from ragexp.tracking.tables import read_parquet_columns
+    from ragexp.results.columns import FULL_TABLE_FILE
+    from ragexp.results.tables import read_parquet_columns
 
     try:
         import yaml
@@ -558,7 +558,7 @@ def log_streamed_traces(table: Path, timings: Mapping[str, Any], config: Mapping
     chosen rows, and their stage timings from the run's ``timings`` columns (stage → seconds, NaN where a record
     did not time it); cap, seed and judge from ``config``. Returns the line to print; never raises."""
     from ragexp.common.secrets import redact_url
-    from ragexp.tracking.tables import parquet_names, read_parquet_groups, read_parquet_rows
+    from ragexp.results.tables import parquet_names, read_parquet_groups, read_parquet_rows
 
     try:
         cap = check_cap((config.get("tracking") or {}).get("traces", DEFAULT_CAP))

@@ -26,7 +26,7 @@ from ragexp.core.scoring import MetricSpec, aggregate, build_metrics, check_fiel
 from ragexp.metrics.base import Score
 from ragexp.common.records import Record, cluster_labels, present_fields
 from ragexp.core.headline import declared, headline_keys
-from ragexp.core.results import dataset_columns, outputs_digest, per_sample_columns, questions_digest
+from ragexp.results.columns import dataset_columns, outputs_digest, per_sample_columns, questions_digest
 from ragexp.common.paths import conf_dir, launch_dir, plain
 from ragexp.stats.settings import stats_settings
 from ragexp.common.targets import build, resolve
@@ -109,8 +109,8 @@ class Facts:
 
     n: int
     fields: list[str]
-    inputs: str  # ragexp.core.results.questions_digest
-    outputs: str  # ragexp.core.results.outputs_digest
+    inputs: str  # ragexp.results.columns.questions_digest
+    outputs: str  # ragexp.results.columns.outputs_digest
 
 
 def facts_of(records: list[Record]) -> Facts:
@@ -123,8 +123,8 @@ class Outcome:
     full per-sample table and the intervals, without reading the results folder back."""
 
     summary: dict[str, Any]
-    per_sample: Any  # plain columns (ragexp.core.results.per_sample_columns, untrimmed), or a streamed run's
-    # ragexp.tracking.tables.StreamedTable (its Parquet file: ragexp.evaluate loads it when asked)
+    per_sample: Any  # plain columns (ragexp.results.columns.per_sample_columns, untrimmed), or a streamed run's
+    # ragexp.results.tables.StreamedTable (its Parquet file: ragexp.evaluate loads it when asked)
     intervals: dict[str, Any]  # aggregate key → ragexp.stats.intervals.Interval
     records: list[Record]
     folder: Path | None

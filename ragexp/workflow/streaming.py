@@ -7,7 +7,7 @@
 2. score: a second pass hands chunks of ``execution.chunk_records`` records to
    :func:`ragexp.core.streaming.score_chunk`, in this process or in ``execution.processes`` forked
    processes (None: one per core while a core is free), and each chunk's per-sample rows go to
-   ``per_sample.parquet`` (:class:`ragexp.tracking.tables.ParquetStream`) as it comes back, in order;
+   ``per_sample.parquet`` (:class:`ragexp.results.tables.ParquetStream`) as it comes back, in order;
 3. the aggregates, intervals, summary, results folder, table and MLflow run as in
    :mod:`ragexp.workflow.runner`, from the numbers the run kept (:class:`ragexp.core.streaming.Tally`).
 
@@ -36,7 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.common.paths import plain
 from ragexp.common.records import FIELDS
-from ragexp.core.results import OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
+from ragexp.results.columns import OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
 from ragexp.core.streaming import ChunkPart, Tally, score_chunk, streamable
 from ragexp.datasets.base import RecordSink, streamed
 from ragexp.errors import JudgeFailed, RagexpError
@@ -323,14 +323,14 @@ def _judge_settings(cfg: DictConfig, specs: list) -> tuple[Any, str | None]:
 def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool, overrides: Sequence[str] | None,
             record: Any, started: float, runner: Any) -> Any:
     """The runner's steps over the file in chunks; an :class:`ragexp.workflow.runner.Outcome` whose
-    ``per_sample`` is a :class:`ragexp.tracking.tables.StreamedTable`, or None when the metrics or the
+    ``per_sample`` is a :class:`ragexp.results.tables.StreamedTable`, or None when the metrics or the
     pipeline need every record at once (the caller runs in memory). ``runner``: the module
     :mod:`ragexp.workflow.runner`, whose steps this one shares (passed in: it imports this module)."""
     from ragexp.core.scoring import build_metrics, check_fields
     from ragexp.errors import ConfigError
     from ragexp.pipeline import build_pipeline
     from ragexp.stats.settings import stats_settings
-    from ragexp.tracking.tables import ColumnFiles, StreamedTable
+    from ragexp.results.tables import ColumnFiles, StreamedTable
 
     ex = settings(cfg)
     specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))

@@ -1,7 +1,7 @@
 """The per-sample table on disk: ``per_sample.parquet`` written whole (:func:`write_parquet`) or chunk
 by chunk as a streamed run scores (:class:`ParquetStream`), read back (:func:`read_parquet_columns`),
 and the order a results folder's tables are written in (:func:`table_writers`). ``ragexp.core``
-computes the columns (:mod:`ragexp.core.results`); files are written here.
+computes the columns (:mod:`ragexp.results.columns`); files are written here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Iterator
 
-from ragexp.core.results import FULL_TABLE_FILE, SAMPLES_SUFFIX, TABLE_FILE, split_json_parts, table_columns
+from ragexp.results.columns import FULL_TABLE_FILE, SAMPLES_SUFFIX, TABLE_FILE, split_json_parts, table_columns
 
 @contextlib.contextmanager
 def replacing(path: Path) -> Iterator[Path]:
@@ -168,7 +168,7 @@ class ParquetStream:
     """``per_sample.parquet`` written chunk by chunk (each :meth:`append` a row group), the same table,
     value for value, as :func:`write_parquet` of the whole columns: a column's type follows every value
     it got in the run and a column only some chunks have is blank in the others, in the order
-    :func:`ragexp.core.results.per_sample_columns` gives. While every chunk has the columns and value
+    :func:`ragexp.results.columns.per_sample_columns` gives. While every chunk has the columns and value
     kinds of the first (the usual case) the rows go straight to the file; otherwise the parts are
     joined under the run's final types in :meth:`close` (one more pass over the file).
     ``metric_keys``: the run's metric keys in order (where their columns go)."""
@@ -183,7 +183,7 @@ class ParquetStream:
         self._parts: list[tuple[Path, Any, list[str], dict[str, str]]] = []  # (file, writer, names, kinds)
 
     def _rank(self, name: str) -> tuple:
-        from ragexp.core.results import DETAIL_SUFFIX, RECORD_COLUMNS, STATUS_SUFFIX
+        from ragexp.results.columns import DETAIL_SUFFIX, RECORD_COLUMNS, STATUS_SUFFIX
 
         if name in RECORD_COLUMNS:
             return (0, RECORD_COLUMNS.index(name))
@@ -206,7 +206,7 @@ class ParquetStream:
         return {n: "floats" if n.endswith(SAMPLES_SUFFIX) else _kind_of(self._seen[n]) for n in names}
 
     def append(self, columns: dict[str, list]) -> None:
-        """One chunk of rows (plain columns, as :func:`ragexp.core.results.per_sample_columns` gives)."""
+        """One chunk of rows (plain columns, as :func:`ragexp.results.columns.per_sample_columns` gives)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 

@@ -1,0 +1,3 @@
+"""What a run leaves on disk, apart from MLflow: the per-sample table's columns and digests
+(``columns``), the Parquet and column files a run writes (``tables``), and the params that tell a run
+apart, flattened and redacted (``params``). Nothing here talks to MLflow (``ragexp.tracking`` does)."""
