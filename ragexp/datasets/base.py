@@ -219,8 +219,10 @@ def require_columns(frame: Any, wanted: tuple[str, ...], path: Path, what: str) 
                         f"{', '.join(wanted)}; the file has {', '.join(map(str, frame.columns))}", path=str(path))
 
 
-def read_table(path: Path, fmt: str | None = None) -> tuple[list[str], Iterator[tuple[int, Any]]]:
-    """(column names, ``(row, item)`` pairs) of a JSONL, JSON-list, CSV, TSV or Parquet file.
+def read_table(path: Path, fmt: str | None = None,
+               format_key: str = "dataset.format") -> tuple[list[str], Iterator[tuple[int, Any]]]:
+    """(column names, ``(row, item)`` pairs) of a JSONL, JSON-list, CSV, TSV or Parquet file; ``format_key``:
+    the setting that names the format, for the line said when the suffix does not tell it.
 
     Rows are 1-based: the line number in JSONL, the item's position in a JSON list, and the
     data row (the header not counted) in CSV, TSV and Parquet. JSONL columns are the keys of
@@ -232,7 +234,7 @@ def read_table(path: Path, fmt: str | None = None) -> tuple[list[str], Iterator[
     fmt = fmt or TABLE_FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise DataError(f"cannot tell the format from the suffix '{path.suffix}': expected one of "
-                        f"{', '.join(TABLE_FORMATS)} (or set dataset.format)", path=str(path))
+                        f"{', '.join(TABLE_FORMATS)} (or set {format_key})", path=str(path))
     if fmt == "jsonl":  # read as the rows are used: a streamed run never holds the file's rows
         items = iter_jsonl(path)
         first = next(items, None)

@@ -44,8 +44,10 @@ class Corpus:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def read_corpus(path: str | Path, *, columns: Mapping[str, str] | None = None, format: str | None = None) -> Corpus:
-    """The documents of a corpus file or folder (module docstring); ``columns``: ``{id: <column>, text: <column>}``."""
+def read_corpus(path: str | Path, *, columns: Mapping[str, str] | None = None, format: str | None = None,
+                format_key: str = "corpus.format") -> Corpus:
+    """The documents of a corpus file or folder (module docstring); ``columns``: ``{id: <column>, text: <column>}``;
+    ``format_key``: the setting that names the file's format (``dataset.corpus_format`` in a run's dataset)."""
     if path is None or str(path) in ("", "???"):
         raise DataError("no corpus given: set dataset.corpus=FILE_OR_FOLDER (or corpus.path= for ragexp.generate)")
     p = Path(path).expanduser()
@@ -53,7 +55,7 @@ def read_corpus(path: str | Path, *, columns: Mapping[str, str] | None = None, f
         raise DataError(f"corpus not found (looked at {p.resolve()})", path=str(path))
     if p.is_dir():
         return _read_folder(p)
-    return _read_table(existing(p, "corpus file"), columns, format)
+    return _read_table(existing(p, "corpus file"), columns, format, format_key)
 
 
 def _read_folder(root: Path) -> Corpus:
@@ -81,7 +83,7 @@ def _read_folder(root: Path) -> Corpus:
     return Corpus(docs, str(root), skipped, {"format": "folder", "files": len(files)})
 
 
-def _read_table(p: Path, columns: Mapping[str, str] | None, format: str | None) -> Corpus:
+def _read_table(p: Path, columns: Mapping[str, str] | None, format: str | None, format_key: str) -> Corpus:
     mapping = dict(columns or {})
     unknown = [k for k in mapping if k not in ("id", "text")]
     if unknown or not all(isinstance(v, str) for v in mapping.values()):
@@ -89,7 +91,7 @@ def _read_table(p: Path, columns: Mapping[str, str] | None, format: str | None) 
                         f"got {dict(mapping)!r}", path=str(p))
     id_col, text_col = mapping.get("id", "id"), mapping.get("text", "text")
     try:
-        names, rows = read_table(p, format)
+        names, rows = read_table(p, format, format_key)
         rows = list(rows)
     except DataError as exc:
         if "empty" in str(exc) and p.stat().st_size == 0:

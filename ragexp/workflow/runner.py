@@ -66,7 +66,7 @@ def attach_corpus(ds: Dataset, path: Any, columns: Any = None, format: str | Non
     """``ds.corpus`` from the user's corpus file or folder; one warning line when ground-truth ids are not in it."""
     from ragexp.datasets.corpus import read_corpus, unmatched_ids
 
-    corpus = read_corpus(str(path), columns=columns, format=format)
+    corpus = read_corpus(str(path), columns=columns, format=format, format_key="dataset.corpus_format")
     ds.corpus = corpus.docs
     missing, total, examples = unmatched_ids(ds.records, corpus.docs)
     ds.info.update(corpus=corpus.source, corpus_documents=len(corpus.docs), gt_ids_not_in_corpus=missing)
