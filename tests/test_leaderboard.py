@@ -135,3 +135,26 @@ def test_jobs_with_results_but_no_mlflow_run_are_counted(tmp_path):
     assert unlogged_jobs(tmp_path, children=[object(), object(), object()]) == []
     assert len(unlogged_jobs(tmp_path, children=[object(), object()])) == 3
     assert unlogged_jobs(tmp_path / "absent", children=[]) == []
+
+
+def test_recorded_answers_are_shared_only_when_the_jobs_answers_are_equal(tmp_path):
+    """Issue 42 item 1: ``-m retriever=bm25 dataset.system=strong,weak`` keeps each system's recorded answers,
+    which differ; the board must neither say the answer metrics cannot differ nor rank away from them. A
+    top_k sweep of one system keeps one set of answers: that board ranks on what the retrieval can change."""
+    import ragexp
+
+    def summary(system, k):
+        return ragexp.evaluate("demo", log=False, retriever="bm25", overrides=(
+            f"dataset.system={system}", f"retriever.top_k={k}", "stats.resamples=200", "progress=false")).summary
+
+    strong, weak, strong_k1 = summary("strong", 3), summary("weak", 3), summary("strong", 1)
+    for s in (strong, weak, strong_k1):
+        assert s["provenance"]["contexts"] == "pipeline" and s["provenance"]["answers"] == "dataset"
+    assert strong["answers_digest"] == strong_k1["answers_digest"] != weak["answers_digest"]
+    assert strong["headline"][0] == "answer_token_f1"
+    from ragexp.tracking.leaderboard import answers_recorded
+
+    assert not answers_recorded([strong, weak])
+    assert choose_metric(None, None, [strong, weak]) == "answer_token_f1"  # the answers differ: rank on them
+    assert answers_recorded([strong, strong_k1])
+    assert choose_metric(None, None, [strong, strong_k1]) != "answer_token_f1"  # equal answers: the retrieval

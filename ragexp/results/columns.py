@@ -230,6 +230,16 @@ def outputs_digest(records) -> str:
     return _fields_digest(records, ("id", *OUTPUT_FIELDS))
 
 
+#: The fields of :func:`answers_digest`
+ANSWER_FIELDS = ("id", "answer")
+
+
+def answers_digest(records) -> str:
+    """A digest of the answers alone, per sample in order: jobs of a sweep with equal digests gave the same
+    answers, so no metric of the answer can tell them apart (the leaderboard then ranks on the retrieval)."""
+    return _fields_digest(records, ANSWER_FIELDS)
+
+
 def _fields_digest(records, fields) -> str:
     digest = FieldsDigest(fields)
     digest.update(records)

@@ -67,10 +67,21 @@ def choose_metric(primary: str | None, objective: str | None, summaries: list[Ma
 
 
 def answers_recorded(summaries: list[Mapping[str, Any]]) -> bool:
-    """Every child retrieved with its own pipeline but kept the dataset's recorded answers
-    (``generator=precomputed`` with a retriever): its answer metrics are the same in every job."""
+    """Every child retrieved with its own pipeline, kept the dataset's recorded answers (``generator=precomputed``
+    with a retriever) and those answers are the same in every job (one ``answers_digest``): only then can no
+    answer metric differ between them. A sweep over ``dataset.system=strong,weak`` keeps two systems' recorded
+    answers, which differ; a summary without the digest (an older run) is not taken to share its answers.
+
+    >>> kept = {"provenance": {"contexts": "pipeline", "answers": "dataset"}}
+    >>> answers_recorded([{**kept, "answers_digest": "a1"}, {**kept, "answers_digest": "a1"}])
+    True
+    >>> answers_recorded([{**kept, "answers_digest": "a1"}, {**kept, "answers_digest": "b2"}])
+    False
+    """
     said = [s.get("provenance") or {} for s in summaries]
-    return bool(said) and all(p.get("contexts") == "pipeline" and p.get("answers") == "dataset" for p in said)
+    kept = bool(said) and all(p.get("contexts") == "pipeline" and p.get("answers") == "dataset" for p in said)
+    digests = {s.get("answers_digest") for s in summaries}
+    return kept and len(digests) == 1 and None not in digests
 
 
 def reads_answer(key: str) -> bool:

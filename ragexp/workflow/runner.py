@@ -26,7 +26,7 @@ from ragexp.core.scoring import MetricSpec, aggregate, build_metrics, check_fiel
 from ragexp.metrics.base import Score
 from ragexp.common.records import Record, cluster_labels, present_fields
 from ragexp.core.headline import declared, headline_keys
-from ragexp.results.columns import dataset_columns, outputs_digest, per_sample_columns, questions_digest
+from ragexp.results.columns import answers_digest, dataset_columns, outputs_digest, per_sample_columns, questions_digest
 from ragexp.common.paths import conf_dir, launch_dir, plain
 from ragexp.stats.settings import stats_settings
 from ragexp.common.targets import build, resolve
@@ -111,10 +111,12 @@ class Facts:
     fields: list[str]
     inputs: str  # ragexp.results.columns.questions_digest
     outputs: str  # ragexp.results.columns.outputs_digest
+    answers: str | None = None  # ragexp.results.columns.answers_digest: jobs that share it share their answers
 
 
 def facts_of(records: list[Record]) -> Facts:
-    return Facts(len(records), present_fields(records), questions_digest(records), outputs_digest(records))
+    return Facts(len(records), present_fields(records), questions_digest(records), outputs_digest(records),
+                 answers_digest(records))
 
 
 @dataclass
@@ -289,6 +291,7 @@ def summary_step(cfg: DictConfig, plan: Plan, records: list[Record], scored: Sco
         "dataset_digest": inputs,  # the inputs: the run's MLflow dataset digest
         "questions_digest": inputs,  # the same value, the name compare reads
         "outputs_digest": facts.outputs,  # what the system produced: contexts, their ids, answers
+        "answers_digest": facts.answers,  # the answers alone: a sweep's jobs share their answers when it is equal
         "n_samples": facts.n,
         "fields": facts.fields,
         "metrics": scored.values,

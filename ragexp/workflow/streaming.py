@@ -36,7 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.common.paths import plain
 from ragexp.common.records import FIELDS
-from ragexp.results.columns import OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
+from ragexp.results.columns import ANSWER_FIELDS, OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
 from ragexp.core.streaming import ChunkPart, Tally, score_chunk, streamable
 from ragexp.datasets.base import RecordSink, streamed
 from ragexp.errors import JudgeFailed, RagexpError
@@ -83,6 +83,7 @@ class _Survey(RecordSink):
         self.n = 0
         self.present: set[str] = set()
         self.questions, self.outputs = FieldsDigest(QUESTION_FIELDS), FieldsDigest(("id", *OUTPUT_FIELDS))
+        self.answers = FieldsDigest(ANSWER_FIELDS)
         self.shape: dict[str, list] = {}  # field → [first truthy value, first non-None value, a record lacks it]
         self.labelled = False
         self.human: dict[str, int] = {}  # the keys of people's labels of metrics (record.human) → their first row
@@ -92,6 +93,7 @@ class _Survey(RecordSink):
     def __call__(self, chunk: list) -> None:
         self.questions.update(chunk)
         self.outputs.update(chunk)
+        self.answers.update(chunk)
         for f in FIELDS:
             if f not in self.present and any(r.present(f) for r in chunk):
                 self.present.add(f)
@@ -409,7 +411,8 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
         scored.trust = trust
         extra.update(trust_metrics(trust))
     plan = runner.Plan(dataset, [], specs, skipped, None, None, [], stats_cfg)
-    facts = runner.Facts(survey.n, survey.fields(), survey.questions.hexdigest(), survey.outputs.hexdigest())
+    facts = runner.Facts(survey.n, survey.fields(), survey.questions.hexdigest(), survey.outputs.hexdigest(),
+                          survey.answers.hexdigest())
     summary = runner.summary_step(cfg, plan, [], scored, intervals, facts)
     if scored.trust:
         summary["agreement"] = scored.trust["agreement"]
