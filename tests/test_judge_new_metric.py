@@ -32,7 +32,7 @@ CLAIMS_PY = '''"""claim_support: the share of the answer's claims the retrieved 
 claims and checks each in one reply (prompt claim_checks.v1.txt, beside this module)."""
 from pathlib import Path
 
-from ragexp.errors import ParseError
+from ragexp.judge.errors import ParseError
 from ragexp.metrics.base import Judged, Score, register
 from ragexp.metrics.judged import BOOL, PROMPT_VERSION, STR, VerdictKind, blank, detail, failed, obj, passages, read_flag
 
@@ -251,3 +251,20 @@ def test_a_prompt_without_a_reply_form_or_schema_is_an_unknown_task():
     request = Request(body={"messages": [{"role": "user", "content": "<answer>\nhi\n</answer>\nSay something."}]},
                       attempt=0)
     assert request.task == "unknown" and sensible(request) == {"error": "unknown task"}
+
+
+def test_the_standin_judge_on_a_busy_port_says_so_in_one_line(capsys):
+    """``python -m ragexp.standin_judge --port N`` where N is taken: one line naming the port, exit 2, no traceback."""
+    import socket
+
+    from ragexp.offline.standin_judge import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as stop:
+            main(["--port", str(port)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"127.0.0.1:{port}" in err[0] and "--port" in err[0], err

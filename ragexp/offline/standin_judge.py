@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -456,7 +457,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     args = ap.parse_args(argv)
-    server = JudgeServer(latency=args.latency, port=args.port).start()
+    try:
+        server = JudgeServer(latency=args.latency, port=args.port).start()
+    except OSError as exc:  # a busy port, or one this user may not bind: one line, the usage exit code
+        print(f"{ap.prog}: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
+              "choose another with --port N", file=sys.stderr)
+        raise SystemExit(2) from None
     print(f"The scripted stand-in judge (keyword rules, not a model: for trying ragexp, its verdicts measure nothing) "
           f"is listening at {server.url}  (Ctrl-C stops it). Point ragexp at it with:\n"
           f"  python -m ragexp metric=full judge=openai_compatible judge.api_base={server.url}", flush=True)
