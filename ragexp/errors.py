@@ -165,6 +165,19 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C during the judge's work; the message says what was received and where it is kept."""
 
 
+def _unchosen_group(group: str, key: str) -> str | None:
+    """``judge.cache_backend=…`` with no judge chosen: the group to choose first, with its options (None: ``group``
+    is no config group of ragexp)."""
+    from ragexp.common.paths import conf_dir
+
+    folder = conf_dir() / group
+    options = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+    if not options:
+        return None
+    return (f"{group}.{key} sets an option of the {group}, but no {group} is chosen: add {group}=<name> before it "
+            f"(one of {', '.join(options)})")
+
+
 def config_error_line(exc: BaseException) -> str:
     """A Hydra or OmegaConf composition error as one line: what was wrong and the fix, without
     Hydra's list of every option on its own line or its config search path.
@@ -188,6 +201,11 @@ def config_error_line(exc: BaseException) -> str:
         if current_key(name) != name:
             new = current_key(name)
             return f"metric.{name}{rest}: '{name}' is now called {new}: write metric.{new}{rest}=…"
+    text = re.sub(r"\$\{oc\.env:RAGEXP_SECRET_OVERRIDE_\d+\}", "***", text)  # a secret's stand-in: never shown
+    unchosen = re.match(r"Could not override '(\w+)\.([\w.]+)'", text)
+    if unchosen and f"Key '{unchosen.group(1)}' is not in struct" in str(exc.__cause__ or "") \
+            and (line := _unchosen_group(*unchosen.groups())):
+        return line
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     cause = exc.__cause__
     if cause is not None and type(cause).__module__.startswith("omegaconf"):

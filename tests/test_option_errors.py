@@ -199,3 +199,16 @@ def test_the_compare_command_says_a_config_hydra_cannot_compose_in_one_line(over
     proc = subprocess.run([sys.executable, "-m", "ragexp.compare", "baseline=a", "candidate=b", override],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [line], proc.stderr
+
+
+@pytest.mark.parametrize("value", ["sqlite", "${oc.env:RAGEXP_SECRET_OVERRIDE_1}"])
+def test_a_judge_setting_without_a_judge_says_to_choose_one(value):
+    """``judge.cache_backend=…`` with no ``judge=``: Hydra's 'Could not override … use +judge.cache_backend=…'
+    quoted the stand-in of a redacted secret; the line now says to choose a judge, naming the options."""
+    from ragexp.errors import config_error_line
+
+    with pytest.raises(Exception) as caught:
+        _compose("config", f"judge.cache_backend={value}")
+    line = config_error_line(caught.value)
+    assert line.startswith("judge.cache_backend sets an option of the judge, but no judge is chosen: add judge=<name>")
+    assert "openai_compatible" in line and "RAGEXP_SECRET" not in line and "+judge" not in line
