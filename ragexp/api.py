@@ -32,7 +32,7 @@ from ragexp.errors import ConfigError, JudgeFailed, config_error_line
 
 #: Config groups a keyword argument may select (a string) or tune (a dict of that group's keys).
 GROUPS = ("dataset", "metric", "matcher", "judge", "pipeline", "chunker", "retriever", "compressor", "generator",
-          "tracking", "stats", "gate")
+          "memory_layer", "tracking", "stats", "gate")
 
 _PREPARED: dict[tuple[tuple[str, ...], str], tuple[Any, dict[str, Any]]] = {}
 _COMPOSE_LOCK = threading.Lock()

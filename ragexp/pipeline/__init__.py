@@ -21,6 +21,14 @@ def build_pipeline(cfg: Any, dataset: Any):
     pipe = plain(cfg.get("pipeline")) or {"_target_": BUILTIN}
     if not isinstance(pipe, dict) or "_target_" not in pipe:
         raise ConfigError(f"pipeline: expected a mapping with a _target_ (see conf/pipeline/), got {pipe!r}")
+    layer = plain(cfg.get("memory_layer")) or {}
+    if layer.get("name", "none") != "none":  # the memory layer under test does the retrieval (docs/memory-layers.md)
+        if pipe["_target_"] != BUILTIN:
+            raise ConfigError(f"memory_layer={layer.get('name')} replaces the pipeline's retrieval; drop "
+                              f"pipeline={'traced' if pipe['_target_'] == TRACED else 'custom'} (or memory_layer=none)")
+        from ragexp.pipeline.memory_layers import build_memory_pipeline
+
+        return build_memory_pipeline(layer, cfg, dataset)
     if pipe["_target_"] in (None, "???"):
         raise ConfigError("pipeline=custom needs your callable: pipeline._target_=my_module.my_function")
     if pipe["_target_"] == TRACED:
@@ -76,6 +84,7 @@ def _own_stages_only(cfg: Any, kind: str) -> None:
 
 
 def _traced(pipe: dict[str, Any], cfg: Any):
+    from ragexp.common.isolation import DEFAULT_TIMEOUT_S
     from ragexp.common.spans import SpanReading
     from ragexp.pipeline.traced import TracedPipeline
 
@@ -87,7 +96,7 @@ def _traced(pipe: dict[str, Any], cfg: Any):
     if not isinstance(kwargs, dict):
         raise ConfigError(f"pipeline.kwargs: expected a mapping of keyword arguments, got {kwargs!r}")
     known = {"_target_", "factory", "kwargs", "call", "autolog", "experiment", "tracking_uri", "query_key",
-             "answer_key", "context_id"}
+             "answer_key", "context_id", "timeout_s"}
     unknown = sorted(set(pipe) - known)
     if unknown:
         raise ConfigError(f"pipeline=traced: unknown key(s) {', '.join(unknown)}; your app's arguments go under "
@@ -97,7 +106,8 @@ def _traced(pipe: dict[str, Any], cfg: Any):
     tracking = plain(cfg.get("tracking")) or {}
     return TracedPipeline(pipe["factory"], kwargs, call=pipe.get("call") or "auto", autolog=pipe.get("autolog", "auto"),
                           experiment=pipe.get("experiment") or tracking.get("experiment") or "ragexp",
-                          tracking_uri=store_uri(tracking.get("uri")), reading=reading)
+                          tracking_uri=store_uri(tracking.get("uri")), reading=reading,
+                          timeout_s=pipe.get("timeout_s", DEFAULT_TIMEOUT_S))
 
 
 def _custom(pipe: dict[str, Any], cfg: Any):
