@@ -99,7 +99,7 @@ def build_memory_pipeline(layer: dict[str, Any], cfg: Any, dataset: Any) -> "Mem
         if unknown:
             raise ConfigError(f"memory_layer=custom: unknown key(s) {', '.join(unknown)}; your factory's arguments "
                               f"go under memory_layer.kwargs (e.g. +memory_layer.kwargs.{unknown[0]}=...)")
-        user = UserMemory(layer.get("factory"), layer.get("kwargs"), layer.get("timeout_s", 60.0))
+        user = UserMemory(layer.get("factory"), layer.get("kwargs"), layer.get("timeout_s"))
     else:
         if kind in ("observations", "summaries") and not _brings(conversations, kind):
             raise ConfigError(f"memory_layer={kind}: dataset '{dataset.name}' brings no {kind} in any conversation; "
