@@ -1,0 +1,138 @@
+"""Headline metrics by category and the retrieval by context source (ragexp.core.breakdown): golden values
+written as arithmetic over small records, the chunked path equal to the whole, and the keys' form."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from ragexp.common.records import Record
+from ragexp.core.breakdown import Breakdown, breakdown_key, is_breakdown_key, key_label
+from ragexp.core.scoring import build_metrics
+
+NAN = float("nan")
+SETTINGS = {"resamples": 1000, "confidence": 0.95, "seed": 0, "method": "percentile"}
+
+
+def _record(i, category=None, contexts=None, sources=None, gt=None, answer="Paris is the capital"):
+    r = Record(id=str(i), query="q", contexts=contexts, gt_contexts=gt, answer=answer)
+    r.category, r.context_sources = category, sources  # the fields may not be on Record yet: set them as attributes
+    return r
+
+
+def _specs():
+    return build_metrics({
+        "context_precision": {"_target_": "ragexp.metrics.context.context_precision", "matcher": None, "k": None},
+        "context_recall": {"_target_": "ragexp.metrics.context.context_recall", "matcher": None, "k": None},
+        "avg_coverage": {"_target_": "ragexp.metrics.keyword.avg_coverage", "against": "answer", "stopwords": None},
+        "answer_token_f1": {"_target_": "ragexp.metrics.answer.answer_token_f1"},
+    }, {"_target_": "ragexp.matchers.exact.ExactMatcher", "name": "exact_chunk"})[0]
+
+
+def test_each_category_is_its_own_run_with_its_own_n_and_interval():
+    cats = ["temporal", "multi_hop", "temporal", "temporal", "multi_hop", None]
+    f1 = [0.5, 0.2, 1.0, NAN, 0.4, 0.9]  # NaN: not ok for that record; None category: in no row
+    hit = [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]
+    b = Breakdown([])
+    b.add([_record(i, c) for i, c in enumerate(cats)])
+    out = b.intervals({"answer_token_f1": f1, "hit_rate/k1": hit, "other": hit}, ["answer_token_f1", "hit_rate/k1"],
+                      **SETTINGS)
+    assert list(out) == ["answer_token_f1/category/temporal", "hit_rate/k1/category/temporal",
+                         "answer_token_f1/category/multi_hop", "hit_rate/k1/category/multi_hop"]  # no 'other'
+    t = out["answer_token_f1/category/temporal"]
+    assert t.n == 2 and t.mean == pytest.approx((0.5 + 1.0) / 2)
+    assert t.stderr == pytest.approx(statistics.stdev([0.5, 1.0]) / math.sqrt(2))
+    m = out["answer_token_f1/category/multi_hop"]
+    assert m.n == 2 and m.mean == pytest.approx((0.2 + 0.4) / 2)
+    h = out["hit_rate/k1/category/temporal"]  # 0/1 values: Wilson's interval of 2 hits in 3
+    p, n, z = 2 / 3, 3, 1.959963984540054
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    assert h.method == "wilson" and h.n == 3 and h.mean == pytest.approx(2 / 3)
+    assert (h.ci_low, h.ci_high) == pytest.approx((centre - half, centre + half))
+    assert b.labels() == {"category": ["temporal", "multi_hop"], "source": []}
+
+
+def test_a_category_clustered_by_conversation_takes_the_clustered_standard_error():
+    cats = ["a"] * 6 + ["b"] * 2
+    vals = [0.1, 0.3, 0.5, 0.9, 0.6, 0.2, 0.7, 0.8]
+    conv = ["c1", "c1", "c2", "c2", "c3", "c3", "c1", "c2"]
+    b = Breakdown([])
+    b.add([_record(i, c) for i, c in enumerate(cats)])
+    iv = b.intervals({"m": vals}, ["m"], clusters=conv, **SETTINGS)["m/category/a"]
+    x = vals[:6]
+    mean = sum(x) / 6
+    sums = [(x[0] - mean) + (x[1] - mean), (x[2] - mean) + (x[3] - mean), (x[4] - mean) + (x[5] - mean)]
+    expected = math.sqrt(3 / 2 * sum(s * s for s in sums)) / 6  # Miller's clustered SE, G = 3 clusters
+    assert iv.n == 6 and iv.n_clusters == 3 and iv.stderr == pytest.approx(expected)
+
+
+def test_per_source_precision_recall_coverage_and_the_answers_each_supported():
+    specs = _specs()
+    ctx = ["Paris is the capital", "rain", "the capital of France", "noise"]
+    src = ["rag", "memory_short", "memory_long", "rag"]
+    gt = ["Paris is the capital", "the capital of France"]
+    records = [
+        _record(0, contexts=ctx, sources=src, gt=gt, answer="Paris capital"),
+        _record(1, contexts=["rain", "snow"], sources=["memory_short", "memory_short"], gt=["snow"],
+                answer="snow today"),
+        _record(2, contexts=["x"], sources=["rag"], gt=["y"], answer="a"),  # the answer has no keyword (one letter)
+    ]
+    b = Breakdown(specs)
+    b.add(records)
+    out = b.intervals({}, [], **SETTINGS)
+    v = {k: iv.mean for k, iv in out.items()}
+    n = {k: iv.n for k, iv in out.items()}
+    # rag: record 0 ('Paris is the capital', 'noise': 1 of 2 relevant, 1 of 2 ground truths; the answer's
+    # keywords paris and capital both in it) and record 2 ('x' against 'y': 0 and 0; its answer has no keyword)
+    assert v["context_precision/source/rag"] == pytest.approx((1 / 2 + 0) / 2) and n["context_precision/source/rag"] == 2
+    assert v["context_recall/source/rag"] == pytest.approx((1 / 2 + 0) / 2)
+    assert v["avg_coverage/source/rag"] == pytest.approx(1.0) and n["avg_coverage/source/rag"] == 1
+    # memory_short: record 0 ('rain': 0 relevant, 0 ground truths; covers no keyword), record 1 ('rain', 'snow':
+    # 1 of 2 relevant, 1 of 1 ground truth; covers snow, not today)
+    assert v["context_precision/source/memory_short"] == pytest.approx((0 + 1 / 2) / 2)
+    assert v["context_recall/source/memory_short"] == pytest.approx((0 + 1) / 2)
+    assert v["avg_coverage/source/memory_short"] == pytest.approx((0 + 1 / 2) / 2)
+    # memory_long: record 0 only ('the capital of France': 1 of 1 relevant, 1 of 2 ground truths, covers capital)
+    assert v["context_precision/source/memory_long"] == 1.0 and n["context_recall/source/memory_long"] == 1
+    assert v["context_recall/source/memory_long"] == pytest.approx(1 / 2)
+    assert v["avg_coverage/source/memory_long"] == pytest.approx(1 / 2)
+    # answers supported, over records 0 and 1 (record 2's answer has no keyword): rag 1 of 2, memory_short 1
+    # of 2 (record 1), memory_long 1 of 2 (record 0; record 1 had none of its contexts: 0)
+    for label in ("rag", "memory_short", "memory_long"):
+        key = f"answers_supported/source/{label}"
+        assert (v[key], n[key]) == (pytest.approx(1 / 2), 2), key
+    assert "answer_token_f1/source/rag" not in out  # only coverage, precision and recall by source
+    assert b.labels()["source"] == ["rag", "memory_short", "memory_long"]
+
+
+def test_chunk_by_chunk_equals_the_whole_even_when_a_source_first_appears_late():
+    specs = _specs()
+
+    def recs():
+        out = []
+        for i in range(9):
+            src = ["rag", "memory_long"] if i >= 6 else ["rag", "rag"]  # memory_long only in the last chunk
+            out.append(_record(i, category=["a", "b", "c"][i % 3], contexts=[f"c{i}", "Paris"], sources=src,
+                               gt=["Paris"], answer=f"Paris w{i}"))
+        return out
+
+    whole, chunked = Breakdown(specs), Breakdown(specs)
+    whole.add(recs())
+    r = recs()
+    for start in (0, 3, 6):
+        chunked.add(r[start:start + 3])
+    vals = {"m": [i / 10 for i in range(9)]}
+    a, b = whole.intervals(vals, ["m"], **SETTINGS), chunked.intervals(vals, ["m"], **SETTINGS)
+    assert a.keys() == b.keys() and all(a[k] == b[k] for k in a)
+    # memory_long supported records 6-8 ('Paris'); records 0-5 had sources and answers but none of its contexts
+    supported = a["answers_supported/source/memory_long"]
+    assert supported.n == 9 and supported.mean == pytest.approx(3 / 9)
+    assert a["context_recall/source/memory_long"].n == 3
+
+
+def test_keys_and_labels():
+    assert breakdown_key("answer_token_f1", "category", "temporal") == "answer_token_f1/category/temporal"
+    assert breakdown_key("context_recall", "source", "Memory short") == "context_recall/source/Memory short"
+    assert key_label("a:b") == "a_b" and is_breakdown_key("avg_coverage/source/rag/n")
