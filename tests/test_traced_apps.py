@@ -150,7 +150,7 @@ def test_pipeline_traced_a_question_the_app_raises_on_keeps_its_record(store_uri
     assert "trace_error" in table["trace_status"][moon[0]]
     others = [i for i in range(len(QUESTIONS)) if i not in moon]
     assert all(not isinstance(table["pipeline_error"][i], str) and isinstance(table["answer"][i], str) for i in others)
-    assert "1 question(s) raised an error in the app" in capsys.readouterr().err
+    assert "1 question(s) failed in the app" in capsys.readouterr().err
 
 
 # --- traces ragexp cannot read whole: each keeps its record, with its reason ---------------------------------

@@ -36,6 +36,19 @@ def _one_line(default: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None] | None = None) -> None:
+    """:func:`_run_app`; then the process ends even if the user's code left a thread running
+    (:func:`ragexp.common.isolation.end_without_waiting`)."""
+    from ragexp.common.isolation import end_without_waiting
+
+    try:
+        _run_app(app, on_interrupt)
+    except SystemExit as exc:
+        end_without_waiting(exc.code)
+        raise
+    end_without_waiting(0)
+
+
+def _run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], None] | None = None) -> None:
     """Run a ``@hydra.main`` app as ragexp's commands do: printed text scrubbed of secrets, ``gate.min.<key>=v``
     without Hydra's ``++``, a composition error as one line with exit 2 (Hydra raises it under HYDRA_FULL_ERROR
     instead of printing many lines; the user's own HYDRA_FULL_ERROR keeps the traceback), a bug's traceback

@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import contextvars
 import io
+import os
 import signal
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -47,6 +49,14 @@ DEFAULT_TIMEOUT_S = 120.0
 HEARTBEAT_S = 30.0
 #: At most this much of a reason is kept (a traceback-sized message is cut)
 MAX_REASON = 500
+#: Non-daemon threads started by the user's code (seen new after it ran): the command does not wait for them
+_LEFT: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+
+
+def _note_threads(before: set[threading.Thread]) -> None:
+    for thread in threading.enumerate():
+        if thread not in before and not thread.daemon:
+            _LEFT.add(thread)
 
 
 @dataclass
@@ -204,10 +214,13 @@ class UserCode:
         context = contextvars.copy_context()
         streams = _Streams()
 
+        before = set(threading.enumerate())
+
         def work() -> None:
             t0 = time.perf_counter()
             try:
                 value = context.run(fn, *args, **kwargs)
+                _note_threads(before)
                 box.append(Outcome(value, "ok", "", time.perf_counter() - t0))
             except BaseException as exc:  # noqa: BLE001 - whatever the user's code raises is this call's status
                 box.append(Outcome(None, "error", describe(exc), time.perf_counter() - t0))
@@ -245,6 +258,7 @@ class UserCode:
         """``fn(*args, **kwargs)`` on this thread; whatever it raises (but ragexp's own errors, SIGTERM and
         Ctrl-C) becomes ``ConfigError("<what> <doing>: <reason>")``. Streams and signal handlers put back."""
         streams, signals = _Streams(), _Signals()
+        before = set(threading.enumerate())
         try:
             with _Heartbeat(self.what, self.heartbeat_s):
                 return fn(*args, **kwargs)
@@ -255,6 +269,32 @@ class UserCode:
         finally:
             streams.restore()
             signals.restore()
+            _note_threads(before)
+
+
+def end_without_waiting(status: Any, grace_s: float = 5.0) -> None:
+    """Called by a command as it ends (``status``: its exit status, a ``SystemExit.code``): when a non-daemon
+    thread the user's code started is still running, Python would wait for it forever; after ``grace_s``
+    seconds one line names it and the process ends with ``status``. Nothing happens when there is none."""
+    if not any(t.is_alive() for t in list(_LEFT)):
+        return
+    code = 0 if status is None else status if isinstance(status, int) else 1
+
+    def watch() -> None:
+        time.sleep(grace_s)
+        alive = sorted(t.name for t in list(_LEFT) if t.is_alive())
+        if not alive:
+            return
+        _say(f"the user's code left {len(alive)} thread(s) running ({', '.join(alive)[:200]}); ragexp ends "
+             f"without waiting for them (exit status {code}, everything was saved)")
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - closed by the user's code: nothing left to flush
+                pass
+        os._exit(code)
+
+    threading.Thread(target=watch, name="ragexp-exit-watch", daemon=True).start()
 
 
 def load(target: str, where: str) -> Any:
@@ -272,4 +312,4 @@ def load(target: str, where: str) -> Any:
     return UserCode(f"{where} {target}", timeout_s=None).build(resolve, target, where, doing="could not be imported")
 
 
-__all__ = ["DEFAULT_TIMEOUT_S", "Outcome", "UserCode", "describe", "load"]
+__all__ = ["DEFAULT_TIMEOUT_S", "Outcome", "UserCode", "describe", "end_without_waiting", "load"]

@@ -12,9 +12,9 @@ import sys
 import time
 from typing import Any, Callable, Iterable
 
+from ragexp.common.isolation import DEFAULT_TIMEOUT_S, UserCode, describe, load
 from ragexp.common.paths import artifact_root
 from ragexp.common.records import Record
-from ragexp.common.targets import resolve
 from ragexp.common.spans import RECORD_TAG, SpanReading, count_problems, problems_line, read_trace
 from ragexp.errors import ConfigError
 
@@ -45,21 +45,28 @@ def _autolog(which: Any, app: Any) -> list[str]:
     return names
 
 
+class _AppFailed(Exception):
+    """The app's call failed (its reason already one line): ends the question's root span as an error."""
+
+
 class TracedPipeline:
     """Builds the app once (``factory(**kwargs)``), then per question: a root span (inputs ``{"query": ...}``,
     outputs what the app returned) around ``call``, the trace read back into the record.
 
     ``call``: ``auto`` (``invoke`` for LangChain runnables, else ``query`` for LlamaIndex engines, else the
     app itself called), a method name, or ``module:function`` called as ``function(app, query)``.
-    ``experiment``: where the app's traces go in the run's store (``tracking_uri``).
+    ``experiment``: where the app's traces go in the run's store (``tracking_uri``). ``timeout_s``: seconds one
+    question may take (the app runs as :mod:`ragexp.common.isolation` says; whatever it raises, ``sys.exit``
+    included, or a question past its deadline is that question's ``pipeline_error``).
     """
 
     def __init__(self, factory: str, kwargs: dict[str, Any] | None = None, call: str = "auto", autolog: Any = "auto",
                  experiment: str = "ragexp app traces", tracking_uri: str | None = None,
-                 reading: SpanReading = SpanReading()):
+                 reading: SpanReading = SpanReading(), timeout_s: float | None = DEFAULT_TIMEOUT_S):
         self.target = factory
         self.kwargs = dict(kwargs or {})
-        build = resolve(factory, "pipeline.factory")
+        self.code = UserCode(f"pipeline.factory {factory}", timeout_s)
+        build = load(factory, "pipeline.factory")
         if not callable(build):
             raise ConfigError(f"pipeline.factory {factory}: expected a function that builds your app, got "
                               f"{type(build).__name__}")
@@ -72,7 +79,7 @@ class TracedPipeline:
             pass
         self.build = build
         self.call = call
-        self.caller = None if call in ("auto", None) or ":" not in str(call) else resolve(call, "pipeline.call")
+        self.caller = None if call in ("auto", None) or ":" not in str(call) else load(call, "pipeline.call")
         self.autolog = autolog
         self.experiment = experiment
         self.uri = tracking_uri
@@ -110,11 +117,8 @@ class TracedPipeline:
         if self.app is not None:
             return
         t0 = time.perf_counter()
-        try:
-            self.app = self.build(**self.kwargs)
-        except Exception as exc:  # noqa: BLE001 - the user's code: one line
-            raise ConfigError(f"pipeline.factory {self.target}({', '.join(f'{k}={v!r}' for k, v in self.kwargs.items())})"
-                              f" failed: {type(exc).__name__}: {exc}") from None
+        called = f"pipeline.factory {self.target}({', '.join(f'{k}={v!r}' for k, v in self.kwargs.items())})"
+        self.app = UserCode(called, None).build(lambda: self.build(**self.kwargs))
         self.stats["pipeline/build_seconds"] = time.perf_counter() - t0
 
     def run(self, records: list[Record], progress: Progress | None = None) -> list[Record]:
@@ -149,11 +153,15 @@ class TracedPipeline:
         for p, n in counts.items():
             self.stats[f"pipeline/trace_problems/{p}"] = float(n)
         self.stats["pipeline/failures"] = float(self.failures)
+        self.stats["pipeline/timeouts"] = float(self.code.timeouts)
         print(f"[ragexp] {problems_line(counts, len(problems), f'pipeline=traced ({self.target})')}",
               file=sys.stderr, flush=True)
         if self.failures:
-            print(f"[ragexp] {self.failures} question(s) raised an error in the app; their fields are left empty "
-                  "(see the pipeline_error column of per_sample.json)", file=sys.stderr, flush=True)
+            late = f", {self.code.timeouts} of them past pipeline.timeout_s={self.code.timeout_s:g} s" \
+                if self.code.timeouts else ""
+            print(f"[ragexp] {self.failures} question(s) failed in the app (an error, sys.exit, no answer in "
+                  f"time{late}); their fields are left empty (see the pipeline_error column of per_sample.json)",
+                  file=sys.stderr, flush=True)
         return records
 
     def _experiment_id(self, mlflow: Any) -> str:
@@ -181,10 +189,13 @@ class TracedPipeline:
                 trace_id = span.trace_id
                 span.set_inputs({"query": r.query})
                 mlflow.update_current_trace(tags={RECORD_TAG: r.id})
-                span.set_outputs(ask(r.query))
+                out = self.code.call(ask, r.query, label=f"question {r.id}")
+                if not out.ok:  # the root span ends ERROR with the reason (secrets redacted), not the app's raw message
+                    raise _AppFailed(out.reason)
+                span.set_outputs(out.value)
         except Exception as exc:  # noqa: BLE001 - the app's failure is this sample's, not the run's
             self.failures += 1
-            r.extra["pipeline_error"] = f"{type(exc).__name__}: {exc}"[:500]
+            r.extra["pipeline_error"] = str(exc) if isinstance(exc, _AppFailed) else describe(exc)
         return r, trace_id, time.perf_counter() - t0
 
     def _read_back(self, mlflow: Any, pending: list[tuple[Record, str | None, float]]) -> list[list[str]]:
