@@ -309,3 +309,34 @@ def test_scorers_give_ragexps_own_values_in_mlflow_genai_evaluate(tmp_path, data
                 assert got[f"{key}/value"].iloc[j] is None or math.isnan(got[f"{key}/value"].iloc[j])
                 assert "refuses" in str(got[f"{key}/error_message"].iloc[j]) or got[f"{key}/error_code"].iloc[j]
     assert (own[status_column(JUDGED)] != "ok").any() and (own[status_column(JUDGED)] == "ok").any()
+
+
+def test_each_questions_trace_carries_its_conversation_as_the_mlflow_session(tmp_path):
+    """Issue 38 item 5: with stats.cluster_by naming the conversation, each trace's mlflow.trace.session is its
+    record's conversation (MLflow's Sessions view groups them), read back from the store; the memory search is
+    the trace's RETRIEVER span, its documents the passages retrieved."""
+    import mlflow
+    from mlflow.entities import SpanType
+
+    import ragexp
+
+    rows = [{"id": f"{conv}/{i}", "query": f"what did {conv} say {i}?", "answer": f"answer {i}",
+             "reference_answers": [f"answer {i}"], "contexts": [f"turn {i} of {conv}", "another turn"],
+             "context_ids": [f"D1:{i}", "D1:9"], "conversation": conv}
+            for conv in ("conv-26", "conv-30") for i in range(3)]
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = ragexp.evaluate(rows, metric="answer_token_f1", log=uri, progress=False,
+                             overrides=["stats.cluster_by=conversation", "stats.resamples=200", "tracking.plots=false"])
+    mlflow.set_tracking_uri(uri)
+    run = mlflow.get_run(result.run_id)
+    traces = mlflow.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id, return_type="list")
+    assert len(traces) == 6
+    for trace in traces:
+        record_id = trace.info.tags[RECORD_TAG]
+        assert trace.info.trace_metadata["mlflow.trace.session"] == record_id.split("/")[0]
+        retriever = [s for s in trace.data.spans if s.span_type == SpanType.RETRIEVER]
+        assert len(retriever) == 1 and [d["id"] for d in retriever[0].outputs] == [f"D1:{record_id[-1]}", "D1:9"]
+    # MLflow's own session filter finds a conversation's questions and no other
+    one = mlflow.search_traces(locations=[run.info.experiment_id], return_type="list",
+                               filter_string="metadata.`mlflow.trace.session` = 'conv-30'")
+    assert sorted(t.info.tags[RECORD_TAG] for t in one) == ["conv-30/0", "conv-30/1", "conv-30/2"]

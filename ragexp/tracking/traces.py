@@ -202,16 +202,20 @@ class TraceSource:
     scores: Sequence[Sequence[float] | None] | None = None
     chunk_ids: Sequence[Sequence[str] | None] | None = None
     samples: int | None = None  # set: ``columns`` hold only the chosen ones of this many (a streamed run)
+    #: the column of each sample's conversation (``stats.cluster_by``): the trace's MLflow session
+    session_by: str | None = None
 
 
 def source_of(records: Sequence[Any], per_sample: Mapping[str, list], dataset_digest: str,
-              judges: Mapping[str, str]) -> TraceSource:
-    """A :class:`TraceSource` of a run's records (``ragexp.common.records.Record``) and its per-sample table."""
+              judges: Mapping[str, str], session_by: str | None = None) -> TraceSource:
+    """A :class:`TraceSource` of a run's records (``ragexp.common.records.Record``) and its per-sample table;
+    ``session_by``: its column of each record's conversation (``stats.cluster_by``), the traces' session."""
     timings = [r.timings for r in records] if any(r.timings for r in records) else None
     scores = ([r.extra.get("context_scores") for r in records]
               if any(r.extra.get("context_scores") for r in records) else None)
     chunks = [r.extra.get("chunk_ids") for r in records] if any(r.extra.get("chunk_ids") for r in records) else None
-    return TraceSource(per_sample, dataset_digest, dict(judges), timings, scores, chunks)
+    return TraceSource(per_sample, dataset_digest, dict(judges), timings, scores, chunks,
+                       session_by=session_by if session_by in per_sample else None)
 
 
 def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *, cap: int | None = DEFAULT_CAP,
@@ -340,7 +344,9 @@ def _one_trace(mlflow: Any, where: Any, run_id: str, source: TraceSource, rows: 
         tags = {RECORD_TAG: record_id, DIGEST_TAG: source.dataset_digest, RUN_TAG: run_id}
         if seconds is None:
             tags[DURATION_TAG] = NOT_MEASURED
-        mlflow.update_current_trace(tags=tags, client_request_id=request_id(run_id, record_id))
+        session = cell(source.session_by) if source.session_by else None  # the conversation: MLflow's Sessions view
+        mlflow.update_current_trace(tags=tags, client_request_id=request_id(run_id, record_id),
+                                    session_id=str(session) if session is not None else None)
         latency = cell("latency_s")
         if latency is not None:
             root.set_attribute("ragexp.latency_s", latency)
@@ -512,12 +518,16 @@ def check_cap(value: Any) -> int | None:
 
 
 def log_run_traces(uri: str, run_id: str, records: Sequence[Any], per_sample: Mapping[str, list], dataset_digest: str,
-                   judges: Mapping[str, str], *, cap: int | None = DEFAULT_CAP, seed: int = 0) -> str | None:
+                   judges: Mapping[str, str], *, cap: int | None = DEFAULT_CAP, seed: int = 0,
+                   session_by: str | None = None) -> str | None:
     """The traces of a logged run (:func:`log_traces`), with what they are on the run: tag ``ragexp.traces``
     (``50 of 50``), a sentence in its description when not every sample is a trace, ``ragexp.traces_failed``
     when some could not be logged. Returns the line to print when something is worth saying, else None.
-    Never raises: the run is logged, and its values are in its per-sample table whatever happens here."""
-    return _traces_on_run(uri, run_id, source_of(records, per_sample, dataset_digest, judges), cap=cap, seed=seed)
+    Never raises: the run is logged, and its values are in its per-sample table whatever happens here.
+    ``session_by``: the per-sample column of each record's conversation (``stats.cluster_by``), each trace's
+    session (``mlflow.trace.session``), so that MLflow's Sessions view groups a conversation's questions."""
+    return _traces_on_run(uri, run_id, source_of(records, per_sample, dataset_digest, judges, session_by),
+                          cap=cap, seed=seed)
 
 
 def log_folder_traces(folder: Path, uri: str, run_id: str) -> str | None:
@@ -542,7 +552,8 @@ def log_folder_traces(folder: Path, uri: str, run_id: str) -> str | None:
             return log_streamed_traces(folder / FULL_TABLE_FILE, {}, cfg, uri, run_id, summary["dataset_digest"])
         columns = read_parquet_columns(folder / FULL_TABLE_FILE)
         source = TraceSource(columns, summary["dataset_digest"], _judges(cfg), None,
-                             columns.get("context_scores"), _lists(columns.get("chunk_ids")))
+                             columns.get("context_scores"), _lists(columns.get("chunk_ids")),
+                             session_by=_session_by(cfg, columns))
         seed = (cfg.get("stats") or {}).get("seed") or 0
     except Exception as exc:  # noqa: BLE001 - the run is logged; its traces are extra
         return (f"warning: the traces of run {run_id} could not be logged to {redact_url(uri)} "
@@ -576,12 +587,18 @@ def log_streamed_traces(table: Path, timings: Mapping[str, Any], config: Mapping
         scores = columns.get("context_scores")  # the Parquet table holds them as text
         source = TraceSource(columns, dataset_digest, _judges(config), times,
                              scores and [v and [float(x) for x in v] for v in scores], _lists(columns.get("chunk_ids")),
-                             samples=len(strata))
+                             samples=len(strata), session_by=_session_by(config, columns))
     except Exception as exc:  # noqa: BLE001 - the run is logged; its traces are extra
         return (f"warning: the traces of run {run_id} could not be logged to {redact_url(uri)} "
                 f"({scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}); every value is in its "
                 "per-sample table")
     return _traces_on_run(uri, run_id, source, cap=cap, seed=seed)
+
+
+def _session_by(cfg: Mapping[str, Any], columns: Mapping[str, Any]) -> str | None:
+    """The saved config's ``stats.cluster_by`` when the per-sample table has that column: the traces' session."""
+    key = (cfg.get("stats") or {}).get("cluster_by")
+    return key if key and key in columns else None
 
 
 def _judges(cfg: Mapping[str, Any]) -> dict[str, str]:

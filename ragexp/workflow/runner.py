@@ -495,7 +495,8 @@ def traces_step(tracking: dict[str, Any], plan: Plan, records: list[Record], per
     judge_model = scrub(str(cfg.judge.get("model"))) if plan.judge is not None and cfg.get("judge") else None
     judges = {s.key: judge_model for s in plan.judge_specs} if judge_model else {}
     line = log_run_traces(summary["tracking_uri"], summary["run_id"], records, per_sample, summary["dataset_digest"],
-                          judges, cap=tracking.get("traces", DEFAULT_CAP), seed=plan.stats.get("seed") or 0)
+                          judges, cap=tracking.get("traces", DEFAULT_CAP), seed=plan.stats.get("seed") or 0,
+                          session_by=plan.stats.get("cluster_by"))
     if line:
         print(line)
 
