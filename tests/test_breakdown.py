@@ -136,3 +136,21 @@ def test_keys_and_labels():
     assert breakdown_key("answer_token_f1", "category", "temporal") == "answer_token_f1/category/temporal"
     assert breakdown_key("context_recall", "source", "Memory short") == "context_recall/source/Memory short"
     assert key_label("a:b") == "a_b" and is_breakdown_key("avg_coverage/source/rag/n")
+
+
+def test_the_console_prints_one_compact_table_of_categories_by_headline_metric(capsys):
+    from ragexp.report.groups import print_breakdown
+
+    b = Breakdown([])
+    b.add([_record(i, c) for i, c in enumerate(["temporal", "temporal", "multi_hop", "temporal"])])
+    out = b.intervals({"answer_token_f1": [0.5, 1.0, 0.25, NAN], "context_recall": [1.0, 0.0, 1.0, 1.0]},
+                      ["answer_token_f1", "context_recall"], **SETTINGS)
+    print_breakdown(out, b.labels(), ["answer_token_f1", "context_recall"])
+    text = capsys.readouterr().out
+    lines = [" ".join(line.replace("│", " ").replace("┃", " ").split()) for line in text.splitlines()]
+    lines = [line for line in lines if line and line[0].isalpha()]  # the title, header, rows and caption
+    assert text.count("By category") == 1 and "By context source" not in text
+    assert lines[1] == "category n answer_token_f1 context_recall"
+    temporal = out["answer_token_f1/category/temporal"]  # 2 of the 3 temporal records have a value: '(n 2)'
+    assert lines[2].startswith(f"temporal 3 0.7500 [{temporal.ci_low:.4f}, {temporal.ci_high:.4f}] (n 2) 0.6667 ")
+    assert lines[3] == "multi_hop 1 0.2500 1.0000"  # one record: a mean, no interval
