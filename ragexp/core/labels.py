@@ -28,7 +28,7 @@ def label_pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
                 labelled: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
     """Per metric key: the indices of labelled ``ok`` samples, people's and the judge's values there, the
     judge's values on the unlabelled ``ok`` samples, and the scale's kind when known. ``labelled``: the label
-    keys of the whole run, when ``records`` are a chunk of it (ragexp.core.streaming): every judge metric's
+    keys of the whole run, when ``records`` are a chunk of it (ragexp.core.tally): every judge metric's
     entry is then given, empty or not, with which fields its labelled and unlabelled records have."""
     out: dict[str, dict[str, Any]] = {}
     scales = label_scales()
@@ -66,7 +66,7 @@ def label_pairs(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
 def label_verdicts(specs: Sequence[Any], records: Sequence[Any]) -> tuple[list[int], list[float], list[float]] | None:
     """The records' ``label`` against the verdict a metric of the run gives on each (``MetricInfo.label_verdict``):
     the indices, labels and verdicts (1.0 judged correct) of the labelled records it judges; None without such a
-    metric or a label. A streamed run (ragexp.core.streaming) takes them chunk by chunk."""
+    metric or a label. A streamed run (ragexp.core.tally) takes them chunk by chunk."""
     spec = next((s for s in specs if s.info.label_verdict), None)
     if spec is None or not any(r.label is not None for r in records):
         return None
@@ -151,14 +151,15 @@ def judge_trust(specs: Sequence[Any], scores: Mapping[str, list], records: Seque
         head = a.statistics[a.headline]
         if target_halfwidth:
             need: dict[str, int | None] = {}
-            if "corrected" in entry:
-                need["corrected_mean"] = c.labels_for(target_halfwidth)
+            if "corrected" in entry:  # no interval now (the labels in one cluster): no count can be given
+                need["corrected_mean"] = c.labels_for(target_halfwidth) if c.ci_low is not None else "no interval"
             agreeing = None if clusters is None else _agreement_design(a.kind, p, clusters)
             if head.ci_low is not None and not entry.get("degenerate"):  # no labels make a one-verdict judge's κ
                 hw = (head.ci_high - head.ci_low) / 2
                 need[a.headline] = (labels_for_halfwidth(hw, a.n, target_halfwidth) if agreeing is None else
                                     agreeing.labels_for(hw, a.n, target_halfwidth))
-            entry["labels_needed"] = {"target_halfwidth": target_halfwidth, **need}
+            entry["labels_needed"] = {"target_halfwidth": target_halfwidth, **need,
+                                      "records": len(p["idx"]) + len(p.get("rest_idx") or ())}
             design = c.design if "corrected" in entry and c.design is not None else agreeing
             if design is not None:  # the hint follows the clusters the labels fall in (docs/judge-trust.md)
                 entry["labels_needed"]["clustered"] = design.as_dict()
@@ -200,6 +201,25 @@ def _selection(records: Sequence[Any], p: Mapping[str, Any]) -> str | None:
 
 #: a judge whose most frequent value is at least this share of its values gives "(nearly) one verdict"
 ONE_VERDICT = 0.95
+
+
+def one_verdict(values: Sequence[float]) -> dict[str, Any] | None:
+    """``{"value", "share", "n"}`` when one value is at least :data:`ONE_VERDICT` of ``values`` (a judge that
+    barely tells samples apart: its agreement statistics say little, and κ of a constant one is 0 by
+    construction); else None.
+
+    >>> one_verdict([1.0] * 19 + [0.0]), one_verdict([1.0, 0.0])
+    ({'value': 1, 'share': 0.95, 'n': 20}, None)
+    """
+    from collections import Counter
+
+    from ragexp.stats.agreement import level
+
+    if not values:
+        return None
+    value, count = Counter(values).most_common(1)[0]
+    share = count / len(values)
+    return {"value": level(value), "share": share, "n": len(values)} if share >= ONE_VERDICT else None
 
 
 def _judge_warnings(entry: dict[str, Any], p: Mapping[str, Any], clusters: Sequence[Any] | None,
@@ -396,6 +416,10 @@ def compare_agreement(cols_b: Mapping[str, Sequence[Any]], cols_c: Mapping[str, 
             d = paired_agreement(key, [hb[i] for i in rows], [jb[i] for i in rows], [jc[i] for i in rows],
                                  kind=kind, resamples=resamples, confidence=confidence, seed=seed)
             entry["agreement"] = d.as_dict()
+            said = {side: one for side, col in (("baseline", jb), ("candidate", jc))
+                    if (one := one_verdict([v for v in col if not math.isnan(v)]))}
+            if said:  # as a run flags it: a judge of (nearly) one verdict has no agreement to compare
+                entry["one_verdict"] = said
             if (kind or d.statistic) in ("binary", "kappa"):  # per class: the share of people's 0s (1s) matched
                 entry["per_class"] = {f"people_{int(v)}": {
                     "n": sum(1 for i in rows if hb[i] == v),

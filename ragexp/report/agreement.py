@@ -85,13 +85,15 @@ def _opening(said: str) -> str:
 
 def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
     """One sentence: how many labelled samples bring each statistic within ``±target_halfwidth``."""
-    hw, n = need["target_halfwidth"], e["n"]
-    wants, met, beyond = [], [], []
+    hw, n, records = need["target_halfwidth"], e["n"], need.get("records")
+    wants, met, beyond, unknown = [], [], [], []
     for k, v in need.items():
-        if k in ("target_halfwidth", "clustered"):
+        if k in ("target_halfwidth", "clustered", "records"):
             continue
         what = "the corrected mean" if k == "corrected_mean" else SYMBOLS.get(k, k)
-        if v is None:
+        if v == "no interval":
+            unknown.append(what)
+        elif v is None:
             beyond.append(what)
         elif v <= n:
             met.append(what)
@@ -103,6 +105,9 @@ def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
         said = "".join(f", and about {v2:,} for {w2}" for w2, v2 in rest)
         parts.append(f"To know {what} of {_who(key, e)} within ±{hw:g}, about {v:,} labelled samples are "
                      f"needed{said}; {n:,} are labelled now.")
+        if records and max(v2 for _, v2 in wants) > records:
+            parts.append(f"That is more than the {records:,} samples this run scored: labels of these samples alone "
+                         f"cannot get there (label more data, or accept a wider interval).")
     if met:
         said = " and ".join(met)
         parts.append(f"{_opening(said)} of {_who(key, e)} {'are' if len(met) > 1 else 'is'} already "
@@ -111,6 +116,10 @@ def labels_hint(key: str, e: Mapping[str, Any], need: Mapping[str, Any]) -> str:
         said = " and ".join(beyond)
         parts.append(f"{_opening(said)} of {_who(key, e)} cannot be brought within ±{hw:g} by more "
                      f"labels alone.")
+    if unknown:
+        why = ((e.get("corrected") or {}).get("note") or "").split(":")[0]
+        parts.append(f"{_opening(' and '.join(unknown))} of {_who(key, e)} has no interval with these {n:,} labels"
+                     f"{f' ({why})' if why else ''}, so no count of labels can be given yet.")
     cl = need.get("clustered")
     if cl and parts:
         parts.append(f"(Clustered: the labels fall in {cl['clusters']:,} clusters, design effect "
@@ -128,6 +137,9 @@ def judges_lines(section: Mapping[str, Any], confidence: float) -> list[str]:
         if not d:
             continue
         sym = SYMBOLS[d["statistic"]]
+        if e.get("one_verdict"):
+            lines.append(one_verdict_line(key, e["one_verdict"], sym))
+            continue
         p = d.get("p_value")
         if p is not None and p < 1 - confidence:
             who = "the candidate" if d["diff"] > 0 else "the baseline"
@@ -139,12 +151,29 @@ def judges_lines(section: Mapping[str, Any], confidence: float) -> list[str]:
     return lines
 
 
+def one_verdict_line(key: str, said: Mapping[str, Mapping[str, Any]], sym: str) -> str:
+    """A compared judge of (nearly) one verdict: its agreement is not a measure (the run flags it the same way).
+
+    >>> one_verdict_line("x", {"baseline": {"value": 1, "share": 1.0, "n": 40}}, "κ")
+    "x: the baseline judge gave 1 to 100% of the 40 samples it scored: its κ is 0 by construction, not a measure of agreement, so the two judges' agreement is not compared"
+    """
+    parts = [f"the {side} judge gave {o['value']} to {o['share']:.0%} of the {o['n']:,} samples it scored"
+             for side, o in said.items()]
+    constant = all(o["share"] == 1.0 for o in said.values())
+    what = f"its {sym} is 0 by construction" if constant and len(said) == 1 else \
+        f"their {sym} is 0 by construction" if constant else f"its {sym} says little"
+    return (f"{key}: {' and '.join(parts)}: {what}, not a measure of agreement, so the two judges' agreement is "
+            f"not compared")
+
+
 def comparison_lines(section: Mapping[str, Any]) -> list[str]:
     """The comparison report's lines on agreement and corrected means (one per metric and kind)."""
     lines = []
     for key, e in section.items():
         d = e.get("agreement")
-        if d:
+        if d and e.get("one_verdict"):
+            lines.append(one_verdict_line(key, e["one_verdict"], SYMBOLS[d["statistic"]]))
+        elif d:
             ci = "" if d["ci_low"] is None else f" [{_num(d['ci_low'])}, {_num(d['ci_high'])}]"
             p = "" if d["p_value"] is None else f", p = {d['p_value']:.3g}"
             lines.append(f"{key}: agreement with people ({SYMBOLS[d['statistic']]}) {_num(d['baseline'])} → "
