@@ -15,7 +15,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 #: The prefix of alembic's batch-migration copies of a table (alembic.operations.batch).
 ALEMBIC_TMP = "_alembic_tmp_"
@@ -104,3 +104,27 @@ def ray_loopback_options(address: str) -> dict[str, str]:
     or a private instance listens on that address. Tested on Ray 2.60 (``ray[default]<3`` in pyproject.toml)."""
     host = address.rsplit(":", 1)[0] if ":" in address else address
     return {"_node_ip_address": "127.0.0.1"} if host in ("local", "127.0.0.1", "localhost") else {}
+
+
+def rewrite_span_events(span: Any, clean: Callable[[str], str]) -> bool:
+    """Each text attribute of an MLflow ``LiveSpan``'s events (an exception's message and stack trace) replaced
+    by ``clean(text)``, before the span ends: MLflow offers span processors (``mlflow.tracing.configure``) that
+    may set attributes and the status, but no way to change an event once added. Reads MLflow's OpenTelemetry
+    span (``LiveSpan._span``) and its events (``opentelemetry.sdk.trace.Span._events``, a ``BoundedList``
+    whose ``_dq`` holds them). Tested on MLflow 3.17 with opentelemetry-sdk 1.45. False when those are not
+    there (nothing changed)."""
+    events = getattr(getattr(span, "_span", None), "_events", None)
+    queue, lock = getattr(events, "_dq", None), getattr(events, "_lock", None)
+    if queue is None or lock is None:
+        return False
+    if not queue:
+        return True
+    from opentelemetry.sdk.trace import Event
+
+    with lock:
+        for i, event in enumerate(list(queue)):
+            attributes = dict(event.attributes or {})
+            cleaned = {k: clean(v) if isinstance(v, str) else v for k, v in attributes.items()}
+            if cleaned != attributes:
+                queue[i] = Event(event.name, cleaned, event.timestamp)
+    return True

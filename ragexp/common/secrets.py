@@ -317,6 +317,28 @@ def redact(obj: Any, env_secrets: list[str] | None = None) -> Any:
     return obj
 
 
+def redact_span(span: Any) -> None:
+    """An MLflow span processor (``mlflow.tracing.configure(span_processors=[redact_span])``), run as each span
+    ends, before MLflow writes it anywhere: its attributes (inputs, outputs, whatever the code set), its status
+    message and its events (an exception's message and stack trace) redacted as :func:`redact` does, with the
+    environment read now (a key the code put in a variable mid-run counts). The trace's request and response
+    previews are made from the root span's redacted inputs and outputs."""
+    from mlflow.entities import SpanStatus
+
+    from ragexp._compat import rewrite_span_events
+
+    secrets = _env_secrets()
+    for key, value in list(span.attributes.items()):
+        clean = redact({key: value}, secrets)[key]
+        if clean != value:
+            span.set_attribute(key, clean)
+    status = span.status
+    said = getattr(status, "description", None)
+    if said and scrub(said, secrets) != said:
+        span.set_status(SpanStatus(status.status_code, scrub(said, secrets)))
+    rewrite_span_events(span, lambda text: scrub(text, secrets))
+
+
 def flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     """Dotted keys → string values, secrets redacted, long values cut to MLflow's limit."""
     out: dict[str, str] = {}

@@ -125,16 +125,22 @@ class TracedPipeline:
         import mlflow
 
         from mlflow.entities.trace_location import MlflowExperimentLocation
+        from mlflow.tracing.config import get_config
+
+        from ragexp.common.secrets import redact_span
 
         had_uri = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
         if self.uri:
             mlflow.set_tracking_uri(self.uri)
         if mlflow.get_tracking_uri().startswith("sqlite:"):  # one writer: MLflow's export threads wait on SQLite's lock
             os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS", "1")
+        theirs: list | None = None  # the span processors set before ours (by the factory too), put back at the end
         try:
             self.where = MlflowExperimentLocation(self._experiment_id(mlflow))  # the process's active experiment untouched
             self.prepare()
             self.autologged = _autolog(self.autolog, self.app)  # turned off again at the end
+            theirs = list(get_config().span_processors)  # after the factory, which may set its own: kept, ours last
+            mlflow.tracing.configure(span_processors=[*theirs, redact_span])  # secrets out of every span it writes
             ask = self._ask()
             pending: list[tuple[Record, str | None, float]] = []
             problems: list[list[str]] = []
@@ -145,6 +151,8 @@ class TracedPipeline:
                     pending = []
             problems += self._read_back(mlflow, pending)
         finally:
+            if theirs is not None:
+                mlflow.tracing.configure(span_processors=theirs)
             for name in self.autologged:  # the process is left as it was found (a notebook, the next sweep job)
                 getattr(mlflow, name).autolog(disable=True)
             self.autologged = []

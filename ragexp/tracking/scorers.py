@@ -166,6 +166,7 @@ def _scorer(suite: _Suite, key: str) -> Any:
     from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, Feedback
     from mlflow.genai.scorers import scorer
 
+    from ragexp.common.secrets import scrub
     from ragexp.tracking.traces import rationale
 
     judged = any(s.key == key and s.info.judge for s in suite.specs)
@@ -176,7 +177,7 @@ def _scorer(suite: _Suite, key: str) -> Any:
         s = suite.value(key, record_of(inputs, outputs, expectations, trace))
         if s.status != "ok":
             return Feedback(name=key, source=source, error=AssessmentError(error_code=str(s.status).upper(),
-                                                                           error_message=str(s.detail or s.status)))
+                                                                           error_message=scrub(str(s.detail or s.status))))
         detail = s.detail if s.detail is None or isinstance(s.detail, str) else str(s.detail)
         return Feedback(name=key, value=s.value, source=source, rationale=rationale(detail) if judged else None)
 

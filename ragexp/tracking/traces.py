@@ -129,7 +129,13 @@ def choose(strata: Sequence[str], cap: int | None, seed: int = 0) -> list[int]:
 
 
 def rationale(detail: Any) -> str | None:
-    """The judge's stated reasons out of a judge metric's detail (``{"reasons": [...]}``), else the detail."""
+    """The judge's stated reasons out of a judge metric's detail (``{"reasons": [...]}``), else the detail; secrets
+    redacted (a judge may quote a key it was shown)."""
+    said = _reasons(detail)
+    return scrub(said) if said else said
+
+
+def _reasons(detail: Any) -> str | None:
     if detail is None:
         return None
     try:
@@ -139,7 +145,7 @@ def rationale(detail: Any) -> str | None:
     if isinstance(parsed, dict):
         reasons = parsed.get("reasons")
         if reasons is None and isinstance(parsed.get("first"), str):
-            return rationale(parsed["first"])
+            return _reasons(parsed["first"])
         if isinstance(reasons, list):
             return "\n".join(str(r) for r in reasons if r) or None
         if isinstance(reasons, str):
