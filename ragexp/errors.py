@@ -1,10 +1,9 @@
-"""The exceptions ragexp raises on purpose: :class:`RagexpError` and its subclasses (printed as one line,
-exit status 2), the ``KeyboardInterrupt`` subclasses :class:`Interrupted` (Ctrl-C, 130) and
-:class:`Terminated` (SIGTERM, 143), :class:`GateFailed` (a missed floor, exit status 1), and the ones the
-judge's client and cache raise and handle themselves (:class:`CallFailed`, :class:`BudgetStop`,
-:class:`Paused`, :class:`BadReply`, :class:`CacheError`); the warning :class:`RenamedKeyWarning` too. Every
-attribute an exception carries is an argument of its constructor. Definitions: docs/errors.md, "The exceptions"
-and "Exit status".
+"""The exceptions ragexp raises on purpose, its public tree (all of it in ``ragexp.__all__``): :class:`RagexpError`
+and its subclasses (printed as one line, exit status 2), the ``KeyboardInterrupt`` subclasses
+:class:`Interrupted` (Ctrl-C, 130) and :class:`Terminated` (SIGTERM, 143), :class:`GateFailed` (a missed
+floor, exit status 1), and the warning :class:`RenamedKeyWarning`. The judge's own control flow (a call that
+failed for good, a reply without a verdict, ...) is :mod:`ragexp.judge.errors`'. Every attribute an exception
+carries is an argument of its constructor. Definitions: docs/errors.md, "The exceptions" and "Exit status".
 """
 
 from __future__ import annotations
@@ -100,44 +99,9 @@ class JudgeUnreachable(ConfigError):
     """Connections to the judge's server failed again and again: nothing is listening there."""
 
 
-class CallFailed(Exception):
-    """A judge request failed for good; ``status`` is ``timeout``, ``rate_limited`` or ``api_error``."""
-
-    status: str
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = status
 
 
-class BudgetStop(Exception):
-    """The next judge request could pass ``max_cost_usd``; no request is started after this."""
 
-
-class Paused(Exception):
-    """A server's Retry-After pause ends after this verdict's deadline: waiting for it would be waiting for nothing."""
-
-    seconds: float
-
-    def __init__(self, seconds: float):
-        super().__init__(seconds)
-        self.seconds = seconds
-
-
-class BadReply(Exception):
-    """A 200 reply without a text to read: no ``choices``, a null message, no content, tool calls instead of text.
-    ``status_code`` 200 makes :func:`~ragexp.common.http.classify` retry it (a body that could not be read);
-    ``retryable=False`` (tool calls: the same request gets them again) is recorded at once."""
-
-    status_code: int | None
-
-    def __init__(self, message: str, retryable: bool = True):
-        super().__init__(message)
-        self.status_code = 200 if retryable else None
-
-
-class CacheError(Exception):
-    """The judge cache's store failed (a PostgreSQL server gone, a refused write); SQLite raises ``sqlite3.Error``."""
 
 
 class GateFailed(SystemExit):
@@ -152,9 +116,6 @@ class RenamedKeyWarning(FutureWarning):
     """An old metric key was written (:mod:`ragexp.common.renamed`); ragexp's commands print it as one
     ``ragexp: warning:`` line."""
 
-
-class ParseError(ValueError):
-    """A judge's reply holds no verdict of the expected shape; the message says what was missing."""
 
 
 class Terminated(KeyboardInterrupt):

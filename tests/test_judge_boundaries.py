@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ragexp.common.records import Record
-from ragexp.errors import ParseError
+from ragexp.judge.errors import ParseError
 from ragexp.judge import build_judge
 from ragexp.judge.parse import parse_verdict
 from ragexp.judge.templates import defuse, load_prompt

@@ -106,7 +106,7 @@ def test_a_postgres_cache_that_never_answers_is_one_line_before_any_work(silent_
 @pytest.mark.services
 def test_a_postgres_cache_statement_that_gets_no_answer_fails_in_one_line(postgres_cluster):
     psycopg = pytest.importorskip("psycopg")
-    from ragexp.errors import CacheError
+    from ragexp.judge.errors import CacheError
     from ragexp.judge.cache import PG_TABLE, PostgresJudgeCache
 
     url = postgres_cluster.create_database()

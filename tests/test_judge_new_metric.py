@@ -268,3 +268,25 @@ def test_the_standin_judge_on_a_busy_port_says_so_in_one_line(capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"127.0.0.1:{port}" in err[0] and "--port" in err[0], err
+
+
+def test_a_run_judged_by_the_standin_command_says_its_numbers_measure_nothing():
+    """The replies of ``python -m ragexp.standin_judge`` carry its fingerprint; a run that got them warns that its judge
+    numbers come from keyword rules (the tests' own server, with the default fingerprint, is not flagged)."""
+    import ragexp
+    from ragexp.judge.client import STANDIN_FINGERPRINT
+    from ragexp.offline.standin_judge import JudgeServer
+
+    rows = [{"id": f"q{i}", "query": f"What is item {i}?", "answer": f"Item {i} is a thing.",
+             "reference_answers": [f"Item {i} is a thing."]} for i in range(4)]
+    seen = {}
+    for fingerprint in (STANDIN_FINGERPRINT, "fp_local"):
+        with JudgeServer(fingerprint=fingerprint) as server:
+            result = ragexp.evaluate(rows, metric="answer_similarity", judge="openai_compatible", log=False,
+                                     overrides=[f"judge.api_base={server.url}", "judge.cache=false"])
+        seen[fingerprint] = result.summary
+    flagged = seen[STANDIN_FINGERPRINT]
+    assert flagged["judge"]["judge/standin_replies"] == 4
+    assert any("scripted stand-in judge (keyword rules, not a model)" in w for w in flagged["warnings"])
+    assert "judge/standin_replies" not in seen["fp_local"]["judge"]
+    assert not any("stand-in" in w for w in seen["fp_local"]["warnings"])

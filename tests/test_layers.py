@@ -29,6 +29,9 @@ LAYERS = {
     "tracking": 4,
     "workflow": 5,
     "cli": 6, "api": 6, "__main__": 6, "compare": 6, "ui": 6, "standin_judge": 6, "generate": 6, "judge_candidates": 6,
+    # a module placed apart from its package: the judge's own exceptions import nothing, and the judged
+    # metrics' reply readers (a layer below the judge) raise its ParseError
+    "judge.errors": 0,
 }
 
 
@@ -63,9 +66,10 @@ def layer(module: str) -> float:
     parts = module.split(".")
     if len(parts) == 1:
         return max(LAYERS.values())
-    if parts[1] not in LAYERS:
-        raise AssertionError(f"{module}: ragexp.{parts[1]} has no layer; place it in LAYERS of {__file__}")
-    return LAYERS[parts[1]]
+    for n in range(len(parts), 1, -1):  # the longest entry: judge.errors before judge
+        if ".".join(parts[1:n]) in LAYERS:
+            return LAYERS[".".join(parts[1:n])]
+    raise AssertionError(f"{module}: ragexp.{parts[1]} has no layer; place it in LAYERS of {__file__}")
 
 
 def imports(module: str, source: str | None = None) -> list[tuple[int, str, str]]:
@@ -428,3 +432,118 @@ def test_no_private_name_is_imported_across_modules():
 ])
 def test_a_private_import_is_found(source, found):
     assert len(private_imports("ragexp.report.probe", source)) == found
+
+
+# --- exceptions: one public tree, the judge's own apart ------------------------------------------------
+
+#: the exceptions that end ``python -m ragexp`` with an exit status of their own (docs/errors.md, "Exit status")
+EXIT_CODES = {"GateFailed": 1, "Interrupted": 130, "Terminated": 143}
+#: where exceptions are defined: the public tree, and the judge's control flow
+ERROR_MODULES = {"ragexp.errors", "ragexp.judge.errors"}
+
+
+def exception_classes(module: str, source: str | None = None) -> list[tuple[int, str]]:
+    """(line, name) of every class of ``module`` (or of ``source``) that derives from an exception: a base
+    named like a built-in exception or like an exception class of ragexp's error modules."""
+    import builtins
+
+    known = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+    for m in sorted(ERROR_MODULES):
+        known |= {node.name for node in ast.walk(TREES[m]) if isinstance(node, ast.ClassDef)}
+    tree = TREES[module] if source is None else ast.parse(source)
+    return [(node.lineno, node.name) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+            and any(getattr(b, "id", getattr(b, "attr", None)) in known for b in node.bases)]
+
+
+def test_exceptions_are_defined_in_the_error_modules():
+    """An exception is ``ragexp/errors.py``'s (the public tree), ``ragexp/judge/errors.py``'s (the judge's
+    control flow), or private to the one module that raises and catches it (``_AppFailed``; no other module
+    may import a private name): a newcomer finds every exception another module sees in two files."""
+    found = [f"{module}:{line}: class {name}" for module in MODULES if module not in ERROR_MODULES
+             for line, name in exception_classes(module) if not name.startswith("_")]
+    assert not found, "exceptions defined outside ragexp/errors.py and ragexp/judge/errors.py:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source, found", [
+    ("class Oops(ValueError):\n    pass", 1),
+    ("from ragexp.errors import DataError\nclass RowError(DataError):\n    pass", 1),
+    ("from ragexp.judge import errors\nclass Late(errors.CallFailed):\n    pass", 1),
+    ("class Plain:\n    pass", 0),
+])
+def test_an_exception_class_is_found(source, found):
+    assert len(exception_classes("ragexp.report.probe", source)) == found
+
+
+def internal_exports(names: list[str], namespace: dict) -> list[str]:
+    """The exceptions among ``names`` (of ``namespace``) that are not ragexp's public tree: neither a
+    ``RagexpError``, nor an exit-status exception, nor a warning, or defined elsewhere than ragexp/errors.py."""
+    from ragexp import errors
+
+    bad = []
+    for n in names:
+        value = namespace.get(n)
+        if not (isinstance(value, type) and issubclass(value, BaseException)):
+            continue
+        public = issubclass(value, (errors.RagexpError, Warning)) or n in EXIT_CODES
+        if not public or value.__module__ != "ragexp.errors":
+            bad.append(f"{n} ({value.__module__})")
+    return bad
+
+
+def test_no_internal_exception_in_all():
+    """``ragexp.__all__`` holds the ``RagexpError`` tree and the exit-status exceptions (and the warning), not the
+    judge's control flow; ``ragexp/__init__.py`` does not reach into the judge for names."""
+    namespace = {n: getattr(ragexp, n) for n in ragexp.__all__}
+    assert internal_exports(ragexp.__all__, namespace) == []
+    assert {n for n in EXIT_CODES if n in ragexp.__all__} == set(EXIT_CODES)
+    assert {"RagexpError", "ConfigError", "DataError", "FieldsError", "JudgeFailed"} <= set(ragexp.__all__)
+    assert not [t for _, t, _ in imports("ragexp") if t.startswith("ragexp.judge")]
+
+
+def test_an_internal_export_is_found():
+    from ragexp.judge import errors as judge_errors
+
+    names = ["DataError", "CallFailed", "ParseError", "GateFailed", "evaluate", "KeyError"]
+    namespace = {"DataError": ragexp.DataError, "CallFailed": judge_errors.CallFailed,
+                 "ParseError": judge_errors.ParseError, "GateFailed": ragexp.GateFailed, "evaluate": len,
+                 "KeyError": KeyError}
+    assert internal_exports(names, namespace) == ["CallFailed (ragexp.judge.errors)", "ParseError (ragexp.judge.errors)",
+                                                  "KeyError (builtins)"]
+
+
+# --- folders say what is where ---------------------------------------------------------------------------
+
+#: packages that serve HTTP (a server of ragexp's own, not a client or a launched ``mlflow`` process)
+_SERVERS = ("http.server", "socketserver", "wsgiref", "aiohttp.web", "uvicorn", "fastapi", "flask", "starlette")
+
+
+def servers(module: str, source: str | None = None) -> list[str]:
+    """Where ``module`` holds an HTTP server: imports a server package or defines a server or request handler."""
+    tree = TREES[module] if source is None else ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        found += [f"{module}:{node.lineno}: imports {n}" for n in names
+                  if any(n == s or n.startswith(s + ".") for s in _SERVERS)]
+        if isinstance(node, ast.ClassDef) and any(getattr(b, "id", getattr(b, "attr", "")).endswith(
+                ("HTTPServer", "RequestHandler", "TCPServer")) for b in node.bases):
+            found.append(f"{module}:{node.lineno}: class {node.name} serves HTTP")
+    return found
+
+
+def test_no_http_server_under_cli():
+    """``ragexp/cli/`` holds command lines only: a server (the stand-in judge) lives in ``ragexp/offline/``."""
+    found = [line for module in MODULES if module.startswith("ragexp.cli.") for line in servers(module)]
+    assert not found, "an HTTP server under ragexp/cli/ (offline helpers go to ragexp/offline/):\n" + "\n".join(found)
+    assert servers("ragexp.offline.standin_judge")  # the check sees the one server ragexp has
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer", 1),
+    ("import socketserver", 1),
+    ("import http.server\nclass H(http.server.BaseHTTPRequestHandler):\n    pass", 2),
+    ("import urllib.request\nimport http.client", 0),
+])
+def test_a_server_is_found(source, found):
+    assert len(servers("ragexp.cli.probe", source)) == found

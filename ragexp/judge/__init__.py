@@ -62,7 +62,7 @@ def build_judge(cfg: Any, specs: Sequence[Any] = ()) -> "Judge":
     check_specs(judge_specs)
     cache = None
     if settings.cache:
-        from ragexp.errors import CacheError
+        from ragexp.judge.errors import CacheError
         from ragexp.judge.cache import CACHE_ERRORS, open_cache
 
         path = settings.resolved_cache_path()

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from ragexp.errors import CacheError
+from ragexp.judge.errors import CacheError
 from ragexp.common.secrets import redact_url, scrub
 
 

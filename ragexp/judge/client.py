@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ragexp.errors import (BadReply, BudgetStop, CacheError, CallFailed, ConfigError, CredentialsError,
-                           JudgeUnreachable, Paused)
+from ragexp.errors import ConfigError, CredentialsError, JudgeUnreachable
+from ragexp.judge.errors import BadReply, BudgetStop, CacheError, CallFailed, Paused
 from ragexp.judge.cache import CACHE_ERRORS, JudgeCache, cache_key
 from ragexp.common.http import classify, connection_failed, retry_after, root_cause, short_error
 from ragexp.common.secrets import env_secrets, redact_url, scrub
@@ -89,6 +89,13 @@ class Completion:
     cost_usd: float
 
 
+#: the ``system_fingerprint`` of the replies of ``python -m ragexp.standin_judge``: a run that got them says its judge
+#: numbers come from keyword rules, not a model (docs/judge.md)
+STANDIN_FINGERPRINT = "fp_ragexp_standin"
+STANDIN_NOTE = ("the judge's replies came from ragexp's scripted stand-in judge (keyword rules, not a model): its "
+                "numbers show the machinery at work and measure nothing")
+
+
 @dataclass
 class Usage:
     """Counters of one run; :meth:`as_metrics` gives the ``judge/…`` keys of docs/tracking.md#what-a-run-leaves-in-mlflow."""
@@ -100,6 +107,7 @@ class Usage:
     shared: int = 0  # verdicts asked once and reused by several metrics or samples in this run
     reasks: int = 0  # corrective re-asks after an unparseable reply
     structured_fallbacks: int = 0  # structured-output forms a server refused (judge.structured_output=auto)
+    standin: int = 0  # replies from ragexp's stand-in judge (STANDIN_FINGERPRINT)
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
@@ -122,6 +130,8 @@ class Usage:
         }
         if self.structured_fallbacks:
             out["judge/structured_output_fallbacks"] = float(self.structured_fallbacks)
+        if self.standin:
+            out["judge/standin_replies"] = float(self.standin)
         for status, n in sorted(self.failures.items()):
             out[f"judge/failures/{status}"] = float(n)
         return out
@@ -275,7 +285,7 @@ def reply_text(response: Any) -> tuple[str, str | None]:
     >>> reply_text({"choices": []})
     Traceback (most recent call last):
     ...
-    ragexp.errors.BadReply: the judge's reply held no choices (an empty "choices" list)
+    ragexp.judge.errors.BadReply: the judge's reply held no choices (an empty "choices" list)
     """
     choices = _field(response, "choices")
     if not choices:
@@ -663,6 +673,8 @@ class JudgeClient:
         self.usage.tokens_in += t_in
         self.usage.tokens_out += t_out
         self.usage.cost_usd += cost
+        if _field(response, "system_fingerprint") == STANDIN_FINGERPRINT:
+            self.usage.standin += 1
         text, finish = reply_text(response)
         reply = Completion(text, finish, t_in, t_out, cost)
         if check is not None and _usable(check, text):

@@ -22,14 +22,16 @@ import asyncio
 import functools
 import logging
 import math
+import warnings
 from typing import Any, Iterable, Sequence
 
-from ragexp.errors import BudgetExceeded, BudgetStop, CallFailed, Interrupted, ParseError
+from ragexp.errors import BudgetExceeded, Interrupted
+from ragexp.judge.errors import BudgetStop, CallFailed, ParseError
 from ragexp.metrics.base import Score
 from ragexp.metrics.judged import Outcome, VerdictKind, detail
 from ragexp.common.records import Record
 from ragexp.judge.cache import JudgeCache
-from ragexp.judge.client import Budget, JudgeClient, Prices, Usage
+from ragexp.judge.client import STANDIN_NOTE, Budget, JudgeClient, Prices, Usage
 from ragexp.judge.loop import gather_watched, run_sync, shutdown
 from ragexp.judge.parse import parse_verdict
 from ragexp.judge.settings import JudgeSettings
@@ -182,7 +184,10 @@ class Judge:
         only for the rest.
         """
         try:
-            return run_sync(self.ascore(records, specs, progress))
+            scored = run_sync(self.ascore(records, specs, progress))
+            if self._usage is not None and self._usage.standin:  # said under the run's table and in its warnings
+                warnings.warn(STANDIN_NOTE, RuntimeWarning, stacklevel=2)
+            return scored
         except KeyboardInterrupt:
             shutdown()  # HTTP clients closed now, not by the garbage collector at exit
             u = self._usage or Usage()

@@ -18,7 +18,7 @@ back once in a corrective re-ask.
     >>> parse_verdict("relevance", "I cannot decide.")
     Traceback (most recent call last):
     ...
-    ragexp.errors.ParseError: no JSON object with a 'relevant' field (true or false) in the reply
+    ragexp.judge.errors.ParseError: no JSON object with a 'relevant' field (true or false) in the reply
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import json
 import re
 from typing import Any
 
-from ragexp.errors import ParseError
+from ragexp.judge.errors import ParseError
 from ragexp.judge.templates import TAGS
 from ragexp.metrics.base import load_all
 from ragexp.metrics.judged import ABSENT, Verdict, VerdictKind

@@ -16,10 +16,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragexp.errors import BudgetStop, CallFailed
+from ragexp.judge.errors import BudgetStop, CallFailed
 from ragexp.judge.client import Budget, JudgeClient, Usage
 from ragexp.judge.loop import gather_watched, run_sync, shutdown
-from ragexp.judge.parse import ParseError
+from ragexp.judge.errors import ParseError
 from ragexp.judge.templates import load_prompt
 from ragexp.testset import checks
 from ragexp.testset.passages import Passage

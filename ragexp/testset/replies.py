@@ -16,7 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ragexp.judge.parse import ParseError, strip_reasoning
+from ragexp.judge.errors import ParseError
+from ragexp.judge.parse import strip_reasoning
 
 #: replies longer than this are not searched further (bounds the scan)
 MAX_REPLY = 20_000

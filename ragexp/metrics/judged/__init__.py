@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ragexp.errors import ParseError
+from ragexp.judge.errors import ParseError
 from ragexp.metrics.base import Score
 
 #: where the judge metrics' prompt files are: beside their modules

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Sequence
 
-from ragexp.errors import ParseError
+from ragexp.judge.errors import ParseError
 from ragexp.metrics.base import Judged, Score, register
 from ragexp.metrics.judged import (PROMPT_VERSION, STR, Outcome, VerdictKind, blank, detail, failed, listed, obj,
                                    passages)

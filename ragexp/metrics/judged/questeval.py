@@ -37,7 +37,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from ragexp.common.text import answer_tokens
-from ragexp.errors import ParseError
+from ragexp.judge.errors import ParseError
 from ragexp.metrics.base import Judged, Score, register
 from ragexp.metrics.judged import (NO_REFERENCE, PROMPT_VERSION, STR, Verdict, VerdictKind, blank, decided, detail,
                                    failed, listed, obj, references, text_item)
