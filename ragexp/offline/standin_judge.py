@@ -38,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 from ragexp.common.text import keywords
+from ragexp.judge.client import STANDIN_FINGERPRINT
 
 UNANSWERABLE = "UNANSWERABLE"
 #: what llama-cpp-python's OpenAI-compatible server refuses (it takes a schema as json_object + schema)
@@ -293,13 +294,14 @@ def follow_schema(verdict: dict[str, Any], schema: dict[str, Any]) -> dict[str, 
     return {k: verdict.get(k, "" if props[k].get("type") == "string" else None) for k in props}
 
 
-def completion_body(text: str, model: str, prompt_tokens: int, completion_tokens: int, finish_reason: str) -> dict:
+def completion_body(text: str, model: str, prompt_tokens: int, completion_tokens: int, finish_reason: str,
+                    fingerprint: str = "fp_local") -> dict:
     return {
         "id": "chatcmpl-" + hashlib.sha1(text.encode()).hexdigest()[:12],
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "system_fingerprint": "fp_local",
+        "system_fingerprint": fingerprint,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
                      "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
@@ -311,8 +313,10 @@ class JudgeServer:
     """``with JudgeServer() as s: ... s.url ...`` — a scripted OpenAI-compatible judge."""
 
     def __init__(self, *, latency: float = 0.0, script: Callable[[Request], Reply | None] | None = None,
-                 port: int = 0, refuse: tuple[str, ...] = ()):
+                 port: int = 0, refuse: tuple[str, ...] = (), fingerprint: str = "fp_local"):
         self.latency = latency
+        #: each reply's ``system_fingerprint``: the command's server says it is the stand-in (ragexp's report says so)
+        self.fingerprint = fingerprint
         #: structured-output forms (:attr:`Request.form`) refused as llama-cpp-python's server refuses
         #: OpenAI's json_schema: a 500 naming response_format and the forms it takes (``LLAMA_CPP_PYTHON``)
         self.refuse = refuse
@@ -441,7 +445,7 @@ class JudgeServer:
                 text = json.dumps(sensible(request), ensure_ascii=False)
             prompt_chars = sum(len(m.get("content") or "") for m in request.messages)
             out = completion_body(text, body.get("model", "judge"), max(1, prompt_chars // 4), max(1, len(text) // 4),
-                                  reply.finish_reason)
+                                  reply.finish_reason, self.fingerprint)
             handler._send(200, json.dumps(out).encode(), reply.headers)
         finally:
             with self.lock:
@@ -458,7 +462,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     args = ap.parse_args(argv)
     try:
-        server = JudgeServer(latency=args.latency, port=args.port).start()
+        server = JudgeServer(latency=args.latency, port=args.port, fingerprint=STANDIN_FINGERPRINT).start()
     except OSError as exc:  # a busy port, or one this user may not bind: one line, the usage exit code
         print(f"{ap.prog}: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
               "choose another with --port N", file=sys.stderr)
