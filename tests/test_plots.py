@@ -75,3 +75,26 @@ def test_heatmap_with_a_failed_child_and_unequal_counts(tmp_path):
 def test_tiny_runs_still_draw(tmp_path, n):
     frame, summary = _run(n + 1)
     assert len(run_plots(tmp_path, frame, summary)) == 2
+
+
+def test_the_sweep_heatmap_colours_a_child_within_the_noise_as_the_best(tmp_path):
+    """A child the paired test cannot tell from the best gets the best's colour (and '≈ best'); one that differs
+    keeps a lighter shade, even when its mean is close (issue 42: the heat map coloured noise like a difference)."""
+    from ragexp.report.plots import cell_shade, sweep_heatmap
+
+    board = {"metric": "answer_token_f1", "rows": [
+        {"run_id": "a", "run_name": "a", "label": "k=10", "best": True, "mean": 0.50,
+         "also": {"context_recall": {"mean": 0.9, "best": False, "differs": True}}},
+        {"run_id": "b", "run_name": "b", "label": "k=5", "differs": False, "mean": 0.49,
+         "also": {"context_recall": {"mean": 0.95, "best": True, "differs": None}}},
+        {"run_id": "c", "run_name": "c", "label": "k=1", "differs": True, "mean": 0.30,
+         "also": {"context_recall": {"mean": 0.6, "best": False, "differs": True}}}]}
+    summaries = {r: {"metrics": {"answer_token_f1": m, "context_recall": c},
+                     "intervals": {"answer_token_f1": {"mean": m, "n": 50}, "context_recall": {"mean": c, "n": 50}}}
+                 for r, m, c in (("a", 0.50, 0.9), ("b", 0.49, 0.95), ("c", 0.30, 0.6))}
+    path = sweep_heatmap(board, summaries, "answer_token_f1", tmp_path / "heatmap.png")
+    assert path is not None and _png_size(path)[0] > 400
+    lo, hi = 0.30, 0.50
+    assert cell_shade(0.49, lo, hi, True, "noise") == cell_shade(0.50, lo, hi, True, "best") == 0.9
+    assert cell_shade(0.49, lo, hi, True, None) == pytest.approx(0.15 + 0.75 * (0.49 - 0.30) / (0.50 - 0.30))
+    assert cell_shade(0.30, lo, hi, True, "differs") == 0.15

@@ -364,12 +364,31 @@ def histograms(per_sample: dict[str, list], keys: list[str], title: str, path: s
     return _save(fig, path, dpi=100)
 
 
+def cell_shade(value: float, lo: float, hi: float, higher: bool, mark: str | None) -> float:
+    """A heat-map cell's place on the colour scale (0.15 light … 0.9 dark, dark = better), from its value within
+    its column's [lo, hi] — unless the sweep's paired test says the child cannot be told apart from the column's
+    best (``mark`` ``"best"`` or ``"noise"``): then the best's own shade, so no colour shows a difference that is
+    within the noise. ``"differs"`` keeps the value's shade, below the best's.
+
+    >>> cell_shade(0.49, 0.48, 0.5, True, "noise"), cell_shade(0.49, 0.48, 0.5, True, None)
+    (0.9, 0.525)
+    >>> cell_shade(0.5, 0.2, 0.5, True, "differs")  # a tie in value, yet the test says it differs
+    0.75
+    """
+    if mark in ("best", "noise"):
+        return 0.9
+    shade = 0.15 + 0.75 * ((value - lo) / (hi - lo) if higher else (hi - value) / (hi - lo)) if hi > lo else 0.5
+    return round(min(shade, 0.75) if mark == "differs" else shade, 6)
+
+
 def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], title: str,
-            path: str | Path) -> Path | None:
+            path: str | Path, marks: list[dict[str, str]] | None = None) -> Path | None:
     """A sweep as a table of colours: one row per child (its label), one column per headline metric,
     each cell the child's mean, annotated. Colour per column, from that column's worst (light) to its
     best (dark) child, direction-aware (a lower latency is darker); a child without the value is blank.
-    The column heading gives n when every child has the same, else each cell does."""
+    ``marks``: per row, per key, what the sweep's paired test says of the child against that metric's best
+    (``best``, ``noise``, ``differs``): a child within the noise of the best gets the best's colour and "≈ best"
+    (:func:`cell_shade`). The column heading gives n when every child has the same, else each cell does."""
     if not rows or not keys:
         return None
     import matplotlib
@@ -386,17 +405,16 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
         col_ns = {n[j] for n, m in zip(ns, means) if m[j] is not None}
         higher = direction(key)[0]
         lo, hi = (min(column), max(column)) if column else (0.0, 1.0)
-        norm = matplotlib.colors.Normalize(lo, hi if hi > lo else lo + 1)
         for i, m in enumerate(means):
             if m[j] is None:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="white", edgecolor="0.85"))
                 ax.text(j, i, "—", ha="center", va="center", fontsize=8, color="0.5")
                 continue
-            shade = 0.15 + 0.75 * (norm(m[j]) if higher else 1 - norm(m[j])) if hi > lo else 0.5
-            rgba = cmap(shade)
+            mark = (marks[i] if marks else {}).get(key)
+            rgba = cmap(cell_shade(m[j], lo, hi, higher, mark))
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=rgba, edgecolor="white"))
             dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
-            text = _num(m[j]) + (f"\nn={ns[i][j]}" if len(col_ns) > 1 else "")
+            text = _num(m[j]) + (" ≈ best" if mark == "noise" else "") + (f"\nn={ns[i][j]}" if len(col_ns) > 1 else "")
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
         arrow = "" if higher else " ↓"
         headings.append(f"{key}{arrow}" + (f"\nn={col_ns.pop()}" if len(col_ns) == 1 else ""))
@@ -410,7 +428,8 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
-    ax.set_title(f"{title}\nmean per child; colour per column, darker is better (↓: lower is better)",
+    said = "; ≈ best: within the noise of the column's best (paired, Holm), so coloured as it" if marks else ""
+    ax.set_title(f"{title}\nmean per child; colour per column, darker is better (↓: lower is better){said}",
                  fontsize=9.5, loc="left", pad=12)
     return _save(fig, path, dpi=120, tight=True)
 
@@ -424,8 +443,11 @@ def sweep_heatmap(board: dict[str, Any], summaries: dict[str, dict[str, Any] | N
         keys += [k for k in (s or {}).get("metrics") or {} if k not in keys]
     rows = [(str(r.get("label") or r["run_name"]), (summaries.get(r["run_id"]) or {}).get("intervals"))
             for r in board["rows"]]
+    marks = [{k: "best" if o.get("best") else "differs" if o.get("differs") else "noise"
+              for k, o in {board.get("metric", metric): r, **(r.get("also") or {})}.items()
+              if o.get("best") or o.get("differs") is not None} for r in board["rows"]]
     return heatmap(rows, headline_metrics(keys, primary=metric, lead=board.get("headline")), f"Sweep of {len(rows)} runs",
-                   path)
+                   path, marks)
 
 
 #: the agreement picture of a run with human labels (docs/judge-trust.md)
