@@ -23,7 +23,7 @@ from ragexp.errors import ConfigError, DataError
 #: The canonical fields, in the order docs/records.md#fields lists them.
 FIELDS = (
     "id", "query", "contexts", "context_ids", "gt_contexts", "gt_context_ids", "answer",
-    "reference_answers", "label", "latency_s", "timings", "human",
+    "reference_answers", "label", "latency_s", "timings", "human", "category", "context_sources",
 )
 _KNOWN = frozenset(FIELDS)
 LIST_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers")
@@ -45,6 +45,8 @@ class Record:
     latency_s: float | None = None
     timings: dict[str, float] | None = None
     human: dict[str, float] | None = None
+    category: str | None = None  # the question's kind, a label (LoCoMo: multi_hop, temporal, ...)
+    context_sources: list[str] | None = None  # one label per context: which source/memory tier gave it
     extra: dict[str, Any] = field(default_factory=dict)
 
     def present(self, name: str) -> bool:
@@ -173,8 +175,37 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
     human = raw.get("human")
     if not _is_missing(human):
         out["human"] = human_labels(human, path=path, row=row, scales=scales)
+    _labels(raw, out, path=path, row=row)
     extra = {k: v for k, v in raw.items() if k not in _KNOWN}
     return Record(**out, extra=extra)
+
+
+def _labels(raw: dict[str, Any], out: dict[str, Any], *, path: str, row: int) -> None:
+    """``category`` (a non-empty string; an integer is read as text) and ``context_sources`` (a list of
+    strings, one per context when ``contexts`` is there) into ``out``."""
+    category = raw.get("category")
+    if not _is_missing(category):
+        if isinstance(category, int) and not isinstance(category, bool):
+            category = str(category)
+        if not isinstance(category, str) or not category.strip():
+            raise DataError(f"expected a non-empty string (the question's category), got {_got(category)}",
+                            path=path, row=row, field="category")
+        out["category"] = category
+    sources = raw.get("context_sources")
+    if _is_missing(sources):
+        return
+    if not isinstance(sources, (list, str, bytes)) and hasattr(sources, "tolist"):
+        sources = sources.tolist()  # numpy arrays from parquet
+    if isinstance(sources, tuple):
+        sources = list(sources)
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise DataError(f"expected a list of strings (one source label per context), got {_got(sources)}",
+                        path=path, row=row, field="context_sources")
+    contexts = out.get("contexts", out.get("context_ids"))
+    if contexts is not None and len(contexts) != len(sources):
+        raise DataError(f"expected one source label per context ({len(contexts)}), got {len(sources)} labels",
+                        path=path, row=row, field="context_sources")
+    out["context_sources"] = sources
 
 
 def human_labels(value: Any, *, path: str, row: int,

@@ -27,13 +27,17 @@ from ragexp.metrics.base import label_scales
 
 @dataclass
 class Dataset:
-    """Validated records, plus the corpus they were drawn from when the source has one."""
+    """Validated records, plus the corpus they were drawn from when the source has one, or the
+    conversations they ask about (docs/datasets.md#conversations)."""
 
     name: str
     records: list[Record]
     source: str
     corpus: dict[str, str] | None = None  # passage id → text, for the pipeline's retrievers
     info: dict[str, Any] = field(default_factory=dict)
+    #: conversation id → its :class:`ragexp.datasets.conversations.Conversation`, when the records are questions
+    #: about conversations (each record's ``extra["conversation_id"]`` names its own); None otherwise
+    conversations: dict[str, Any] | None = None
 
 
 def existing(path: str | Path, what: str = "dataset file", *, directory: bool = False) -> Path:

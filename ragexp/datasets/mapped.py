@@ -14,7 +14,8 @@ from ragexp.common.records import FIELDS
 from ragexp.datasets.base import TOO_DEEP, Dataset, build, collector_paused, existing, plain, read_table
 from ragexp.datasets.split import split_of
 
-JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings", "human")
+JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings", "human",
+               "context_sources")
 
 
 def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",

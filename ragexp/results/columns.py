@@ -19,7 +19,7 @@ from ragexp.common.records import FIELDS, cluster_labels
 #: The record fields of the per-sample table, in the order a reader wants them: the question, the
 #: answer and its references, what was retrieved and what should have been (ids, then texts).
 RECORD_COLUMNS = ("id", "query", "answer", "reference_answers", "context_ids", "gt_context_ids", "contexts",
-                  "gt_contexts")
+                  "gt_contexts", "category", "context_sources")
 #: Column names carry no dot: MLflow's table view reads ``a.b`` as a nested field and shows it blank
 #: (checked in the MLflow 3.17 UI, where ``a/b``, ``a b``, ``a_b`` and ``a:b`` all render).
 STATUS_SUFFIX, DETAIL_SUFFIX, SAMPLES_SUFFIX = "/status", "/detail", "/samples"
