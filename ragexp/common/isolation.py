@@ -109,26 +109,30 @@ class _Streams:
     @staticmethod
     def _closed(stream: Any) -> bool:
         try:
-            return stream is None or bool(stream.closed)
+            return stream is not None and bool(stream.closed)
         except Exception:  # noqa: BLE001 - a stream without .closed: trust it
             return False
 
     @staticmethod
     def _reopen(fd: int, like: Any) -> Any:
-        from ragexp.common.secrets import ScrubbingStream
-
-        inner = like._stream if isinstance(like, ScrubbingStream) else like
-        encoding = getattr(inner, "encoding", None) or "utf-8"
+        encoding = getattr(like, "encoding", None) or "utf-8"
         raw = io.open(fd, "wb", buffering=0, closefd=False)
-        fresh = io.TextIOWrapper(io.BufferedWriter(raw), encoding=encoding, errors="backslashreplace",
-                                 line_buffering=True, write_through=True)
-        return ScrubbingStream(fresh) if isinstance(like, ScrubbingStream) else fresh
+        return io.TextIOWrapper(io.BufferedWriter(raw), encoding=encoding, errors="backslashreplace",
+                                line_buffering=True, write_through=True)
 
     def restore(self) -> None:
+        """Each stream as it was; one closed is reopened on its descriptor (1 or 2), ragexp's scrubbing stream
+        kept as the same object (a progress bar holds it) with a fresh stream inside."""
+        from ragexp.common.secrets import ScrubbingStream
+
+        fresh: dict[int, Any] = {}
         for name, stream in self.saved.items():
             fd = 1 if "stdout" in name else 2
-            if self._closed(stream) or (name.startswith("__") and stream is None):
-                stream = self.saved[name] = self._reopen(fd, stream)
+            if isinstance(stream, ScrubbingStream):
+                if self._closed(stream._stream):
+                    stream._stream = fresh.setdefault(fd, self._reopen(fd, stream._stream))
+            elif self._closed(stream):
+                stream = self.saved[name] = fresh.setdefault(fd, self._reopen(fd, stream))
             if getattr(sys, name) is not stream:
                 setattr(sys, name, stream)
 
