@@ -301,6 +301,30 @@ def end_without_waiting(status: Any, grace_s: float = 5.0) -> None:
     threading.Thread(target=watch, name="ragexp-exit-watch", daemon=True).start()
 
 
+def die_with_parent(parent: int, every: float = 0.5) -> None:
+    """In a forked worker (a scoring pool's; call it first thing in the pool's initializer): end when ``parent``,
+    the process that forked it, is gone, even by ``kill -9``, instead of waiting for work for ever. A daemon
+    thread compares ``os.getppid()`` with ``parent`` every ``every`` seconds; on Linux, when the main thread
+    forked it, the kernel also kills it at once (``prctl(PR_SET_PDEATHSIG, SIGKILL)``: tied to the forking
+    thread, so not used for a fork from another thread, which may end before the pool)."""
+    if threading.current_thread().name == "MainThread" and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # no libc prctl here: the thread below does it
+            pass
+    if os.getppid() != parent:  # the parent died before this worker got here
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ragexp-parent-watch", daemon=True).start()
+
+
 def load(target: str, where: str) -> Any:
     """What ``module:name`` names, imported as :func:`ragexp.common.targets.resolve` does, with whatever the
     module does at import (``sys.exit``, a ``SyntaxError``, any exception) one line naming it: ``ConfigError``
@@ -316,4 +340,4 @@ def load(target: str, where: str) -> Any:
     return UserCode(f"{where} {target}", timeout_s=None).build(resolve, target, where, doing="could not be imported")
 
 
-__all__ = ["DEFAULT_TIMEOUT_S", "Outcome", "UserCode", "describe", "end_without_waiting", "load"]
+__all__ = ["DEFAULT_TIMEOUT_S", "Outcome", "UserCode", "describe", "die_with_parent", "end_without_waiting", "load"]
