@@ -43,6 +43,43 @@ def is_mlflow_store(con: sqlite3.Connection, tables: list[str]) -> bool:
     return all(t == "alembic_version" or t.startswith(ALEMBIC_TMP) for t in tables)
 
 
+def foreign_store_line(db: Path, tables: list[str]) -> str:
+    """The words refusing ``db``, an SQLite file of another program holding ``tables``."""
+    shown = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
+    return (f"{db} is an SQLite database of another program (its tables: {shown}), not an MLflow store; ragexp "
+            "leaves it as it is")
+
+
+def store_file_problem(db: Path, *, empty_ok: bool) -> str | None:
+    """Why ragexp must not open the SQLite file ``db`` as an MLflow store (MLflow would write its 60+ tables into
+    it), or None: another program's database (:func:`is_mlflow_store`), a file that is no SQLite database,
+    and, unless ``empty_ok`` (the run's own store, created there), a file holding no store yet. Read only:
+    the file is never altered. A store locked by a writer is not refused here.
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "empty.db"; _ = f.write_bytes(b"")
+    >>> store_file_problem(f, empty_ok=True) is None, store_file_problem(f, empty_ok=False).endswith("no MLflow store")
+    (True, True)
+    """
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=3.0)
+    except sqlite3.Error as exc:
+        return f"{db} cannot be opened as an SQLite database ({exc})"
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        mlflows = is_mlflow_store(con, tables)
+    except sqlite3.Error as exc:
+        if "locked" in str(exc):
+            return None
+        return f"{db} is not an SQLite database ({exc}); ragexp leaves it as it is"
+    finally:
+        con.close()
+    if not mlflows:
+        return foreign_store_line(db, tables)
+    if not empty_ok and not any(t in tables for t in MLFLOW_COLUMNS):
+        return f"{db} is empty: no MLflow store"
+    return None
+
+
 def drop_leftover_migration_tables(db: Path) -> list[str]:
     """Drop the ``_alembic_tmp_<table>`` copies a failed migration left in the SQLite file ``db`` whose
     original ``<table>`` still exists (the copy never replaced it, so it holds nothing the store needs);

@@ -45,6 +45,9 @@ PROBLEMS = {
     "non_text_document": "a retrieved document's content is not text (no contexts)",
     "documents_without_ids": "retrieved documents without ids (no context_ids: id-based metrics give missing_field)",
     "trace_error": "the app raised an error in this trace (its status is ERROR)",
+    "span_loop": "the spans' parents form a loop or a chain deeper than MAX_DEPTH (read as if it ended there)",
+    "no_root_span": "every span has a parent (a loop, or parents outside the trace): query, answer and contexts unknown",
+    "unreadable_trace": "the trace could not be read (MLflow did not return its spans, or they are malformed): only its id",
     "unread_expectation": "an expectation whose value is not of the field's type was left out",
     "unread_human_feedback": "a HUMAN feedback value that is no number in the metric's range was left out",
 }
@@ -59,6 +62,8 @@ STAGES = {"RETRIEVER": "retrieve", "EMBEDDING": "embed", "RERANKER": "rerank", "
           "CHAT_MODEL": "generate"}
 #: Trace tag holding the record id of a trace ragexp wrote (docs/traces.md).
 RECORD_TAG = "ragexp.record_id"
+#: The most ancestors followed from one span (a deeper chain is read as if it ended there, like a loop).
+MAX_DEPTH = 10_000
 _OI_KIND = "openinference.span.kind"
 _OI_DOCS = "retrieval.documents"
 
@@ -85,10 +90,13 @@ class Mapped:
 
     raw: dict[str, Any]
     problems: list[str] = field(default_factory=list)
+    #: why the trace is unreadable (with the problem ``unreadable_trace``), said in ``status``
+    detail: str | None = None
 
     @property
     def status(self) -> str:
-        return "; ".join(self.problems) if self.problems else "ok"
+        said = "; ".join(self.problems) if self.problems else "ok"
+        return f"{said} ({self.detail})" if self.detail else said
 
 
 def text_of(value: Any, keys: tuple[str, ...], depth: int = 0) -> str | None:
@@ -127,7 +135,7 @@ def _maybe_json(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in "{[":
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python's parser goes: kept as text
             return value
     return value
 
@@ -143,18 +151,24 @@ def _kind(span: Any) -> str:
     return kind
 
 
-def _outermost(spans: list[Any], by_id: dict, wanted: Any) -> list[Any]:
+def _ancestors(span: Any, by_id: dict, problems: list[str]) -> Iterable[Any]:
+    """The span's parent, its parent's parent … up to the root; a loop (A→B→A) or a chain over
+    :data:`MAX_DEPTH` ends the walk and adds ``span_loop`` to ``problems`` once."""
+    seen = {id(span)}
+    parent = by_id.get(span.parent_id)
+    while parent is not None:
+        if id(parent) in seen or len(seen) > MAX_DEPTH:
+            if "span_loop" not in problems:
+                problems.append("span_loop")
+            return
+        seen.add(id(parent))
+        yield parent
+        parent = by_id.get(parent.parent_id)
+
+
+def _outermost(spans: list[Any], by_id: dict, wanted: Any, problems: list[str]) -> list[Any]:
     """Spans for which ``wanted(span)`` holds and no ancestor's does, by start time."""
-    out = []
-    for s in spans:
-        if not wanted(s):
-            continue
-        parent, nested = by_id.get(s.parent_id), False
-        while parent is not None and not nested:
-            nested = wanted(parent)
-            parent = by_id.get(parent.parent_id)
-        if not nested:
-            out.append(s)
+    out = [s for s in spans if wanted(s) and not any(wanted(a) for a in _ancestors(s, by_id, problems))]
     return sorted(out, key=lambda s: s.start_time_ns or 0)
 
 
@@ -216,7 +230,7 @@ def _documents(span: Any, reading: SpanReading) -> tuple[list[Any], list[Any], l
 
 
 def _retrieval(spans: list[Any], by_id: dict, reading: SpanReading, raw: dict, problems: list[str]) -> None:
-    retrievers = _outermost(spans, by_id, lambda s: _kind(s) == "RETRIEVER")
+    retrievers = _outermost(spans, by_id, lambda s: _kind(s) == "RETRIEVER", problems)
     if not retrievers:
         problems.append("no_retriever_span")
         return
@@ -243,10 +257,11 @@ def _retrieval(spans: list[Any], by_id: dict, reading: SpanReading, raw: dict, p
         raw["context_scores"] = [float(s) for s in scores]
 
 
-def _timings(spans: list[Any], by_id: dict, root: Any) -> dict[str, float]:
+def _timings(spans: list[Any], by_id: dict, root: Any, problems: list[str]) -> dict[str, float]:
     timings: dict[str, float] = {}
     for stage in dict.fromkeys(STAGES.values()):
-        for span in _outermost([s for s in spans if s is not root], by_id, lambda s: STAGES.get(_kind(s)) == stage):
+        for span in _outermost([s for s in spans if s is not root], by_id, lambda s: STAGES.get(_kind(s)) == stage,
+                               problems):
             seconds = _seconds(span)
             if seconds is not None:
                 timings[stage] = timings.get(stage, 0.0) + seconds
@@ -293,10 +308,26 @@ def _people(trace: Any, raw: dict, problems: list[str]) -> None:
         raw["human"] = human
 
 
+def unreadable(trace_id: str, why: str, *, record_id: str | None = None) -> Mapped:
+    """The record of a trace that could not be read: its id, a placeholder query, ``unreadable_trace`` and why."""
+    why = " ".join(str(why).split())[:200]
+    return Mapped({"id": record_id or trace_id, "trace_id": trace_id,
+                   "query": f"(no question: trace {trace_id} could not be read)"}, ["unreadable_trace"], why)
+
+
 def read_trace(trace: Any, reading: SpanReading = SpanReading(), *, record_id: str | None = None) -> Mapped:
-    """A trace's record fields and the problems met (:data:`PROBLEMS`), nothing raised for what is missing."""
+    """A trace's record fields and the problems met (:data:`PROBLEMS`), nothing raised: what is missing stays
+    absent; a trace that cannot be read at all (spans nested past Python's recursion limit, a malformed
+    attribute MLflow cannot decode) is :func:`unreadable`, its reason in ``status``."""
+    trace_id = trace.info.trace_id
+    try:
+        return _read(trace, reading, trace_id, record_id)
+    except (Exception, RecursionError) as exc:  # noqa: BLE001 - whatever the trace holds, it keeps its record
+        return unreadable(trace_id, f"{type(exc).__name__}: {exc}", record_id=record_id)
+
+
+def _read(trace: Any, reading: SpanReading, trace_id: str, record_id: str | None) -> Mapped:
     info = trace.info
-    trace_id = info.trace_id
     raw: dict[str, Any] = {"id": record_id or trace_id, "trace_id": trace_id}
     problems: list[str] = []
     if "ERROR" in str(getattr(info, "state", "") or getattr(info, "status", "")):
@@ -304,7 +335,7 @@ def read_trace(trace: Any, reading: SpanReading = SpanReading(), *, record_id: s
     spans = list(trace.data.spans) if trace.data is not None else []
     roots = sorted((s for s in spans if s.parent_id is None), key=lambda s: s.start_time_ns or 0)
     if not roots:
-        problems.append("no_spans")
+        problems.append("no_root_span" if spans else "no_spans")
     else:
         root, by_id = roots[0], _children(spans)
         attributes = root.attributes or {}
@@ -324,7 +355,7 @@ def read_trace(trace: Any, reading: SpanReading = SpanReading(), *, record_id: s
             else:
                 problems.append("non_text_output")
         _retrieval(spans, by_id, reading, raw, problems)
-        timings = _timings(spans, by_id, root)
+        timings = _timings(spans, by_id, root, problems)
         if timings:
             raw["timings"] = timings
             if "total" in timings:
@@ -369,5 +400,5 @@ def problems_line(counts: Mapping[str, int], total: int, what: str) -> str:
     return f"{what}: {total} trace(s), {parts} (per record: the trace_status column)"
 
 
-__all__ = ["PROBLEMS", "SpanReading", "Mapped", "read_trace", "record_of", "text_of", "count_problems",
+__all__ = ["PROBLEMS", "MAX_DEPTH", "SpanReading", "Mapped", "read_trace", "unreadable", "record_of", "text_of", "count_problems",
            "problems_line"]

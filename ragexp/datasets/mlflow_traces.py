@@ -12,9 +12,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ragexp._compat import store_file_problem
 from ragexp.common.paths import env_defaults, sqlite_path, store_uri
 from ragexp.common.secrets import redact_url
-from ragexp.common.spans import RECORD_TAG, SpanReading, count_problems, problems_line, read_trace, record_of
+from ragexp.common.spans import (RECORD_TAG, SpanReading, count_problems, problems_line, read_trace, record_of,
+                                 unreadable)
 from ragexp.datasets.base import Dataset, collector_paused
 from ragexp.datasets.split import split_of, split_records
 from ragexp.errors import DataError
@@ -63,6 +65,9 @@ def _client(uri: str):
         if not path.is_file():
             raise DataError(f"no MLflow store at {path} (dataset.tracking_uri={redact_url(uri)}); expected the "
                             "SQLite file your app logged its traces to")
+        if problem := store_file_problem(path, empty_ok=False):
+            raise DataError(f"dataset.tracking_uri={redact_url(uri)}: {problem}; expected the SQLite file your app "
+                            "logged its traces to")
     elif uri.startswith("file:") or "://" not in uri:
         path = Path(uri.removeprefix("file://").removeprefix("file:"))
         if not path.is_dir():
@@ -88,16 +93,21 @@ def _experiment(client: Any, uri: str, experiment: str) -> Any:
         there = ", ".join(repr(n) for n in names) or "none"
         raise DataError(f"dataset.experiment: no experiment {str(experiment)!r} in {redact_url(uri)} "
                         f"(experiments there: {there})")
+    if getattr(found, "lifecycle_stage", "active") != "active":
+        raise DataError(f"dataset.experiment: experiment {found.name!r} in {redact_url(uri)} is deleted (its traces "
+                        f"are kept until the store is cleaned); restore it first (mlflow experiments restore "
+                        f"--experiment-id {found.experiment_id}) to read them")
     return found
 
 
-def _traces(client: Any, experiment_id: str, where: str | None, run_id: str | None, limit: int | None) -> list[Any]:
+def _pages(client: Any, experiment_id: str, where: str | None, run_id: str | None, limit: int | None,
+           spans: bool) -> list[Any]:
     traces: list[Any] = []
     token = None
     while limit is None or len(traces) < limit:
         size = PAGE if limit is None else min(PAGE, limit - len(traces))
         page = client.search_traces(locations=[experiment_id], filter_string=where, run_id=run_id, max_results=size,
-                                    order_by=["timestamp_ms ASC"], page_token=token,
+                                    order_by=["timestamp_ms ASC"], page_token=token, include_spans=spans,
                                     flush=token is None)  # traces this process made are exported first
         traces += page
         token = page.token
@@ -106,9 +116,52 @@ def _traces(client: Any, experiment_id: str, where: str | None, run_id: str | No
     return traces
 
 
-def _started(trace: Any) -> tuple[int, int]:
-    spans = trace.data.spans if trace.data is not None else []
-    return trace.info.timestamp_ms or 0, min((s.start_time_ns or 0 for s in spans if s.parent_id is None), default=0)
+def _traces(client: Any, experiment_id: str, where: str | None, run_id: str | None,
+            limit: int | None) -> list[tuple[Any, Any]]:
+    """Every trace the store lists, each with its spans read (a Trace) or why they could not be (a str).
+
+    MLflow's search leaves out a trace whose spans it cannot load (its warning only), and one trace it cannot
+    decode can fail the whole batch; so the list comes from a search without spans (metadata only), and a
+    trace missing from the batch read is asked for alone (docs/traces.md, "Every trace accounted for")."""
+    listed = _pages(client, experiment_id, where, run_id, limit, spans=False)
+    try:
+        read = {t.info.trace_id: t for t in _pages(client, experiment_id, where, run_id, None if limit is None
+                                                    else len(listed), spans=True)}
+    except Exception:  # noqa: BLE001 - a trace that fails the batch read: each trace is read alone below
+        read = {}
+    out: list[tuple[Any, Any]] = []
+    for info in listed:
+        trace_id = info.info.trace_id
+        trace = read.get(trace_id)
+        if trace is None:
+            try:
+                trace = client.get_trace(trace_id, display=False)
+            except (Exception, RecursionError) as exc:  # noqa: BLE001 - named in the trace's record instead
+                trace = f"MLflow could not load its spans: {type(exc).__name__}: {exc}"
+            if trace is None:
+                trace = "MLflow returned no trace for its id"
+        out.append((info, trace))
+    return out
+
+
+def _started(pair: tuple[Any, Any]) -> tuple[int, int]:
+    info, trace = pair
+    spans = trace.data.spans if not isinstance(trace, str) and trace.data is not None else []
+    try:
+        first = min((s.start_time_ns or 0 for s in spans if s.parent_id is None), default=0)
+    except Exception:  # noqa: BLE001 - a span MLflow cannot decode: read (and named) later
+        first = 0
+    return info.info.timestamp_ms or 0, first
+
+
+def _record(mapped: Any, source: str, row: int, scales: Any) -> Any:
+    """:func:`record_of`, a field nested past Python's recursion limit making the trace unreadable."""
+    try:
+        return record_of(mapped, source=source, row=row, scales=scales)
+    except RecursionError:
+        bad = unreadable(mapped.raw["trace_id"], "a field nested deeper than Python reads", record_id=mapped.raw["id"])
+        mapped.raw, mapped.problems, mapped.detail = bad.raw, bad.problems, bad.detail
+        return record_of(mapped, source=source, row=row, scales=scales)
 
 
 def load_mlflow_traces(experiment: str, *, tracking_uri: str | None = None, run_id: str | None = None,
@@ -142,15 +195,20 @@ def load_mlflow_traces(experiment: str, *, tracking_uri: str | None = None, run_
                         f"{' matching ' + narrowed if narrowed else ''}: log some with mlflow.<flavor>.autolog() "
                         "or @mlflow.trace first")
     traces.sort(key=_started)  # the store orders by millisecond: ties by the root span's start
-    tags = [(t.info.tags or {}).get(RECORD_TAG) for t in traces]
+    tags = [(info.info.tags or {}).get(RECORD_TAG) for info, _ in traces]
     use_tags = all(tags) and len(set(tags)) == len(tags)  # ragexp's own traces keep their record ids
     with collector_paused():
-        mapped = [read_trace(t, reading, record_id=tag if use_tags else None) for t, tag in zip(traces, tags)]
+        mapped = [unreadable(info.info.trace_id, t, record_id=tag if use_tags else None) if isinstance(t, str)
+                  else read_trace(t, reading, record_id=tag if use_tags else None)
+                  for (info, t), tag in zip(traces, tags)]
         scales = label_scales()
-        records = [record_of(m, source=source, row=row, scales=scales) for row, m in enumerate(mapped, start=1)]
+        records = [_record(m, source, row, scales) for row, m in enumerate(mapped, start=1)]
     counts = count_problems(m.problems for m in mapped)
     print(f"[ragexp] {problems_line(counts, len(mapped), f'dataset mlflow_traces ({source})')}", file=sys.stderr,
           flush=True)
+    for m in [m for m in mapped if m.detail][:5]:
+        print(f"[ragexp] trace {m.raw['trace_id']} unreadable, kept as a record without fields: {m.detail}",
+              file=sys.stderr, flush=True)
     if label is not None:
         for r in records:
             if r.label is None:

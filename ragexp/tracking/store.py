@@ -20,7 +20,8 @@ from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import urlparse
 
 from ragexp.common.paths import artifact_root, env_defaults, sqlite_path, store_uri  # noqa: F401 - artifact_root: used here and by cli.ui
-from ragexp._compat import ALEMBIC_TMP, MLFLOW_TABLES, drop_leftover_migration_tables, is_mlflow_store
+from ragexp._compat import (ALEMBIC_TMP, MLFLOW_TABLES, drop_leftover_migration_tables, foreign_store_line,
+                            is_mlflow_store, store_file_problem)
 from ragexp.common.secrets import redact_url
 from ragexp.errors import ConfigError, TrackingError
 
@@ -173,6 +174,8 @@ def require_existing_store(uri: str) -> None:
     db = sqlite_path(uri)
     if db is not None and not db.is_file():
         raise ConfigError(f"no MLflow store at {db}: run python -m ragexp there first, or pass tracking.uri=...")
+    if db is not None and (problem := store_file_problem(db, empty_ok=False)):
+        raise ConfigError(f"{problem}; pass the mlflow.db a run wrote (tracking.uri=sqlite:///<folder>/mlflow.db)")
 
 
 def _check_shape(uri: str) -> None:
@@ -243,9 +246,7 @@ def _probe_sqlite(uri: str, db: Path) -> None:
     finally:
         con.close()
     if not mlflows:
-        shown = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
-        raise TrackingError(f"tracking store {uri}: {db} is an SQLite database of another program (its tables: "
-                            f"{shown}), not an MLflow store; ragexp leaves it as it is: point tracking.uri at a new "
+        raise TrackingError(f"tracking store {uri}: {foreign_store_line(db, tables)}: point tracking.uri at a new "
                             "file (sqlite:///<folder>/mlflow.db)")
     since = time.monotonic()
     while True:  # a second at a time: SQLite's wait is a C call, and a SIGTERM is handled only between tries
