@@ -158,3 +158,24 @@ def test_recorded_answers_are_shared_only_when_the_jobs_answers_are_equal(tmp_pa
     assert choose_metric(None, None, [strong, weak]) == "answer_token_f1"  # the answers differ: rank on them
     assert answers_recorded([strong, strong_k1])
     assert choose_metric(None, None, [strong, strong_k1]) != "answer_token_f1"  # equal answers: the retrieval
+
+
+def test_the_printed_board_wraps_labels_between_overrides_and_keeps_every_column(capsys):
+    """Piped (120 columns): a long label wrapped inside a word ('dataset.syst' / 'em=strong') and the other headline
+    metric's column was cut ('context_r'); now labels break after a comma between overrides, columns print whole."""
+    from ragexp.report.console import print_leaderboard
+
+    labels = [f"retriever=bm25,retriever.top_k={k},dataset.system={s},compressor=sentence" for k in (1, 3)
+              for s in ("strong", "weak")]
+    rows = [{"run_id": str(i), "run_name": lab, "label": lab, "mean": 0.5 - i / 10, "ci_low": 0.4 - i / 10,
+             "ci_high": 0.6 - i / 10, "n": 50, "best": i == 0, "differs": None if i == 0 else True,
+             "diff_vs_best": None if i == 0 else -i / 10, "p_holm": None if i == 0 else 0.001,
+             "also": {"context_recall": {"mean": 0.84, "best": i == 0, "differs": None if i == 0 else False}}}
+            for i, lab in enumerate(labels)]
+    print_leaderboard({"metric": "answer_token_f1", "rows": rows, "headline": ["answer_token_f1", "context_recall"]})
+    out = capsys.readouterr().out
+    assert "context_recall" in out and "0.8400 within noise" in out, out
+    words = {w.strip("│ ,") for line in out.splitlines() for w in line.split()}
+    for label in labels:
+        for override in label.split(","):
+            assert override in words, (override, out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import sys
 from typing import Any, Iterable, Mapping
 
@@ -232,6 +233,16 @@ def print_job_line(label: str, metrics: Mapping[str, float | None], intervals: M
     print(f"{label}: {'; '.join(parts)}{where}", flush=True)
 
 
+def spaced_label(label: str) -> str:
+    """A run's label (its overrides joined by commas) with a space after each comma that starts the next override,
+    so that a narrow column wraps between overrides, not inside a word.
+
+    >>> spaced_label("retriever.top_k=1,dataset.system=strong,metric=[bleu,rougeL]")
+    'retriever.top_k=1, dataset.system=strong, metric=[bleu,rougeL]'
+    """
+    return re.sub(r",(?=[+~]*[\w.@/-]+=)", ", ", label)
+
+
 def print_leaderboard(board: Mapping[str, Any]) -> None:
     """A sweep's leaderboard (see :mod:`ragexp.tracking.leaderboard`): best first, each run's mean and
     interval, its paired difference from the best and whether that difference is larger than the noise."""
@@ -270,9 +281,11 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
             said = ("best" if o.get("best") else "[red]differs[/red]" if o.get("differs") else
                     "within noise" if o.get("differs") is False else "")
             also.append("—" if o.get("mean") is None else f"{o['mean']:.4f} {said}".rstrip())
-        table.add_row(str(r.get("label") or r["run_name"]), _fmt(r.get("mean")), ci, _fmt(r.get("n")), delta, p, verdict,
-                      *also)
+        table.add_row(spaced_label(str(r.get("label") or r["run_name"])), _fmt(r.get("mean")), ci, _fmt(r.get("n")),
+                      delta, p, verdict, *also)
     console = Console(file=sys.stdout, width=max(120, Console().width))
+    natural = console.measure(table, options=console.options.update_width(1000)).maximum
+    console.width = max(console.width, min(natural, 200))  # the other headline columns printed whole, not cut
     console.print(table)
     for line in board.get("mixed") or ():
         console.print(f"[yellow]note: {line}[/yellow]", highlight=False, soft_wrap=True)
