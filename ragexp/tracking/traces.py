@@ -52,9 +52,9 @@ DURATION_TAG, NOT_MEASURED = "ragexp.duration", "not measured (the record has no
 LINK_BATCH = 100
 #: Timing keys of a record that are no stage of their own.
 _NOT_STAGES = ("total",)
-#: Stage names of ragexp's pipeline → MLflow span types.
+#: Stage names of ragexp's pipeline → MLflow span types (``search`` / ``answer``: a memory layer's, docs/memory-layers.md).
 _SPAN_TYPES = {"retrieve": "RETRIEVER", "embed": "EMBEDDING", "rerank": "RERANKER", "compress": "PARSER",
-               "generate": "LLM"}
+               "generate": "LLM", "search": "RETRIEVER", "answer": "LLM"}
 
 
 @dataclass
@@ -363,15 +363,16 @@ def _one_trace(mlflow: Any, where: Any, run_id: str, source: TraceSource, rows: 
         docs = documents(cell("contexts"), cell("context_ids"),
                          _plain(source.scores[i]) if source.scores is not None and "compress" not in timings else None,
                          _plain(source.chunk_ids[i]) if source.chunk_ids is not None and "compress" not in timings else None)
-        if "retrieve" not in stages and (cell("contexts") is not None or cell("context_ids") is not None):
+        if not {"retrieve", "search"} & set(stages) and (cell("contexts") is not None or cell("context_ids") is not None):
             stages.insert(0, "retrieve")  # passages the dataset brought: a retriever span without a duration
         for stage in stages:
             kind = _SPAN_TYPES.get(stage, SpanType.UNKNOWN)
-            inputs = {"query": query} if stage in ("retrieve", "embed", "rerank") else None
+            inputs = {"query": query} if stage in ("retrieve", "search", "embed", "rerank") else None
             span = mlflow.start_span_no_context(stage, span_type=kind, parent_span=root, inputs=inputs, start_time_ns=t)
             took = timings.get(stage)
             end = t + round(took * 1e9) if took is not None else t
-            outputs = docs if stage in ("retrieve", "compress") else {"answer": answer} if stage == "generate" else None
+            outputs = docs if stage in ("retrieve", "search", "compress") else \
+                {"answer": answer} if stage in ("generate", "answer") else None
             if took is not None:
                 span.set_attribute("ragexp.seconds", took)
             span.end(outputs=outputs, end_time_ns=end)
