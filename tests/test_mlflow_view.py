@@ -273,3 +273,31 @@ def test_the_outputs_tag_tells_systems_apart_and_recognises_the_same_one(store):
     assert one(made, "bm25").data.tags["ragexp.outputs_digest"] == kids[("bm25", "5")]  # the same system, run again
     # every demo record brings 4 contexts: top_k=5 keeps them all (the plain demo's outputs), top_k=3 does not
     assert one(made, "demo").data.tags["ragexp.outputs_digest"] == kids[("none", "5")]
+
+
+@pytest.mark.integration
+def test_the_sweeps_saved_view_leads_with_each_headline_mean_and_its_interval(store):
+    """Issue 42 item 5: MLflow's runs table shows a metric's float unrounded, without its interval, and its chart
+    view opens on the alphabetically first section (agreement/…): the saved view's first columns are each headline
+    metric's mean with its interval (a tag per child), its chart view's first section those means and the ends of
+    their intervals."""
+    from ragexp.tracking.leaderboard import HEADLINE_SECTION, VIEW_TAG, interval_tag
+
+    client, made, work = store
+    exp = parent(made).info.experiment_id
+    view = json.loads(client.get_experiment(exp).tags[VIEW_TAG])
+    board = json.loads(open(client.download_artifacts(parent(made).info.run_id, "leaderboard.json", str(work))).read())
+    keys = board["headline"]
+    assert len(keys) >= 2
+    tags = [f"tags.`{interval_tag(k)}`" for k in keys]
+    assert view["columnOrder"] == view["selectedColumns"] == ["attributes.`Run Name`", *tags,
+                                                              *(f"metrics.`{k}`" for k in keys)]
+    assert view["isAccordionReordered"] and view["compareRunSections"][0]["name"] == HEADLINE_SECTION
+    assert [c["metricKey"] for c in view["compareRunCharts"]] == [
+        k + part for k in keys for part in ("", "/ci_low", "/ci_high")]
+    for child in children(made):
+        run = client.get_run(child.info.run_id)
+        m = run.data.metrics
+        for k in keys:
+            expected = f"{m[k]:.4f} [{m[k + '/ci_low']:.4f}, {m[k + '/ci_high']:.4f}] n {int(m[k + '/n'])}"
+            assert run.data.tags[interval_tag(k)] == expected

@@ -111,7 +111,7 @@ def headline_columns(board: dict[str, Any], others: dict[str, dict[str, Any]]) -
         for row in board["rows"]:
             o = by_run.get(row["run_id"]) or {}
             row.setdefault("also", {})[key] = {
-                "mean": o.get("mean"), "ci_low": o.get("ci_low"), "ci_high": o.get("ci_high"),
+                "mean": o.get("mean"), "ci_low": o.get("ci_low"), "ci_high": o.get("ci_high"), "n": o.get("n"),
                 "best": bool(o.get("best")), "differs": o.get("differs"), "p_holm": o.get("p_holm")}
             if row.get("differs") is False and o.get("differs"):
                 mixed.append(f"{row.get('label') or row['run_name']} is within noise of the best on {board['metric']}, "
@@ -354,11 +354,34 @@ def standing(board: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def with_interval(value: Mapping[str, Any]) -> str:
+    """A headline mean as the runs table shows it (the tag :func:`interval_tag`): four decimals, its interval, n.
+
+    >>> with_interval({"mean": 0.49399806, "ci_low": 0.4123, "ci_high": 0.57311, "n": 50})
+    '0.4940 [0.4123, 0.5731] n 50'
+    """
+    text = f"{value['mean']:.4f}"
+    if value.get("ci_low") is not None and value.get("ci_high") is not None:
+        text += f" [{value['ci_low']:.4f}, {value['ci_high']:.4f}]"
+    return text + (f" n {int(value['n'])}" if value.get("n") is not None else "")
+
+
+def interval_tag(key: str) -> str:
+    """The run tag holding a headline metric's :func:`with_interval` (``answer_token_f1 with CI``): MLflow's runs
+    table shows a metric's float unrounded and without its interval, so the sweep's saved view leads with these."""
+    return f"{key} with CI"
+
+
 def describe_children(client: Any, board: Mapping[str, Any], retrying: Any) -> None:
-    """Each child's MLflow description gains, first, its :func:`standing` in the sweep."""
+    """Each child's MLflow description gains, first, its :func:`standing` in the sweep; each headline metric's
+    mean with its interval is a tag (:func:`interval_tag`), the saved view's first columns."""
     for row in board["rows"]:
         if row.get("mean") is None:
             continue
+        values = {board["metric"]: row, **(row.get("also") or {})}
+        for key in board.get("headline") or [board["metric"]]:
+            if (values.get(key) or {}).get("mean") is not None:
+                retrying(client.set_tag, row["run_id"], interval_tag(key), with_interval(values[key]))
         note = client.get_run(row["run_id"]).data.tags.get("mlflow.note.content", "")
         line = "Sweep: " + standing(board, row)
         if not note.startswith("Sweep: "):
@@ -367,15 +390,43 @@ def describe_children(client: Any, board: Mapping[str, Any], retrying: Any) -> N
 
 def share_view(client: Any, parent_run_id: str, board: Mapping[str, Any], retrying: Any) -> None:
     """The experiment's saved view of this sweep (MLflow's shared view state, opened by ``python -m ragexp.ui``):
-    its children unfolded, sorted best first on the board's metric, the headline metrics as columns."""
+    its children unfolded, sorted best first on the board's metric; as columns, each headline metric's mean with
+    its interval (:func:`interval_tag`), then its value; its chart view led by :func:`headline_charts`."""
     experiment = client.get_run(parent_run_id).info.experiment_id
     keys = list(board.get("headline") or [board["metric"]])
+    tags = [f"tags.`{interval_tag(k)}`" for k in keys]
     columns = [f"metrics.`{k}`" for k in keys]
     view = {"searchFilter": "", "orderByKey": f"metrics.`{board['metric']}`",
             "orderByAsc": not board.get("higher_is_better", True), "startTime": "ALL", "lifecycleFilter": "Active",
-            "selectedColumns": ["attributes.`Run Name`", *columns], "runsExpanded": {parent_run_id: True},
-            "columnWidths": {c: 10 * len(k) + 40 for c, k in zip(columns, keys)}}
+            "selectedColumns": ["attributes.`Run Name`", *tags, *columns], "runsExpanded": {parent_run_id: True},
+            # MLflow applies the widths of the columns its saved order names (and that order): the intervals first
+            "columnOrder": ["attributes.`Run Name`", *tags, *columns],
+            "columnWidths": {**{c: max(230, 8 * len(interval_tag(k)) + 40) for c, k in zip(tags, keys)},
+                             **{c: 10 * len(k) + 40 for c, k in zip(columns, keys)}},
+            **headline_charts(keys)}
     retrying(client.set_experiment_tag, experiment, VIEW_TAG, json.dumps(view))
+
+
+#: The chart view's first section: the sweep's headline metrics, each beside its interval's ends
+HEADLINE_SECTION = "Headline metrics: mean, CI low, CI high"
+
+
+def headline_charts(keys: list[str]) -> dict[str, Any]:
+    """The saved view's chart state (MLflow's ``compareRunSections`` / ``compareRunCharts``): a first section
+    holding a bar chart of each headline metric followed by its ``/ci_low`` and ``/ci_high``; MLflow adds every
+    other metric's chart after it, in sections of their own (``isAccordionReordered``: the order given is kept).
+
+    >>> state = headline_charts(["answer_token_f1"])
+    >>> [c["metricKey"] for c in state["compareRunCharts"]], state["compareRunSections"][0]["name"][:16]
+    (['answer_token_f1', 'answer_token_f1/ci_low', 'answer_token_f1/ci_high'], 'Headline metrics')
+    """
+    section = "ragexp-headline"
+    charts = [{"uuid": f"ragexp-{n}", "type": "BAR", "runsCountToCompare": 10, "metricSectionId": section,
+               "deleted": False, "isGenerated": False, "metricKey": key, "displayName": key}
+              for n, key in enumerate(k + part for k in keys for part in ("", "/ci_low", "/ci_high"))]
+    return {"compareRunSections": [{"uuid": section, "name": HEADLINE_SECTION, "display": True, "isReordered": True,
+                                    "deleted": False, "isGenerated": False}],
+            "compareRunCharts": charts, "isAccordionReordered": True}
 
 
 def _add_labels(rows: list[dict[str, Any]]) -> None:
