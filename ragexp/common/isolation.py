@@ -1,14 +1,14 @@
 """Running the user's code (a traced app, a memory layer, their factories) so that nothing it does ends,
 hangs or silences ragexp. Definitions: docs/guarantees.md, "Your code cannot stop ragexp".
 
-How it runs, and why: each call of the user's object runs in a **fresh daemon thread of this process** while
+How it runs, and why: each call of the user's object runs on **a daemon worker thread of this process** while
 ragexp's main thread waits for it with a deadline. In-process, because the user's object keeps its state
 between calls (a memory layer's store, an app's index) and MLflow traces what it does in the run's store
 as it always has (the caller's context, with its open span, is copied into the worker). A call that misses its
-deadline is left behind (a thread cannot be stopped): its result is dropped, the question gets the status
-``timeout``, the next call starts on a new thread. Threads the user's code starts from a call are daemon
-threads too, so none of them keeps the process alive. The cost is one thread start per call (figure in
-docs/guarantees.md; benchmarks/bench_isolation.py).
+deadline is left behind with its thread (a thread cannot be stopped): its result is dropped, the question gets
+the status ``timeout``, the next call starts on a new worker. Threads the user's code starts from a call are daemon
+threads too, so none of them keeps the process alive. The cost is two hand-overs between threads per call
+(figure in docs/guarantees.md; benchmarks/bench_isolation.py).
 
 Every way out of the user's code becomes an :class:`Outcome` (a call) or one :class:`ConfigError` line naming
 the code (its import and its factory, exit status 2): an exception, ``sys.exit(n)``, any ``BaseException``,
@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextvars
 import io
 import os
+import queue
 import signal
 import sys
 import threading
@@ -189,6 +190,21 @@ class _Heartbeat:
         self.done.set()
 
 
+class _Worker:
+    """A daemon thread running the jobs put in its queue one after the other; ``None`` ends it."""
+
+    def __init__(self, name: str) -> None:
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            job()
+
+
 class UserCode:
     """The user's code named ``what`` (``my_app:build``; it names it in every line), called with a deadline.
 
@@ -208,16 +224,19 @@ class UserCode:
         self.timeout_s = float(timeout_s) if timeout_s else None
         self.heartbeat_s = heartbeat_s
         self.timeouts = 0  # calls left behind, still running or not
+        self._worker: _Worker | None = None
+        self._free = threading.Lock()  # held while a call runs on self._worker
 
     def call(self, fn: Callable[..., Any], *args: Any, label: str = "", **kwargs: Any) -> Outcome:
-        """``fn(*args, **kwargs)`` on a fresh daemon thread (the caller's context variables copied: MLflow's open
-        span is the parent of the code's spans), waited for up to ``timeout_s``. ``label`` names the call in
-        the waiting lines (``question q17``)."""
+        """``fn(*args, **kwargs)`` on this code's daemon worker thread (the caller's context variables copied:
+        MLflow's open span is the parent of the code's spans), waited for up to ``timeout_s``. A worker whose
+        call missed its deadline is left behind and the next call gets a new one; a call made while another
+        is running (from another thread) gets a thread of its own. ``label`` names the call in the waiting
+        lines (``question q17``)."""
         box: list[Outcome] = []
         done = threading.Event()
         context = contextvars.copy_context()
         streams = _Streams()
-
         before = set(threading.enumerate())
 
         def work() -> None:
@@ -231,12 +250,21 @@ class UserCode:
             finally:
                 done.set()
 
-        worker = threading.Thread(target=work, name=f"ragexp-user-code {self.what}"[:60], daemon=True)
+        mine = self._free.acquire(blocking=False)
         t0 = time.perf_counter()
-        worker.start()
         try:
+            if mine and self._worker is None:
+                self._worker = _Worker(f"ragexp-user-code {self.what}"[:60])
+            worker = self._worker if mine else _Worker(f"ragexp-user-code {self.what}"[:60])
+            worker.jobs.put(work)
+            worker.jobs.put(None) if not mine else None  # a one-off worker ends after its call
             self._wait(done, t0, label)
         finally:  # a SIGTERM while waiting leaves the worker behind and goes on up
+            if mine:
+                if not done.is_set():  # still busy with the late call: it ends after it, the next call gets a new one
+                    self._worker.jobs.put(None)
+                    self._worker = None
+                self._free.release()
             streams.restore()
         if box:
             return box[0]
