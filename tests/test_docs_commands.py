@@ -40,6 +40,10 @@ NOT_HERE = [
                                                  "tests/test_server_postgres.py"),
     (r"hydra/launcher=(ray|submitit_local)", "starts Ray or Slurm-style job processes: tests/test_launchers.py"),
     (r"\+experiment=retriever_sweep", "a sweep of many jobs over SQuAD: minutes, too long for this test"),
+    (r"-m dataset=locomo .*memory_layer=\S+,", "a sweep of 9 jobs over LoCoMo's 1,986 questions: minutes, too long for "
+                                             "this test; benchmarks/bench_memory_layer.py runs it"),
+    (r"memory_layer\.factory=llama_memory:", "imports experiments/memory_layer's example (a checkout's): "
+                                             "tests/test_memory_layers.py runs a custom memory layer"),
     (r"\+experiment=optuna_bm25", "Optuna's trials over SQuAD: tests/test_pipeline_sweep.py runs it with 3 trials"),
     (r"^python -m ragexp\.tracking\.upload ", "uploads a results folder whose logging failed: "
                                               "tests/test_tracking_failures.py and tests/test_results_folder.py"),

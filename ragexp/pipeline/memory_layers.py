@@ -15,6 +15,7 @@ import copy
 import sys
 import time
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any, Callable, Iterable
 
 from ragexp.common.paths import plain
@@ -40,11 +41,12 @@ def _when(s: Session) -> str:
 
 def memory_passages(sessions: Iterable[Session], kind: str) -> list[Chunk]:
     """The memory of ``kind`` over ``sessions``: one :class:`Chunk` a passage, its ``doc_id`` the id retrieval
-    reports (a turn's id; ``S<n>`` for a session or its summary; an observation's cited turn, else its session).
+    reports (a turn's id; ``S<n>`` for a session or its summary; an observation's first cited turn, else ``""``:
+    an id that matches no evidence, where an ``S<n>`` would turn LoCoMo's evidence recall session-level).
 
         >>> from ragexp.datasets.conversations import Observation, Turn
         >>> s = Session(2, None, (Turn("D2:1", "Ann", "I paint."), Turn("D2:2", "Bo", "Nice", "a lake")),
-        ...             (Observation("Ann paints.", "D2:1"),), "Ann said she paints.")
+        ...             (Observation("Ann paints.", ("D2:1",)),), "Ann said she paints.")
         >>> [(c.doc_id, c.text) for c in memory_passages([s], "turns")]
         [('D2:1', 'Ann: I paint.'), ('D2:2', 'Bo: Nice [shared an image: a lake]')]
         >>> [(c.doc_id, c.text) for c in memory_passages([s], "sessions")]
@@ -61,7 +63,7 @@ def memory_passages(sessions: Iterable[Session], kind: str) -> list[Chunk]:
         elif kind == "sessions" and lines:
             out.append((s.id, _when(s) + "\n".join(lines)))
         elif kind == "observations":
-            out += [(o.turn_id or s.id, _when(s) + o.text) for o in s.observations if o.text.strip()]
+            out += [(o.turn_id or "", _when(s) + o.text) for o in s.observations if o.text.strip()]
         elif kind == "summaries" and s.summary and s.summary.strip():
             out.append((s.id, _when(s) + s.summary))
     return [Chunk(f"{doc_id}#{n}", doc_id, text) for n, (doc_id, text) in enumerate(out)]
@@ -106,6 +108,10 @@ def build_memory_pipeline(layer: dict[str, Any], cfg: Any, dataset: Any) -> "Mem
                               "choose memory_layer=turns or sessions")
         if not retriever.uses_corpus:
             retriever = BM25Retriever(top_k=k)
+        if kind in ("sessions", "summaries"):
+            _say(f"memory_layer={kind} retrieves sessions (ids S<n>): evidence recall is then session-level, as "
+                 "LoCoMo's scoring reads S ids (a session counts for every evidence turn in it), higher than a "
+                 "turn-level memory's for the same search (docs/memory-layers.md)")
     pipe = plain(cfg.get("pipeline")) or {}
     cache_dir = pipe.get("cache_dir", ".ragexp_cache/index")
     recorded = sum(1 for r in dataset.records if r.context_ids is not None or r.contexts is not None)
@@ -135,10 +141,13 @@ class MemoryPipeline:
 
     def __init__(self, kind: str, retriever: Any, k: int, generator: Any, conversations: dict[str, Conversation],
                  cache_dir: str | None = ".ragexp_cache/index", user: Any = None):
-        self.kind, self.retriever, self.k, self.generator = kind, retriever, k, generator
+        self.kind, self.searcher, self.k, self.generator = kind, retriever, k, generator
         self.conversations, self.user = conversations, user
         self.cache = IndexCache(cache_dir) if cache_dir else None
         self.memory_layer = f"{kind} ({user.factory})" if user is not None else kind
+        # what did the retrieval, as a run's provenance names its stages (summary.json, the run's description)
+        self.retriever = SimpleNamespace(name=f"memory_layer={self.memory_layer}" if user is not None
+                                         else f"{retriever.name} over memory_layer={kind}")
         self.stats: dict[str, float] = {}
         self.failures = 0
         self._indexes: dict[str, Any] = {}
@@ -176,7 +185,7 @@ class MemoryPipeline:
         key = {"memory": self.kind, "passages": key_digest({"p": [(c.doc_id, c.text) for c in chunks]})}
         digest = key_digest(key)
         if digest not in self._indexes:
-            retriever = copy.copy(self.retriever)
+            retriever = copy.copy(self.searcher)
             got = retriever.prepare(chunks, key, self.cache)
             for name, value in got.items():
                 if name.endswith("/built"):
