@@ -218,3 +218,25 @@ def test_the_language_filter_drops_a_question_in_another_language_than_its_passa
     assert language("Who built the tower that was finished in 1889 for the world fair?", passage)[1] \
         == "question in 'en' (1.00), passage in 'fr'"
     assert language("誰がエッフェル塔を建てましたか", passage)[1] == "question in CJK script, passage in LATIN"
+
+
+def test_too_few_passages_for_n_says_the_chunker_setting_that_gives_enough(tmp_path, capsys):
+    """n larger than the passages to ask about: one warning naming the chunker setting; with it, every item is
+    asked (issue 40: 355 of 1,000 SQuAD questions were 'not generated: too_few_passages' without a hint)."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": " ".join(TEXTS * 4)[i:] }) + "\n" for i in range(3)))
+    from ragexp.workflow.generation import run_generation
+
+    with JudgeServer() as server:
+        report = run_generation(config(tmp_path, corpus, server.url, n=9, kinds={"factoid": 1}), progress=False)
+        err = capsys.readouterr().err
+        assert report["not_generated"].get("too_few_passages") == 6 and adds_up(report)
+        said = [line for line in err.splitlines() if "questions will not be generated" in line]
+        assert len(said) == 1 and "chunker=words chunker.size=" in said[0], err
+        size = int(said[0].split("chunker.size=")[1].split()[0])
+        chunker = {"_target_": "ragexp.pipeline.chunking.Chunker", "name": "words", "size": size, "overlap": 0,
+                   "unit": "words"}
+        again = run_generation(config(tmp_path, corpus, server.url, n=9, kinds={"factoid": 1}, chunker=chunker,
+                                      out=str(tmp_path / "again.jsonl")), progress=False)
+    assert "too_few_passages" not in again["not_generated"] and adds_up(again)
+    assert "questions will not be generated" not in capsys.readouterr().err

@@ -50,6 +50,29 @@ def eligible(passages: list[Passage], min_words: int) -> tuple[list[Passage], in
     return keep, len(passages) - len(keep)
 
 
+def too_few_line(n: int, pool: list[Passage], min_words: int) -> str | None:
+    """When the passages to ask about are fewer than the ``n`` questions asked for (each is asked about once): the
+    sentence saying so, with the chunker setting that gives enough of them (windows of the size that cuts the
+    eligible text into ``n`` passages, never under ``min_words``); None when there are enough.
+
+    >>> pool = [Passage(f"d{i}#0", f"d{i}", 0, 600, " ".join(["w"] * 120)) for i in range(10)]
+    >>> too_few_line(30, pool, 30)
+    'n=30, but the corpus gives 10 passages of 30+ words (each is asked about once): 20 questions will not be generated; cut the documents into more passages: chunker=words chunker.size=40 chunker.overlap=0 (docs/testset.md)'
+    >>> too_few_line(10, pool, 30) is None
+    True
+    """
+    if len(pool) >= n:
+        return None
+    words = sum(len(p.text.split()) for p in pool)
+    size = max(min_words, words // n)
+    if size < words // len(pool):  # smaller windows than the passages are now: more of them
+        fix = f"cut the documents into more passages: chunker=words chunker.size={size} chunker.overlap=0"
+    else:  # the passages are already that short: only a lower bound or more text helps
+        fix = f"set min_words={max(1, min_words // 2)}, or give more documents"
+    return (f"n={n}, but the corpus gives {len(pool)} passages of {min_words}+ words (each is asked about once): "
+            f"{n - len(pool)} questions will not be generated; {fix} (docs/testset.md)")
+
+
 def sample(passages: list[Passage], n: int, seed: int) -> list[Passage]:
     """Up to ``n`` distinct passages, round robin over documents in a seeded order (module docstring)."""
     rng = random.Random(seed)

@@ -19,7 +19,8 @@ from ragexp.datasets.corpus import read_corpus
 from ragexp.errors import ConfigError, DataError
 from ragexp.testset import checks
 from ragexp.testset.generator import PROMPT_VERSION, Candidate, Limits, generate
-from ragexp.testset.passages import Neighbours, as_dict, chunk_passages, difficulty, eligible, kind_plan, sample
+from ragexp.testset.passages import (Neighbours, as_dict, chunk_passages, difficulty, eligible, kind_plan, sample,
+                                     too_few_line)
 
 KINDS = ("factoid", "descriptive", "multi", "unanswerable")
 #: outcome groups of the report, in the order they are printed
@@ -111,6 +112,8 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     picked = sample(pool, n, seed)
     candidates: list[Candidate] = []
     short_of = n - len(picked)
+    if short_of and (line := too_few_line(n, pool, min_words)):  # with the setting that gives enough passages
+        print(f"ragexp.generate: warning: {line}", file=sys.stderr)
     multi_items = [i for i, k in enumerate(plan[:len(picked)]) if k == "multi"]
     index = Neighbours(passages)  # BM25 over every chunk: the pairing rule (eligible ones) and the round trip
     partners = index.partners([picked[i] for i in multi_items], pool) if multi_items else []
