@@ -152,3 +152,36 @@ def test_a_bad_factory_is_one_config_error(compose, factory, said):
     with pytest.raises(ConfigError) as err:
         build_pipeline(compose("memory_layer=custom", f"memory_layer.factory={factory}"), _dataset())
     assert str(err.value).startswith(said) and "\n" not in str(err.value)
+
+
+def test_locomo_turns_bm25_top5_own_conversation_at_most_k_and_evidence_recall_by_its_formula(compose, tmp_path):
+    """The real file: 1,986 questions, each searched in its own conversation's 5,882 turns only."""
+    from ragexp.common.targets import build
+    from ragexp.metrics.locomo import locomo_evidence_recall
+
+    cfg = compose("dataset=locomo", "memory_layer=turns", "retriever=bm25", "retriever.top_k=5",
+                  f"pipeline.cache_dir={tmp_path}")
+    ds = build(cfg.dataset, "dataset")
+    turns = {cid: {t.id for t in c.turns()} for cid, c in ds.conversations.items()}
+    build_pipeline(cfg, ds).run(ds.records)
+    assert len(ds.records) == 1986
+    for r in ds.records:
+        own = turns[r.extra["conversation_id"]]
+        assert r.context_ids and len(r.context_ids) <= 5 and set(r.context_ids) <= own, r.id
+        evidence = r.gt_context_ids or []
+        if evidence:  # LoCoMo's evidence recall: the share of the evidence entries among the retrieved turn ids
+            expected = sum(e in r.context_ids for e in evidence) / len(evidence)
+            assert float(locomo_evidence_recall(r.context_ids, evidence)) == expected, r.id
+
+
+@pytest.mark.integration
+def test_a_factory_without_search_stops_the_command_with_one_line(tmp_path, data_dir):
+    from cli import ROOT, run_cli
+
+    proc = run_cli(f"data_dir={data_dir}", "dataset=locomo", "memory_layer=custom",
+                   "memory_layer.factory=user_memories:no_search", f"tracking.uri=sqlite:///{tmp_path / 'm.db'}",
+                   cwd=tmp_path, env={"PYTHONPATH": str(ROOT / "tests")}, check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    said = [line for line in proc.stderr.splitlines() if "memory_layer.factory" in line]
+    assert len(said) == 1 and "user_memories:no_search" in said[0] and "has no search method" in said[0]
+    assert "Traceback" not in proc.stderr and not (tmp_path / "m.db").exists()
