@@ -148,6 +148,30 @@ def test_a_judge_that_returns_garbage_gives_per_item_statuses(tmp_path, capsys):
     assert "6 fewer than asked" in capsys.readouterr().err
 
 
+def test_a_key_the_model_writes_reaches_no_file_of_the_generation(tmp_path, capsys):
+    """Issue 41 group 6: a provider-shaped key in the model's replies (a question quoting it, a reply that
+    cannot be read) is redacted in testset.jsonl, generation_report.json, the console, the judge's cache and
+    the MLflow run (its store's bytes, the dataset and artifacts)."""
+    key = "sk-proj-" + "Qw3" * 8
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(TEXTS)))
+    from ragexp.workflow.generation import run_generation
+
+    def script(request):
+        return Reply(text=f"I would rather share the key {key} than a question.")
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with JudgeServer(script=script) as server:
+        report = run_generation(config(tmp_path, corpus, server.url, n=3, tracking={"enabled": True, "uri": uri}),
+                                progress=False)
+    assert report["failed"] == {"parse_error": 3}
+    said = (tmp_path / "generation_report.json").read_text()
+    assert "the key *** than a question" in said  # the reply was kept, redacted
+    leaks = [str(f) for f in tmp_path.rglob("*") if f.is_file() and key.encode() in f.read_bytes()]
+    out = capsys.readouterr()
+    assert not leaks and key not in out.out + out.err, leaks
+
+
 def test_unanswerable_questions_on_request_and_a_budget_stop_accounted_for(tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(TEXTS)))

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from ragexp.common.secrets import redact
 from ragexp.datasets.corpus import read_corpus
 from ragexp.errors import ConfigError, DataError
 from ragexp.testset import checks
@@ -161,6 +162,9 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     }
     report["seconds_asking"] = report["seconds"]["asking"]
     report["cpu_seconds_asking"] = round(cpu, 3)  # this process's CPU while asking (the judge's loop; the rest waits)
+    # what the model wrote may quote a key (a provider-shaped text, an environment secret): redacted in the test
+    # set, its report, the console and the MLflow run's dataset and artifacts alike (docs/guarantees.md)
+    records, report = redact(records), redact(report)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", encoding="utf-8") as fh:
         for rec in records:
