@@ -72,6 +72,8 @@ def why_not(cfg: DictConfig, dataset: Any) -> str | None:
         return "dataset.split"
     if (plain(cfg.get("stats")) or {}).get("cluster_by"):
         return "stats.cluster_by"
+    if (plain(cfg.get("memory_layer")) or {}).get("name", "none") != "none":  # each conversation and its questions
+        return "memory_layer"
     return None
 
 
