@@ -185,3 +185,12 @@ def test_a_factory_without_search_stops_the_command_with_one_line(tmp_path, data
     said = [line for line in proc.stderr.splitlines() if "memory_layer.factory" in line]
     assert len(said) == 1 and "user_memories:no_search" in said[0] and "has no search method" in said[0]
     assert "Traceback" not in proc.stderr and not (tmp_path / "m.db").exists()
+
+
+def test_a_memory_layer_run_holds_its_records_in_memory(compose):
+    """Chunks cannot hold a conversation with its questions: execution.mode=stream says why it scores in memory."""
+    from ragexp.workflow.streaming import why_not
+
+    cfg = compose("dataset=locomo", "memory_layer=turns", "execution.mode=stream", "stats.cluster_by=null")
+    assert why_not(cfg, None) == "memory_layer"
+    assert why_not(compose("dataset=locomo", "execution.mode=stream", "stats.cluster_by=null"), None) is None
