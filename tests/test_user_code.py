@@ -153,3 +153,44 @@ def test_sigterm_stops_a_run_whose_app_ignores_it(tmp_path):
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 143, (proc.returncode, err[-3000:])
     assert time.monotonic() - t0 < 45 and "terminated (SIGTERM)" in err and "Traceback" not in out + err, err[-3000:]
+
+
+@pytest.mark.integration
+def test_kill_9_of_a_streamed_run_leaves_no_scoring_process(tmp_path):
+    """Issue 41 group 9: the forked scorers of execution.mode=stream end with their parent, even by kill -9."""
+    data = tmp_path / "records.jsonl"
+    data.write_text("".join(json.dumps({"id": f"r{i}", "query": f"question {i} about bees",
+                                        "answer": "the queen bee lays the eggs " * 20,
+                                        "reference_answers": ["the queen lays the eggs of the hive " * 10]}) + "\n"
+                            for i in range(60000)))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "ragexp", "dataset=records", f"dataset.path={data}",
+                             "execution.mode=stream", "execution.processes=2", "execution.chunk_records=500",
+                             "metric=[answer_token_f1,bleu]", "progress=false", "tracking.enabled=false"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def children() -> list[int]:
+        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(children()) < 2 and proc.poll() is None:
+        time.sleep(0.5)
+    scorers = children()
+    assert len(scorers) >= 2, "the streamed run did not start its scoring processes"
+    proc.kill()
+    proc.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(alive(p) for p in scorers):
+        time.sleep(0.2)
+    left = [p for p in scorers if alive(p)]
+    for pid in left:  # not to leave them behind for the next test
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"scoring processes {left} outlived their parent"

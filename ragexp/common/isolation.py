@@ -329,12 +329,14 @@ def end_without_waiting(status: Any, grace_s: float = 5.0) -> None:
     threading.Thread(target=watch, name="ragexp-exit-watch", daemon=True).start()
 
 
-def die_with_parent(parent: int, every: float = 0.5) -> None:
+def die_with_parent(parent: int | None = None, every: float = 0.5) -> None:
     """In a forked worker (a scoring pool's; call it first thing in the pool's initializer): end when ``parent``,
     the process that forked it, is gone, even by ``kill -9``, instead of waiting for work for ever. A daemon
     thread compares ``os.getppid()`` with ``parent`` every ``every`` seconds; on Linux, when the main thread
     forked it, the kernel also kills it at once (``prctl(PR_SET_PDEATHSIG, SIGKILL)``: tied to the forking
-    thread, so not used for a fork from another thread, which may end before the pool)."""
+    thread, so not used for a fork from another thread, which may end before the pool). ``parent`` None: the
+    process's parent now."""
+    parent = os.getppid() if parent is None else parent
     if threading.current_thread().name == "MainThread" and sys.platform.startswith("linux"):
         try:
             import ctypes

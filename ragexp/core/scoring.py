@@ -299,6 +299,9 @@ def clear_text_caches() -> None:
 
 def _inherit(records: list[Record], specs: list[MetricSpec]) -> None:
     global _INHERITED
+    from ragexp.common.isolation import die_with_parent
+
+    die_with_parent()  # a kill -9 of the run leaves no scoring process behind (docs/guarantees.md)
     _INHERITED = (records, specs)
 
 

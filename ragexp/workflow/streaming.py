@@ -148,6 +148,9 @@ _SPECS: list = []
 
 def _fork_init(specs: list) -> None:
     global _SPECS
+    from ragexp.common.isolation import die_with_parent
+
+    die_with_parent()  # a kill -9 of the run leaves no scoring process behind (docs/guarantees.md)
     _SPECS = specs
 
 
