@@ -1,5 +1,5 @@
 """Realistic evaluation records for the scale benchmarks and the streaming tests: what a RAG system's
-logged traffic looks like, about 5.75 KB of JSONL per record.
+logged traffic looks like, about 5.8 KB of JSONL per record, every answer its own.
 
     python benchmarks/realistic_records.py OUT.jsonl 100000 [--seed 0]
 
@@ -10,7 +10,10 @@ Each record takes a SQuAD v2 question with an answer (``/work/shared/data/squad2
   paragraph at a random rank in four records of five, absent in the fifth), ids ``<article>-<paragraph>``;
 - ``gt_contexts`` / ``gt_context_ids``: the gold paragraph;
 - ``answer``: a sentence — the gold paragraph's sentence holding the answer (three times in four),
-  else a sentence of another retrieved paragraph; ``reference_answers``: SQuAD's distinct answers;
+  else a sentence of another retrieved paragraph — reworded as a generator would, so that answers
+  differ from record to record as a real system's do (:func:`reworded`: an opening phrase from a
+  few templates, now and then a word dropped or two neighbours swapped, a closing remark; about 99%
+  of the answers are distinct); ``reference_answers``: SQuAD's distinct answers;
 - ``id`` (``q0000001``), ``latency_s`` (log-normal around 0.8 s, in ms), ``label`` (whether the
   answer sentence holds a reference answer: what a person would mark correct).
 
@@ -55,6 +58,31 @@ def sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(text) if s.strip()] or [text]
 
 
+_OPENINGS = ("", "", "", "Based on the context, ", "According to the passage, ", "The documents say that ",
+             "In short, ", "From what I found, ", "The answer is: ", "As the text explains, ", "Yes - ",
+             "It seems that ", "To answer your question, ", "The retrieved paragraph states that ")
+_CLOSINGS = ("", "", "", "", " This is stated in the retrieved text.", " I hope this helps.",
+             " (source {k} of 5)", " Let me know if you need more detail.", " This answers the question.",
+             " See paragraph {k}.", " Confidence: {p}%.")
+
+
+def reworded(sentence: str, rng: random.Random) -> str:
+    """``sentence`` as a generator might have phrased it: a template's opening (its first letter
+    lowered after one), each word dropped with probability 0.04, two neighbouring words swapped one
+    time in three, a closing remark (some with a number); the words a reference matches mostly stay."""
+    words = sentence.split()
+    words = [w for w in words if rng.random() >= 0.04] or words
+    if len(words) > 3 and rng.random() < 1 / 3:
+        j = rng.randrange(len(words) - 1)
+        words[j], words[j + 1] = words[j + 1], words[j]
+    opening = rng.choice(_OPENINGS)
+    text = " ".join(words)
+    if opening and text[:1].isupper() and not text[1:2].isupper():
+        text = text[0].lower() + text[1:]
+    closing = rng.choice(_CLOSINGS).format(k=rng.randint(1, 5), p=rng.randint(55, 99))
+    return opening + text + closing
+
+
 def record(i: int, seed: int = 0, broken: bool = False) -> dict:
     """Record ``i`` of the stream (``broken``: its query blank, a bad row)."""
     paragraphs, articles, questions = squad()
@@ -74,6 +102,7 @@ def record(i: int, seed: int = 0, broken: bool = False) -> dict:
         answer = holding[0]
     else:
         answer = rng.choice(sentences(paragraphs[rng.choice([p for p in retrieved if p != gold] or others)][2]))
+    answer = reworded(answer.strip(), rng)
     return {
         "id": f"q{i:07d}",
         "query": "" if broken else question,

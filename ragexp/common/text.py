@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from functools import lru_cache
 
+from ragexp.common.caches import text_cache
 from ragexp.common.segmentation import segment
 
 _PUNCT = set(string.punctuation)
@@ -37,7 +37,7 @@ def squad_normalize(text: str) -> str:
     return " ".join(text.split())
 
 
-@lru_cache(maxsize=200_000)
+@text_cache(per_char=16)  # bytes an entry holds: docs/performance.md, "Scale"
 def _squad_tokens(text: str) -> tuple[str, ...]:
     return tuple(squad_normalize(text).split())
 
@@ -47,7 +47,7 @@ def squad_tokens(text: str) -> list[str]:
     return list(_squad_tokens(text))
 
 
-@lru_cache(maxsize=200_000)
+@text_cache(per_char=26)
 def squad_counts(text: str) -> tuple[dict[str, int], int]:
     """The SQuAD tokens of ``text`` counted (token → occurrences), and how many there are (cached: a
     run meets the same reference in several metrics)."""
@@ -66,7 +66,7 @@ def overlap(a: dict, b: dict) -> int:
     return sum(min(c, b[t]) for t, c in a.items() if t in b)
 
 
-@lru_cache(maxsize=200_000)
+@text_cache(per_char=20)
 def _word_tokens(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for m in _WORD_OR_HAN.finditer(text.lower()):
@@ -105,7 +105,7 @@ def stopword_set(stopwords: str | list[str] | None) -> frozenset[str]:
     return frozenset(w.lower() for w in stopwords)
 
 
-@lru_cache(maxsize=200_000)
+@text_cache(per_char=30)
 def keywords(text: str, stopwords: frozenset[str] = frozenset(), min_len: int = 2) -> frozenset[str]:
     """The keyword set of docs/metrics.md#keyword_overlap: distinct lowercased words of ``min_len`` or more characters (cached)."""
     return frozenset(t for t in _word_tokens(text) if len(t) >= min_len and t not in stopwords)

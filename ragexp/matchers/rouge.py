@@ -18,6 +18,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Sequence
 
+from ragexp.common.caches import text_cache
 from ragexp.common.text import overlap
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -67,7 +68,7 @@ class Tokens:
         return m
 
 
-@lru_cache(maxsize=300_000)
+@text_cache(per_char=56)  # with the bit masks the LCS adds
 def _plain_tokens(text: str) -> Tokens:
     # Same tokens as rouge_score.tokenize.tokenize(text, None): after the substitution only
     # [a-z0-9] and spaces remain, so str.split() yields exactly its valid, non-empty tokens.
@@ -77,7 +78,7 @@ def _plain_tokens(text: str) -> Tokens:
 _STEMMER = None
 
 
-@lru_cache(maxsize=300_000)
+@text_cache(per_char=56)
 def _stemmed_tokens(text: str) -> Tokens:
     global _STEMMER
     from rouge_score import tokenize
@@ -141,7 +142,7 @@ def _ngrams(seq: Sequence[str], n: int) -> Counter:
     return Counter(zip(*(seq[i:] for i in range(n)))) if len(seq) >= n else Counter()
 
 
-@lru_cache(maxsize=300_000)
+@text_cache(per_char=64)
 def _ngram_counts(text: str, n: int, use_stemmer: bool) -> tuple[dict[tuple[str, ...], int], int]:
     # a text's n-gram counts and their total, once per text: a run scores the same reference
     # (and rouge1/rouge2 the same answer) many times

@@ -18,7 +18,8 @@ a matcher skips the trace when the bound of shared distinct words already fails 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+
+from ragexp.common.caches import text_cache
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -31,7 +32,7 @@ class PackageText:
     masks: tuple[dict[str, int], ...]
 
 
-@lru_cache(maxsize=100_000)
+@text_cache(per_char=44)
 def package_text(text: str) -> PackageText | None:
     """The package's sentences and words of ``text``; None when it has no sentence (the package raises)."""
     if not text:

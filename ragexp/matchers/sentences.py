@@ -13,7 +13,8 @@ retrieved for many queries is split once.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+
+from ragexp.common.caches import text_cache
 
 #: Words (lower-case, without their final full stop) after which a full stop does not end a sentence.
 ABBREVIATIONS = frozenset(
@@ -63,7 +64,7 @@ def _split_block(block: str) -> list[str]:
     return pieces
 
 
-@lru_cache(maxsize=200_000)
+@text_cache(per_char=10)
 def split_sentences(text: str) -> tuple[str, ...]:
     """The sentences of ``text``, stripped, in order; ``()`` for a text of white space only."""
     sentences: list[str] = []

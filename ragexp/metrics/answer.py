@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from functools import lru_cache, partial
 
+from ragexp.common.caches import text_cache
 from ragexp.matchers.rouge import rouge_l, rouge_n
 from ragexp.common.text import squad_counts, squad_normalize
 from ragexp.metrics.base import Score, is_number, register
@@ -65,7 +66,7 @@ def exact_match(answer: str, reference_answers: list[str]) -> float | Score:
 
 
 #: each text normalised once: a run meets the same reference (and answer) in several metrics
-_normalized = lru_cache(maxsize=200_000)(squad_normalize)
+_normalized = text_cache(per_char=8)(squad_normalize)
 
 
 def squad_f1(prediction: str, reference: str) -> float:
@@ -132,7 +133,7 @@ def bleu(answer: str, reference_answers: list[str], *, lowercase: bool = False, 
                    smooth_method=smooth_method, smooth_value=smooth_value)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=16)  # one scorer per option set
 def _bleu_scorer(lowercase: bool, tokenize: str, smooth_method: str, smooth_value: float | None):
     from sacrebleu.metrics import BLEU
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from functools import lru_cache
+from ragexp.common.caches import text_cache
 from typing import Sequence
 
 from ragexp.common.paths import conf_file
@@ -70,7 +70,7 @@ def keyword_overlap(answer: str, reference_answers: list[str], *, stopwords: str
     return max(values)
 
 
-@lru_cache(maxsize=100_000)
+@text_cache(per_char=2)  # a verdict per record: the texts' own bytes
 def _judged(answer: str, refs: tuple[str, ...], threshold: float, inclusive: bool, stops: frozenset[str]) -> bool | None:
     # the four confusion metrics and their intervals judge the same records: once per record
     value = keyword_overlap(answer, list(refs), stopwords=sorted(stops))

@@ -178,13 +178,13 @@ def _recall_at_k(judged, *, k: int | None = 10, **_) -> float:
     return (covered[depth - 1] if depth else 0) / n_relevant
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=1024)  # keyed by a rank: ranks beyond are computed
 def _gain(rank: int) -> float:
     """The discounted gain of 0-based ``rank``: ``1 / log2(rank + 2)``."""
     return 1.0 / math.log2(rank + 2)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=1024)
 def _ideal_dcg(n: int) -> float:
     """The DCG of n relevant items at the top of a list."""
     return math.fsum([_gain(rank) for rank in range(n)])

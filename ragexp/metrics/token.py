@@ -27,8 +27,9 @@ The seed's example — reference "Do you want to buy some?" (6 tokens) and three
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import partial
 
+from ragexp.common.caches import text_cache
 from ragexp.common.text import overlap, squad_counts
 from ragexp.metrics.base import Score, register
 
@@ -42,7 +43,7 @@ def _fields(options: dict) -> tuple[str, str]:
     return ("contexts", against)
 
 
-@lru_cache(maxsize=32_768)
+@text_cache(per_char=2)  # three floats per pair of texts: the texts' own bytes
 def token_prf(passage: str, truth: str) -> tuple[float, float, float]:
     """Token precision, recall and F1 of one text against another (SQuAD tokens, multiset overlap);
     0 for all three when they share no token."""
