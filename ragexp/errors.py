@@ -126,13 +126,39 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C during the judge's work; the message says what was received and where it is kept."""
 
 
-def _unchosen_group(group: str, key: str) -> str | None:
-    """``judge.cache_backend=…`` with no judge chosen: the group to choose first, with its options (None: ``group``
-    is no config group of ragexp)."""
+def _group_options(group: str) -> list[str]:
+    """The options of config group ``group``: the YAML files of ``conf/<group>/`` (none for a group that is none)."""
     from ragexp.common.paths import conf_dir
 
     folder = conf_dir() / group
-    options = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def _suggestion(option: str, options: list[str]) -> str:
+    """What follows "no option 'x' in group 'g'": the closest options first (a typo, or a name inside a longer one:
+    ``faithfulness`` → ``claim_faithfulness``), then every option when there are few, else how to list them.
+
+    >>> _suggestion("answer_tokn_f1", ["answer", "answer_token_f1", "bleu"] + [f"m{i}" for i in range(20)])
+    "; did you mean 'answer_token_f1'? (23 options: python -m ragexp --help lists them)"
+    >>> _suggestion("bm26", ["bm25", "dense", "hybrid", "none"])
+    "; did you mean 'bm25'? The options are: bm25, dense, hybrid, none"
+    >>> _suggestion("zzz", ["bm25", "dense"])
+    '; the options are: bm25, dense'
+    """
+    import difflib
+
+    near = difflib.get_close_matches(option, options, n=2, cutoff=0.75)
+    near += [o for o in options if len(option) >= 4 and option in o and o not in near]
+    said = f"; did you mean {' or '.join(repr(o) for o in near[:2])}?" if near else ""
+    if len(options) <= 12 or not near:
+        return f"{said} The options are: {', '.join(options)}" if near else f"; the options are: {', '.join(options)}"
+    return f"{said} ({len(options)} options: python -m ragexp --help lists them)"
+
+
+def _unchosen_group(group: str, key: str) -> str | None:
+    """``judge.cache_backend=…`` with no judge chosen: the group to choose first, with its options (None: ``group``
+    is no config group of ragexp)."""
+    options = _group_options(group)
     if not options:
         return None
     return (f"{group}.{key} sets an option of the {group}, but no {group} is chosen: add {group}=<name> before it "
@@ -150,11 +176,13 @@ def config_error_line(exc: BaseException) -> str:
     from ragexp.common.renamed import current_key
 
     missing, options = getattr(exc, "missing_cfg_file", None), getattr(exc, "options", None)
-    if missing and options is not None:
+    if missing and "/" in str(missing) and options is None:  # an option inside a list (metric=[a,b]): Hydra names none
+        options = _group_options(str(missing).rpartition("/")[0])
+    if missing and options:
         group, _, option = str(missing).rpartition("/")
         if group == "metric" and current_key(option) != option:  # an old key: say its new name
             return f"metric={option} is now called {current_key(option)}: write metric={current_key(option)}"
-        return f"no option '{option}' in group '{group}'; the options are: {', '.join(options)}"
+        return f"no option '{option}' in group '{group}'{_suggestion(option, list(options))}"
     text = str(exc).split("Config search path:")[0]
     old = re.match(r"Could not override 'metric\.(\w+)((?:\.\w+)*)'", text)
     if old:  # metric.accuracy.threshold=… of a suite that now holds keyword_verdict_accuracy

@@ -212,3 +212,21 @@ def test_a_judge_setting_without_a_judge_says_to_choose_one(value):
     line = config_error_line(caught.value)
     assert line.startswith("judge.cache_backend sets an option of the judge, but no judge is chosen: add judge=<name>")
     assert "openai_compatible" in line and "RAGEXP_SECRET" not in line and "+judge" not in line
+
+
+@pytest.mark.parametrize("override, line", [
+    ("metric=answer_tokn_f1", "no option 'answer_tokn_f1' in group 'metric'; did you mean 'answer_token_f1'? ("),
+    # inside a list Hydra names no options: ragexp reads the group's files
+    ("metric=[answer_token_f1,contxt_recall]", "no option 'contxt_recall' in group 'metric'; did you mean "
+                                               "'context_recall'? ("),
+    ("metric=faithfulness", "no option 'faithfulness' in group 'metric'; did you mean 'claim_faithfulness'? ("),
+    ("retriever=bm26", "no option 'bm26' in group 'retriever'; did you mean 'bm25'? The options are: bm25, dense, "),
+])
+def test_a_mistyped_option_names_the_closest_one(override, line):
+    from ragexp.errors import config_error_line
+
+    with pytest.raises(Exception) as caught:
+        _compose("config", override)
+    said = config_error_line(caught.value)
+    assert said.startswith(line), said
+    assert len(said) < 200 or override.startswith("retriever"), said  # not the ~700 characters of every metric
