@@ -192,7 +192,8 @@ def test_no_deterministic_metric_lets_an_empty_output_vanish():
 
     record = to_record({"id": "x", "query": "What is the capital of France?", "contexts": [], "context_ids": [],
                         "answer": "", "gt_contexts": ["Paris is the capital of France."], "gt_context_ids": ["d1"],
-                        "reference_answers": ["Paris"], "label": True, "latency_s": 0.5}, path="x.jsonl", row=1)
+                        "reference_answers": ["Paris"], "label": True, "latency_s": 0.5,
+                        "category": "single_hop"}, path="x.jsonl", row=1)
     checked = []
     for name, info in sorted(load_all().items()):
         if info.level != "sample" or info.judge:
