@@ -52,6 +52,9 @@ FIELD_STRATEGIES = {
     "reference_answers": st.lists(TEXT, min_size=1, max_size=3),
     "label": st.booleans(),
     "latency_s": st.floats(min_value=0, max_value=1e4, allow_nan=False),
+    "category": st.sampled_from(["multi_hop", "temporal", "open_domain", "single_hop", "adversarial", "other"]),
+    "timings": st.one_of(st.none(), st.dictionaries(st.sampled_from(["search", "answer"]),
+                                                    st.floats(min_value=0, max_value=1e3, allow_nan=False))),
 }
 
 #: Option values every property is checked under (options not listed keep their default).
@@ -65,6 +68,9 @@ OPTION_VALUES = {
     "use_stemmer": [False, True],
     "inclusive": [False, True],
     "stopwords": [None, "english"],
+    "tokenizer": ["cl100k_base"],
+    "stage": ["search", "answer"],
+    "percentile": ["p0", "p50", "p95", "p100"],
 }
 AGAINST = {"token_precision": ["reference_answers", "gt_contexts"], "token_recall": ["reference_answers", "gt_contexts"],
            "token_f1": ["reference_answers", "gt_contexts"], "avg_coverage": ["answer", "reference"]}
