@@ -1,5 +1,5 @@
 """Tokenisers shared by the metrics, each cached per text: :func:`squad_tokens` (SQuAD's answer
-normalisation), :func:`keywords` (docs/metrics.md, "Keywords and Chinese text"; Chinese through
+normalisation; by character in texts that hold CJK, :func:`mixed_tokens`), :func:`keywords` (docs/metrics.md, "Keywords and Chinese text"; Chinese through
 :func:`ragexp.common.segmentation.segment`) and :func:`answer_tokens` (SQuAD tokens for Latin text,
 jieba words for Chinese). Definitions: docs/metrics.md (``token_f1``, ``keyword_overlap``).
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 
 from ragexp.common.caches import text_cache
@@ -37,13 +38,50 @@ def squad_normalize(text: str) -> str:
     return " ".join(text.split())
 
 
+#: the characters a text is segmented one by one for (docs/metrics.md, "Keywords and Chinese text"):
+#: CJK ideographs (the blocks of ``_CJK``) and Japanese kana
+_ONE_BY_ONE = f"\u3040-\u30ff{_CJK}"
+_HAS_CJK = re.compile(f"[{_ONE_BY_ONE}]")
+_CJK_OR_RUN = re.compile(f"[{_ONE_BY_ONE}]|[^{_ONE_BY_ONE}]+")
+_DROPPED = frozenset(("a", "an", "the"))
+
+
+def has_cjk(text: str) -> bool:
+    """True when ``text`` holds a CJK ideograph or a kana (the texts :func:`mixed_tokens` applies to)."""
+    return not text.isascii() and _HAS_CJK.search(text) is not None
+
+
+def mixed_tokens(text: str) -> list[str]:
+    """The SQuAD tokens of a text that holds CJK, by mixed segmentation (CMRC 2018's convention):
+    lowercased; ASCII punctuation removed as SQuAD removes it (``don't`` → ``dont``), any other
+    punctuation (Unicode's P categories: ，。「」…) a separator; each CJK ideograph or kana a token,
+    the other runs split on white space; the articles a / an / the left out as SQuAD leaves them out.
+
+    >>> mixed_tokens("铁观音属于乌龙茶，是一种半发酵茶。")
+    ['铁', '观', '音', '属', '于', '乌', '龙', '茶', '是', '一', '种', '半', '发', '酵', '茶']
+    >>> mixed_tokens("The RAG模型 (v2.0)")
+    ['rag', '模', '型', 'v20']
+    """
+    kept = "".join(" " if unicodedata.category(ch)[0] == "P" else ch for ch in text.lower() if ch not in _PUNCT)
+    return [m.group(0) for piece in kept.split() for m in _CJK_OR_RUN.finditer(piece)
+            if m.group(0) not in _DROPPED]
+
+
+def answer_normalize(text: str) -> str:
+    """What ``exact_match`` compares: :func:`squad_normalize`, or the mixed tokens joined by spaces
+    when the text holds CJK."""
+    return " ".join(mixed_tokens(text)) if has_cjk(text) else squad_normalize(text)
+
+
 @text_cache(per_char=16)  # bytes an entry holds: docs/performance.md, "Scale"
 def _squad_tokens(text: str) -> tuple[str, ...]:
+    if has_cjk(text):
+        return tuple(mixed_tokens(text))
     return tuple(squad_normalize(text).split())
 
 
 def squad_tokens(text: str) -> list[str]:
-    """Tokens of ``text`` after SQuAD normalisation."""
+    """Tokens of ``text`` after SQuAD normalisation; by :func:`mixed_tokens` when it holds CJK."""
     return list(_squad_tokens(text))
 
 

@@ -30,7 +30,7 @@ from functools import lru_cache, partial
 
 from ragexp.common.caches import text_cache
 from ragexp.matchers.rouge import rouge_l, rouge_n
-from ragexp.common.text import squad_counts, squad_normalize
+from ragexp.common.text import answer_normalize, squad_counts
 from ragexp.metrics.base import Score, is_number, register
 from ragexp.metrics.token import token_prf
 
@@ -66,7 +66,7 @@ def exact_match(answer: str, reference_answers: list[str]) -> float | Score:
 
 
 #: each text normalised once: a run meets the same reference (and answer) in several metrics
-_normalized = text_cache(per_char=8)(squad_normalize)
+_normalized = text_cache(per_char=8)(answer_normalize)
 
 
 def squad_f1(prediction: str, reference: str) -> float:
