@@ -154,3 +154,20 @@ def test_the_console_prints_one_compact_table_of_categories_by_headline_metric(c
     temporal = out["answer_token_f1/category/temporal"]  # 2 of the 3 temporal records have a value: '(n 2)'
     assert lines[2].startswith(f"temporal 3 0.7500 [{temporal.ci_low:.4f}, {temporal.ci_high:.4f}] (n 2) 0.6667 ")
     assert lines[3] == "multi_hop 1 0.2500 1.0000"  # one record: a mean, no interval
+
+
+def test_a_chunk_with_neither_categories_nor_sources_keeps_the_records_aligned():
+    specs = _specs()
+    first = [_record(0, "a", contexts=["Paris"], sources=["rag"], gt=["Paris"], answer="Paris")]
+    plain = [_record(i, None) for i in (1, 2)]  # a chunk of records without category or sources
+    last = [_record(3, "a", contexts=["Paris"], sources=["memory_long"], gt=["Paris"], answer="Paris")]
+    b = Breakdown(specs)
+    parts = [b.part(first), b.part(plain), b.part(last)]
+    assert parts[1] is None
+    for part, n in zip(parts, (1, 2, 1)):
+        b.merge(part, n)
+    out = b.intervals({"m": [0.2, 0.9, 0.9, 0.6]}, ["m"], **SETTINGS)
+    assert out["m/category/a"].mean == pytest.approx((0.2 + 0.6) / 2) and out["m/category/a"].n == 2
+    # record 0 had sources and an answer: memory_long (first seen in record 3) supported none of it
+    assert out["answers_supported/source/memory_long"].mean == pytest.approx(1 / 2)
+    assert out["answers_supported/source/rag"].mean == pytest.approx(1 / 2)

@@ -78,23 +78,37 @@ class Breakdown:
 
     def add(self, records: Sequence[Any]) -> None:
         """One chunk of the run's records, in order (after the pipeline: the contexts scored)."""
-        self.categories += [_category(r) for r in records]
-        chunk = self._source_values(records)
-        for key, values in chunk.items():
+        self.merge(self.part(records), len(records))
+
+    def part(self, records: Sequence[Any]) -> dict[str, Any] | None:
+        """What :meth:`merge` keeps of one chunk (plain lists: it may be computed in another process), or None
+        when no record of the chunk has a category or context sources."""
+        categories = [_category(r) for r in records]
+        if all(c is None for c in categories) and not any(getattr(r, "context_sources", None) for r in records):
+            return None
+        return {"categories": categories, "columns": self._source_values(records),
+                "sources": list(dict.fromkeys(s for r in records for s in (getattr(r, "context_sources", None) or ()))),
+                "eligible": [0.0 if _sourced(r) and _has_keyword(r.answer, self.stopwords) else _NAN for r in records]}
+
+    def merge(self, part: Mapping[str, Any] | None, n: int) -> None:
+        """The :meth:`part` of the next ``n`` records (None: none of them has a category or sources)."""
+        if part is None:
+            part = {"categories": [None] * n, "columns": {}, "sources": [], "eligible": [_NAN] * n}
+        self.categories += part["categories"]
+        self.sources.update(dict.fromkeys(part["sources"]))
+        chunk, eligible = part["columns"], part["eligible"]
+        for key in chunk:
             if key not in self.columns:  # a label first seen now: the records before it had no such context
-                fill = self.eligible if key.startswith(SUPPORTED + "/") else array("d", [_NAN]) * self.n
-                self.columns[key] = array("d", fill)
-        eligible = [0.0 if _sourced(r) and _has_keyword(r.answer, self.stopwords) else _NAN for r in records]
+                self.columns[key] = array("d", self.eligible if key.startswith(SUPPORTED + "/") else [_NAN] * self.n)
         for key, column in self.columns.items():
-            column.extend(chunk.get(key) or (eligible if key.startswith(SUPPORTED + "/") else [_NAN] * len(records)))
+            column.extend(chunk.get(key) or (eligible if key.startswith(SUPPORTED + "/") else [_NAN] * n))
         self.eligible.extend(eligible)
-        self.n += len(records)
+        self.n += n
 
     def _source_values(self, records: Sequence[Any]) -> dict[str, list[float]]:
         from ragexp.metrics.keyword import avg_coverage
 
         labels = dict.fromkeys(s for r in records for s in (getattr(r, "context_sources", None) or ()))
-        self.sources.update(labels)
         out: dict[str, list[float]] = {}
         for label in labels:
             part = [_only(r, label) for r in records]
@@ -133,6 +147,10 @@ class Breakdown:
             rows = [i for i in range(self.n) if any(not math.isnan(v[i]) for v in group.values())]
             out.update(_intervals({k: [v[i] for i in rows] for k, v in group.items()}, rows, clusters, settings))
         return out
+
+    def summary(self, intervals: Mapping[str, Any]) -> dict[str, Any]:
+        """``summary.json``'s ``breakdown``: the labels (``by``) and every breakdown key's interval, in order."""
+        return {"by": self.labels(), "intervals": {k: iv.as_dict() for k, iv in intervals.items()}}
 
     def labels(self) -> dict[str, list[str]]:
         """The categories and sources seen, as they stand in the keys (``summary.json``'s ``breakdown.by``)."""
