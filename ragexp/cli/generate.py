@@ -21,8 +21,10 @@ def _app(cfg: DictConfig) -> None:
     try:
         run_generation(OmegaConf.to_container(cfg, resolve=True), progress=bool(cfg.get("progress", True)))
     except RagexpError as exc:
+        from ragexp.common.files import exit_status
+
         print(f"ragexp.generate: error: {scrub(str(exc))}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(exit_status(exc))  # 4: an output could not be written (docs/errors.md)
     except KeyboardInterrupt:
         print("ragexp.generate: interrupted; every reply received is in the judge cache: the same command asks "
               "only for the rest", file=sys.stderr)

@@ -18,6 +18,7 @@ from ragexp.cli import run_app
 from ragexp.cli.plugins import expose_plugins
 from ragexp.common.paths import conf_dir
 from ragexp.common.secrets import hide_overrides, scrub
+from ragexp.common.files import exit_status
 from ragexp.errors import GateFailed, RagexpError, Terminated
 from ragexp.tracking.callbacks import close_parent
 from ragexp.tracking.launch import LAUNCH_ENV, launch_id, new_launch_id
@@ -48,7 +49,7 @@ def _app(cfg: DictConfig) -> float | None:
     except RagexpError as exc:
         print(f"ragexp: error: {scrub(str(exc))}", file=sys.stderr)
         close_parent(exc)  # a sweep this process launched ends here: its parent run FAILED with what stopped it
-        sys.exit(2)
+        sys.exit(exit_status(exc))  # 2, or 4 when the results could not be written (docs/errors.md)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, no traceback
         _interrupted(exc, record)
     if max_drop:

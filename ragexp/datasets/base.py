@@ -79,12 +79,36 @@ def unreadable(path: Path, exc: OSError) -> DataError:
     return DataError(f"cannot read the file: {exc.strerror or exc}", path=str(path))
 
 
+#: Leading bytes of binary formats a user may hand over for a text file, and what to say of them.
+MAGIC = {b"PAR1": "a Parquet file", b"SQLite format 3\x00": "an SQLite database", b"PK\x03\x04": "a ZIP archive "
+         "(.xlsx, .docx …)", b"\x1f\x8b": "a gzip-compressed file", b"%PDF": "a PDF file", b"\x89HDF": "an HDF5 file"}
+
+
+def not_text(path: Path, exc: UnicodeDecodeError) -> DataError:
+    r"""The one line for a file that is not UTF-8 text; a known binary format (Parquet, SQLite, ZIP …) by name.
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "x.jsonl"; _ = f.write_bytes(b"PAR1\xff\x00")
+    >>> str(not_text(f, UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"))).split(": ", 1)[1]
+    'unreadable: a Parquet file, not UTF-8 text (a table of records: dataset=mapped reads Parquet, CSV and JSON)'
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        head = b""
+    kind = next((what for magic, what in MAGIC.items() if head.startswith(magic)), None)
+    if kind is None:
+        return DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path))
+    return DataError(f"unreadable: {kind}, not UTF-8 text (a table of records: dataset=mapped reads Parquet, CSV "
+                     "and JSON)", path=str(path))
+
+
 def read_json(path: Path) -> Any:
     try:
         with open(path, encoding="utf-8-sig") as fh:  # a UTF-8 BOM (Notepad, Excel) is accepted
             return json.load(fh)
     except UnicodeDecodeError as exc:
-        raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
+        raise not_text(path, exc) from None
     except json.JSONDecodeError as exc:
         raise DataError(f"unreadable JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=str(path)) from None
     except RecursionError:
@@ -105,13 +129,16 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                     item = json.loads(line.rstrip("\r\n"))
                 except json.JSONDecodeError as exc:
                     where = f"{exc.msg} column {exc.colno}" if exc.msg.endswith(" at") else f"{exc.msg} at column {exc.colno}"
-                    raise DataError(f"unreadable JSON line: {where}; expected one JSON object per line",
+                    other = TABLE_FORMATS.get(path.suffix.lower()) not in (None, "jsonl")  # a CSV, a JSON list…
+                    hint = (f" (a {path.suffix} file: dataset=mapped reads it, its columns named by dataset.columns)"
+                            if other else "")
+                    raise DataError(f"unreadable JSON line: {where}; expected one JSON object per line{hint}",
                                     path=str(path), row=lineno) from None
                 except RecursionError:
                     raise DataError(TOO_DEEP, path=str(path), row=lineno) from None
                 yield lineno, item
     except UnicodeDecodeError as exc:
-        raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
+        raise not_text(path, exc) from None
     except OSError as exc:
         raise unreadable(path, exc) from None
 
@@ -158,7 +185,7 @@ def read_delimited(path: Path, fmt: str) -> tuple[list[str], Iterator[tuple[int,
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path)) from None
+        raise not_text(path, exc) from None
     except OSError as exc:
         raise unreadable(path, exc) from None
     # a cell may hold a whole document or a JSON list of passages: lift the csv module's 128 KB cap

@@ -7,7 +7,8 @@ read through :func:`read_corpus` (docs/testset.md, "Your corpus"):
   column (``id`` and ``text`` unless mapped: ``columns={id: doc_id, text: contents}``, as
   ``dataset=mapped`` maps its columns);
 - or a folder: every ``.txt`` and ``.md`` file under it, read as UTF-8, its path relative to the
-  folder (``/``-separated) as its id. An empty file there is skipped and counted, not an error.
+  folder (``/``-separated) as its id (:func:`doc_id_of`). An empty file there is skipped and counted, not
+  an error; a symbolic link to a file outside the folder is left out, and a line says how many.
 
 What is wrong is one line naming the file, the row and the field (a :class:`~ragexp.errors.DataError`):
 no documents at all, a file that is not UTF-8 text (a binary), a row without its id or text, a
@@ -23,6 +24,8 @@ text that is not a string or is blank, the same id twice.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -58,8 +61,30 @@ def read_corpus(path: str | Path, *, columns: Mapping[str, str] | None = None, f
     return _read_table(existing(p, "corpus file"), columns, format, format_key)
 
 
+def doc_id_of(relative: Path) -> str:
+    """A folder document's id: its relative path, ``/``-separated; bytes of a file name that are not UTF-8
+    written as ``\\xNN`` escapes (the id is valid text wherever it goes: JSON, a digest, the console).
+
+    >>> doc_id_of(Path(os.fsdecode(b"caf\\xe9.txt"))), doc_id_of(Path("sub/b.md"))
+    ('caf\\\\xe9.txt', 'sub/b.md')
+    """
+    return os.fsencode(relative.as_posix()).decode("utf-8", "backslashreplace")
+
+
+def _inside(f: Path, root: Path) -> bool:
+    """Whether ``f`` (through any symbolic link) is a file under ``root``."""
+    try:
+        return f.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False
+
+
 def _read_folder(root: Path) -> Corpus:
-    files = sorted(f for f in root.rglob("*") if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES)
+    found = sorted(f for f in root.rglob("*") if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES)
+    files = [f for f in found if _inside(f, root)]
+    if outside := len(found) - len(files):  # a link to a file elsewhere (~/.ssh/…) is not one of the documents
+        print(f"[ragexp] corpus {doc_id_of(root)}: {outside} link(s) to files outside the folder left out",
+              file=sys.stderr, flush=True)
     docs: dict[str, str] = {}
     skipped = 0
     for f in files:
@@ -67,15 +92,15 @@ def _read_folder(root: Path) -> Corpus:
             text = f.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError as exc:
             raise DataError(f"unreadable: not UTF-8 text ({exc.reason}); expected .txt or .md documents",
-                            path=str(f)) from None
+                            path=doc_id_of(f)) from None
         except OSError as exc:
-            raise DataError(f"cannot read the file: {exc.strerror or exc}", path=str(f)) from None
+            raise DataError(f"cannot read the file: {exc.strerror or exc}", path=doc_id_of(f)) from None
         if "\x00" in text:
-            raise DataError("unreadable: holds NUL bytes (a binary file?); expected .txt or .md text", path=str(f))
+            raise DataError("unreadable: holds NUL bytes (a binary file?); expected .txt or .md text", path=doc_id_of(f))
         if not text.strip():
             skipped += 1
             continue
-        docs[f.relative_to(root).as_posix()] = text
+        docs[doc_id_of(f.relative_to(root))] = text
     if not docs:
         found = f"{len(files)} empty" if files else "no"
         raise DataError(f"the corpus is empty: {found} {' or '.join(TEXT_SUFFIXES)} files under the folder; "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Mapping
 
+from ragexp.errors import printable
 from ragexp.report.console import number
 
 
@@ -35,6 +36,18 @@ def focus_metric(result: Mapping[str, Any], primary: str | None = None) -> str |
         return min(worse, key=lambda r: (r["p_holm"], -abs(r["diff"])))["key"]
     compared = [r for r in rows.values() if "p_value" in r and result["regressions"].get(r["key"])]
     return max(compared, key=lambda r: r["worse"])["key"] if compared else None
+
+
+def shown(value: Any) -> Any:
+    r"""A value from the runs (an id, a query) as a table cell: control characters and line breaks written as
+    escapes (:func:`ragexp.errors.printable`, as every error line quotes them), no rich markup read in it.
+
+    >>> print(shown("q\x1b]0;owned\x07 [bold]x[/]\nragexp: ok").plain)
+    q\x1b]0;owned\x07 [bold]x[/]\nragexp: ok
+    """
+    from rich.text import Text
+
+    return Text(printable(str(value)))
 
 
 def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> None:
@@ -126,5 +139,5 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
             worst.add_column(name, justify="right" if name in ("baseline", "candidate") else "left",
                              overflow="ellipsis", max_width=60 if name == "query" else None, no_wrap=name == "query")
         for r in regs:
-            worst.add_row(str(r["id"]), str(r["query"] or ""), number(r["baseline"]), number(r["candidate"]))
+            worst.add_row(shown(r["id"]), shown(r["query"] or ""), number(r["baseline"]), number(r["candidate"]))
         console.print(worst)

@@ -65,7 +65,8 @@ class Candidate:
 
     @property
     def id(self) -> str:
-        h = hashlib.sha1(f"{self.kind}|{'|'.join(p.id for p in self.passages)}|{self.question}".encode()).hexdigest()
+        key = f"{self.kind}|{'|'.join(p.id for p in self.passages)}|{self.question}"
+        h = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()  # an id read with a lone surrogate
         return f"gen-{self.index:05d}-{h[:8]}"
 
 

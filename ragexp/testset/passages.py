@@ -35,12 +35,44 @@ class Passage:
     text: str
 
 
-def chunk_passages(docs: dict[str, str], chunker: Chunker) -> list[Passage]:
-    """Every chunk of every document, with the ids :meth:`Chunker.split` gives and the offsets of :meth:`Chunker.spans`."""
+#: The longest passage asked about, in characters (about 3,000 English words): a longer chunk (a whole
+#: 500 MB document under ``chunker=none``) is cut into consecutive pieces at white space, so a prompt and
+#: what is held per passage stay bounded (docs/testset.md, "How passages are chosen").
+MAX_PASSAGE_CHARS = 20_000
+
+
+def bounded(text: str, a: int, b: int, limit: int = MAX_PASSAGE_CHARS) -> list[tuple[int, int]]:
+    """``(a, b)`` as consecutive spans of at most ``limit`` characters, each ending at white space where
+    there is some (else cut at the limit), white space between them left out.
+
+    >>> bounded("aaa bbb ccc", 0, 11, limit=7)
+    [(0, 7), (8, 11)]
+    >>> bounded("abcdefghij", 0, 10, limit=4)
+    [(0, 4), (4, 8), (8, 10)]
+    """
+    out: list[tuple[int, int]] = []
+    while b - a > limit:
+        cut = max(text.rfind(" ", a + 1, a + limit + 1), text.rfind("\n", a + 1, a + limit + 1))
+        end = cut if cut > a else a + limit
+        out.append((a, end))
+        a = end
+        while a < b and text[a].isspace():
+            a += 1
+    if b > a:
+        out.append((a, b))
+    return out
+
+
+def chunk_passages(docs: dict[str, str], chunker: Chunker, limit: int = MAX_PASSAGE_CHARS) -> list[Passage]:
+    """Every chunk of every document, with the ids :meth:`Chunker.split` gives and the offsets of :meth:`Chunker.spans`;
+    a chunk longer than ``limit`` characters is :func:`bounded` (its pieces numbered on, ``<doc id>#<n>``)."""
     out: list[Passage] = []
     for doc_id, text in docs.items():
-        for n, (a, b) in enumerate(chunker.spans(text)):
-            out.append(Passage(f"{doc_id}#{n}", doc_id, a, b, text[a:b]))
+        n = 0
+        for span in chunker.spans(text):
+            for a, b in bounded(text, *span, limit=limit):
+                out.append(Passage(f"{doc_id}#{n}", doc_id, a, b, text[a:b]))
+                n += 1
     return out
 
 

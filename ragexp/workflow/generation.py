@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ragexp.common.secrets import redact
-from ragexp.datasets.corpus import read_corpus
+from ragexp.common.files import refuse_overwriting, write_atomic
+from ragexp.datasets.corpus import TEXT_SUFFIXES, read_corpus
 from ragexp.errors import ConfigError, DataError
 from ragexp.testset import checks
 from ragexp.testset.generator import PROMPT_VERSION, Candidate, Limits, generate
@@ -89,6 +90,7 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     out = Path(str(cfg.get("out") or base["out"]))
     report_path = Path(str(cfg.get("report") or out.with_name("generation_report.json")))
     corpus_cfg = cfg.get("corpus") or {}
+    refuse_overwriting({"out": out, "report": report_path}, _inputs(cfg))  # before any work (docs/testset.md)
     clock = {"start": time.perf_counter()}
     corpus = read_corpus(corpus_cfg.get("path"), columns=corpus_cfg.get("columns"), format=corpus_cfg.get("format"))
     chunker = build(cfg.get("chunker") or {"_target_": "ragexp.pipeline.chunking.Chunker"}, "chunker")
@@ -165,12 +167,7 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     # what the model wrote may quote a key (a provider-shaped text, an environment secret): redacted in the test
     # set, its report, the console and the MLflow run's dataset and artifacts alike (docs/guarantees.md)
     records, report = redact(records), redact(report)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    _write(out, records, report_path, report)
     print_report(report, out, report_path)
     if tracking.get("enabled", True):
         from ragexp.tracking.testset import log_testset
@@ -178,6 +175,34 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
         run_id = log_testset(tracking, out, report_path, cfg, report, records)
         print(f"MLflow run {run_id} (the test set as a dataset, the report and config as artifacts)")
     return report
+
+
+def _inputs(cfg: Mapping[str, Any]) -> list[Path]:
+    """The files ``generate`` reads: the corpus file (a folder's documents), the judge's cache, a SQLite store."""
+    from ragexp.common.paths import sqlite_path, store_uri
+
+    found: list[Path] = []
+    corpus = (cfg.get("corpus") or {}).get("path")
+    if corpus not in (None, "", "???"):
+        root = Path(str(corpus)).expanduser()
+        found.append(root)
+        if root.is_dir():
+            found += [f for f in root.rglob("*") if f.suffix.lower() in TEXT_SUFFIXES]
+    cache = (cfg.get("judge") or {}).get("cache_path")
+    if cache:
+        found.append(Path(str(cache)).expanduser())
+    tracking = cfg.get("tracking") or {}
+    if tracking.get("enabled", True) and (db := sqlite_path(store_uri(tracking.get("uri")))) is not None:
+        found.append(db)
+    return found
+
+
+def _write(out: Path, records: list[dict[str, Any]], report_path: Path, report: Mapping[str, Any]) -> None:
+    """The test set (JSONL) and its report (JSON), each whole or not at all (:func:`write_atomic`)."""
+    write_atomic(out, lambda fh: fh.writelines(json.dumps(rec, ensure_ascii=False) + "\n" for rec in records),
+                 what="the test set")
+    write_atomic(report_path, lambda fh: fh.write(json.dumps(report, indent=2, ensure_ascii=False)),
+                 what="the generation report")
 
 
 def _count(candidates: list[Candidate], group: str) -> dict[str, int]:

@@ -1,0 +1,83 @@
+"""Writing a command's outputs without harming what is there (docs/guarantees.md, "Your files"):
+
+* an output is written to a temporary file beside it and renamed into place once whole, so a full disk
+  or a kill leaves the earlier file (or none), never a truncated one;
+* an output that is one of the command's inputs (the same file, by any path or link) is refused before
+  any work, in one line;
+* a write that fails (``No space left on device``, a read-only folder) is one line naming the file, exit
+  status :data:`SAVE_FAILED` (docs/errors.md), not the bad-input status.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); f = d / "out.txt"
+    >>> write_atomic(f, lambda fh: fh.write("whole\\n")); f.read_text(), sorted(p.name for p in d.iterdir())
+    ('whole\\n', ['out.txt'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from ragexp.errors import ConfigError, RagexpError, SaveError
+
+#: the exit status of a command whose output could not be written (a full disk, a read-only folder)
+SAVE_FAILED = 4
+
+
+def exit_status(exc: RagexpError) -> int:
+    """The exit status of a command stopped by ``exc``: :data:`SAVE_FAILED` for an output that could not be
+    written, else 2 (bad input or config)."""
+    return SAVE_FAILED if isinstance(exc, SaveError) else 2
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (equal resolved paths, or one inode through a hard link)."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def refuse_overwriting(outputs: Mapping[str, Path], inputs: Iterable[Path]) -> None:
+    """One line (a :class:`ConfigError`, before any work) when an output would replace an input, or two
+    outputs are one file; ``outputs``: setting name → path."""
+    inputs = [Path(p) for p in inputs]
+    for key, out in outputs.items():
+        for given in inputs:
+            if same_file(Path(out), given):
+                raise ConfigError(f"{key}={out} is an input of this command ({given}); it would be overwritten: "
+                                  f"choose another {key}")
+    names = list(outputs.items())
+    for i, (key, out) in enumerate(names):
+        for other, path in names[i + 1:]:
+            if same_file(Path(out), Path(path)):
+                raise ConfigError(f"{key} and {other} are the same file ({out}): choose two different files")
+
+
+def write_atomic(path: Path, write: Callable[[Any], Any], *, what: str = "") -> None:
+    """``write(fh)`` into a temporary file beside ``path`` (UTF-8 text), flushed to disk, then renamed over
+    ``path``; on any OSError the temporary file is removed, ``path`` is left as it was, and a
+    :class:`SaveError` names the file and the reason."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise SaveError(f"could not write {what or 'the file'} {path}: {reason}; "
+                        f"{'the earlier file is as it was' if path.exists() else 'nothing was written there'}"
+                        ) from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)  # gone already once renamed
+
+
+__all__ = ["SAVE_FAILED", "exit_status", "same_file", "refuse_overwriting", "write_atomic"]
