@@ -293,5 +293,7 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
         console.print(board["chosen_by"], highlight=False, soft_wrap=True)
     if board.get("recorded_answers"):
         console.print(f"[yellow]note: {board['recorded_answers']}[/yellow]", highlight=False, soft_wrap=True)
+    if board.get("granularity"):
+        console.print(f"[yellow]note: {board['granularity']}[/yellow]", highlight=False, soft_wrap=True)
     if board.get("not_ranked"):
         console.print(f"[yellow]warning: {board['not_ranked']}[/yellow]", highlight=False, soft_wrap=True)

@@ -84,6 +84,23 @@ def answers_recorded(summaries: list[Mapping[str, Any]]) -> bool:
     return kept and len(digests) == 1 and None not in digests
 
 
+#: how a child's provenance names a memory layer that retrieves sessions (ids ``S<n>``): ``<retriever> over memory_layer=<kind>``
+_SESSION_MEMORIES = ("memory_layer=sessions", "memory_layer=summaries")
+
+
+def mixed_granularity(summaries: list[Mapping[str, Any]]) -> bool:
+    """Some children's memory layer retrieved sessions (``S<n>`` ids) and others turns: LoCoMo's evidence recall
+    reads the first at session level and an id metric matches no turn id with a session id (docs/memory-layers.md).
+
+    >>> def job(kind): return {"provenance": {"stages": {"retriever": f"bm25 over memory_layer={kind}"}}}
+    >>> mixed_granularity([job("turns"), job("summaries")]), mixed_granularity([job("sessions"), job("summaries")])
+    (True, False)
+    """
+    said = [str(((s.get("provenance") or {}).get("stages") or {}).get("retriever", "")) for s in summaries]
+    sessions = [name.endswith(_SESSION_MEMORIES) for name in said]
+    return any(sessions) and not all(sessions)
+
+
 def reads_answer(key: str) -> bool:
     """Whether the metric of ``key`` reads the record's answer (``answer_token_f1``: yes; ``context_recall``: no)."""
     info = load_all().get(key.split("/", 1)[0])
@@ -298,6 +315,11 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
         if answers_recorded(present):
             board["recorded_answers"] = ("Every job kept the dataset's recorded answers (generator=precomputed): the "
                                          "answer metrics cannot differ between them; only the retrieval was swept.")
+        if mixed_granularity(present):
+            board["granularity"] = ("Some jobs retrieved sessions (memory_layer=sessions or summaries, ids S<n>) and "
+                                    "some turns: LoCoMo's evidence recall counts a retrieved session for every evidence "
+                                    "turn in it, and the id metrics match no turn with a session id, so the two kinds "
+                                    "of jobs are not comparable on them (docs/memory-layers.md).")
         on_disk = unlogged_jobs(sweep_dir, children)
         if on_disk:
             board["not_ranked"] = (f"{len(on_disk) - len(children)} job(s) of this sweep saved results but have no "
