@@ -194,3 +194,38 @@ def test_kill_9_of_a_streamed_run_leaves_no_scoring_process(tmp_path):
     for pid in left:  # not to leave them behind for the next test
         os.kill(pid, signal.SIGKILL)
     assert not left, f"scoring processes {left} outlived their parent"
+
+
+@pytest.mark.slow
+def test_a_judges_rationale_quoting_a_key_reaches_no_assessment(tmp_path):
+    """Issue 41 group 6: ragexp's judge metric as an mlflow.genai scorer, its judge quoting a key in its reason
+    (stand-in judge, a real OpenAI-compatible server): the assessment's rationale is redacted, the key is in no
+    byte of the MLflow store."""
+    import mlflow
+    from judge_server import JudgeServer, Reply
+
+    import ragexp
+
+    key = hostile_apps.KEY
+
+    def quoting(request):
+        return Reply(text=json.dumps({"score": 4, "reason": f"the answer is close; it also shows {key}"}))
+
+    before = mlflow.get_tracking_uri()
+    try:
+        with JudgeServer(script=quoting) as server:
+            scorers = ragexp.mlflow_scorers("answer_similarity", ["answer_similarity"], judge="openai_compatible",
+                                            overrides=[f"judge.api_base={server.url}", "judge.max_retries=0",
+                                                       f"judge.cache_path={tmp_path / 'judge.sqlite'}"])
+            mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+            mlflow.set_experiment("scorers")
+            result = mlflow.genai.evaluate(data=[{"inputs": {"query": "How many queens?"},
+                                                  "outputs": {"answer": "One queen."},
+                                                  "expectations": {"expected_response": "A colony has one queen."}}],
+                                           scorers=scorers)
+    finally:
+        mlflow.set_tracking_uri(before)
+    rationale = result.result_df["answer_similarity/rationale"].iloc[0]
+    assert rationale.endswith("it also shows ***"), rationale
+    leaks = [str(f) for f in tmp_path.rglob("*") if f.is_file() and key.encode() in f.read_bytes()]
+    assert not leaks, leaks
