@@ -194,3 +194,15 @@ def test_a_memory_layer_run_holds_its_records_in_memory(compose):
     cfg = compose("dataset=locomo", "memory_layer=turns", "execution.mode=stream", "stats.cluster_by=null")
     assert why_not(cfg, None) == "memory_layer"
     assert why_not(compose("dataset=locomo", "execution.mode=stream", "stats.cluster_by=null"), None) is None
+
+
+def test_another_generator_answers_from_the_retrieved_memory_timed_as_answer(compose, tmp_path):
+    ds = _dataset()
+    pipeline = build_pipeline(compose("memory_layer=turns", "retriever.top_k=1", "generator=extractive",
+                                      f"pipeline.cache_dir={tmp_path}"), ds)
+    assert "answer" in pipeline.produces
+    pipeline.run(ds.records)
+    first = ds.records[0]  # its one passage: '[2023-03-01 10:00] Ann: The dog found the red ball under the park bench'
+    assert first.context_ids == ["D3:1"] and first.answer == first.contexts[0]
+    assert set(first.timings) == {"search", "answer", "total"}
+    assert first.latency_s == first.timings["total"] == first.timings["search"] + first.timings["answer"]
