@@ -31,7 +31,7 @@ OmegaConf.register_new_resolver("ragexp_launch_id", launch_id, replace=True)
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def _app(cfg: DictConfig) -> float | None:
     from ragexp.core.gate import floor_failures, read_gate
-    from ragexp.tracking.gate_files import record_failures
+    from ragexp.results.gate_files import record_failures
     from ragexp.workflow.runner import run
 
     _handle_sigterm()  # again here: joblib's worker processes run jobs without main()
@@ -41,7 +41,7 @@ def _app(cfg: DictConfig) -> float | None:
     gc.collect()  # then what is alive now (modules, caches) is never traversed again by
     gc.freeze()  # the collector during this job: docs/performance.md, "Sweeps"
     try:
-        from ragexp.cli.config_guard import check_interpolations
+        from ragexp.common.config_guard import check_interpolations
 
         check_interpolations(cfg)  # ${...} that would expand to gigabytes when the config is saved: refused now
         max_drop, floors = read_gate(cfg.get("gate"))  # a malformed gate fails before any work
@@ -223,7 +223,7 @@ def main() -> None:
     _warn_typed_secrets(sys.argv[1:])
     _handle_sigterm()
     try:  # a --config-dir file whose aliases would expand to millions of values: refused before Hydra reads it
-        from ragexp.cli.config_guard import check_config_dirs
+        from ragexp.common.config_guard import check_config_dirs
 
         check_config_dirs(sys.argv[1:])
     except RagexpError as exc:

@@ -3,7 +3,7 @@ and ``min`` floors, from ``conf/gate/`` or overrides. Definitions: docs/uncertai
 gate". A variant key's slash is written as a dot in overrides (nested maps joined with ``/``);
 :func:`ragexp.cli.add_override_prefix` adds Hydra's ``++`` for keys the chosen gate does not declare. This module
 computes the lines; the exit status (:class:`ragexp.errors.GateFailed`) is the commands', and a sweep job's
-file of missed floors is :mod:`ragexp.tracking.gate_files`'.
+file of missed floors is :mod:`ragexp.results.gate_files`'.
 
 >>> flat_conditions({"hit_rate": {"k5": 0.5}, "answer_token_f1": 0.3})
 {'hit_rate/k5': 0.5, 'answer_token_f1': 0.3}

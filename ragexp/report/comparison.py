@@ -38,21 +38,31 @@ def focus_metric(result: Mapping[str, Any], primary: str | None = None) -> str |
     return max(compared, key=lambda r: r["worse"])["key"] if compared else None
 
 
-def shown(value: Any) -> Any:
-    r"""A value from the runs (an id, a query) as a table cell: control characters and line breaks written as
-    escapes (:func:`ragexp.errors.printable`, as every error line quotes them), no rich markup read in it.
-
-    >>> print(shown("q\x1b]0;owned\x07 [bold]x[/]\nragexp: ok").plain)
-    q\x1b]0;owned\x07 [bold]x[/]\nragexp: ok
-    """
-    from rich.text import Text
-
-    return Text(printable(str(value)))
-
-
 def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> None:
     """The comparison table, the notes under it, and the samples that regressed most."""
     from rich.console import Console
+
+    table, notes = _table(result)
+    console = Console(file=sys.stdout, width=max(120, Console().width))
+    if result.get("judges_only"):  # the same answers, two judges: agreement with people leads (docs/judge-trust.md)
+        from ragexp.report.agreement import judges_lines
+
+        for line in judges_lines(result["agreement"], result["method"]["confidence"]):
+            console.print(f"[bold]{line}[/bold]", highlight=False, soft_wrap=True)
+    console.print(table)
+    for line in _lines_below(result) + notes:
+        console.print(f"[dim]{line}[/dim]", highlight=False, soft_wrap=True)
+    if result.get("agreement"):  # the judges against people's labels (docs/judge-trust.md)
+        from ragexp.report.agreement import comparison_lines
+
+        console.print("[bold]Agreement with people[/bold]", highlight=False)
+        for line in comparison_lines(result["agreement"]):
+            console.print(line, highlight=False, soft_wrap=True)
+    _print_regressions(console, result, focus)
+
+
+def _table(result: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """The comparison table (headline metrics first), and a note per metric that left samples out."""
     from rich.table import Table
 
     method, s = result["method"], result["samples"]
@@ -97,13 +107,13 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
             table.add_section()
         if r["excluded_by"]:
             notes.append(f"{key}: left out " + ", ".join(f"{v} ({k})" for k, v in r["excluded_by"].items()))
-    console = Console(file=sys.stdout, width=max(120, Console().width))
-    if result.get("judges_only"):  # the same answers, two judges: agreement with people leads (docs/judge-trust.md)
-        from ragexp.report.agreement import judges_lines
+    return table, notes
 
-        for line in judges_lines(result["agreement"], method["confidence"]):
-            console.print(f"[bold]{line}[/bold]", highlight=False, soft_wrap=True)
-    console.print(table)
+
+def _lines_below(result: Mapping[str, Any]) -> list[str]:
+    """The lines under the table: the samples paired, the marks used, a resampling too small, the metrics with
+    one value per run."""
+    method, s = result["method"], result["samples"]
     lines = [f"samples: {s['matched']} in both runs, {s['only_in_baseline']} only in the baseline, "
              f"{s['only_in_candidate']} only in the candidate (left out)"]
     if any(not r.get("higher_is_better", True) for r in result["metrics"].values()):
@@ -121,14 +131,26 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
     if whole:
         lines.append("not compared (one value per run, nothing to pair): " + ", ".join(
             f"{k} {number(v['baseline'])} → {number(v['candidate'])}" for k, v in whole.items()))
-    for line in lines + notes:
-        console.print(f"[dim]{line}[/dim]", highlight=False, soft_wrap=True)
-    if result.get("agreement"):  # the judges against people's labels (docs/judge-trust.md)
-        from ragexp.report.agreement import comparison_lines
+    return lines
 
-        console.print("[bold]Agreement with people[/bold]", highlight=False)
-        for line in comparison_lines(result["agreement"]):
-            console.print(line, highlight=False, soft_wrap=True)
+
+def shown(value: Any) -> Any:
+    r"""A value from the runs (an id, a query) as a table cell: control characters and line breaks written as
+    escapes (:func:`ragexp.errors.printable`, as every error line quotes them), no rich markup read in it.
+
+    >>> print(shown("q\x1b]0;owned\x07 [bold]x[/]\nragexp: ok").plain)
+    q\x1b]0;owned\x07 [bold]x[/]\nragexp: ok
+    """
+    from rich.text import Text
+
+    return Text(printable(str(value)))
+
+
+def _print_regressions(console: Any, result: Mapping[str, Any], focus: str | None) -> None:
+    """The samples that regressed most on the focus metrics (:func:`focus_metrics`: at most two)."""
+    from rich.table import Table
+
+    s = result["samples"]
     keys = focus_metrics(result, focus)[:2]
     for key in keys:
         regs = result["regressions"][key][:10 if len(keys) == 1 else 5]
