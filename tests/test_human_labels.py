@@ -122,5 +122,6 @@ def test_human_scales_are_the_registered_judge_metrics_own():
     shares = ("answer_consistency", "retrieval_precision", "augmentation_accuracy", "augmentation_precision",
               "overall_score", "questeval_recall", "questeval_precision", "claim_faithfulness")
     assert label_scales() == {"answer_consistency_binary": ("binary", 0, 1), "answer_similarity": ("ordinal", 0, 5),
+                            "answer_correct": ("binary", 0, 1),
                             "correctness": ("ordinal", 0, 4), **{k: ("continuous", 0, 1) for k in shares}}
     assert {k for k, info in load_all().items() if info.judge} == set(label_scales()) - {"correctness"}

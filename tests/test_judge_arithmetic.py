@@ -20,7 +20,7 @@ from ragexp.common.text import answer_tokens
 
 JUDGE_METRICS = {"answer_similarity", "retrieval_precision", "augmentation_accuracy", "augmentation_precision",
                  "answer_consistency", "answer_consistency_binary", "overall_score", "questeval_recall",
-                 "questeval_precision", "claim_faithfulness"}
+                 "questeval_precision", "claim_faithfulness", "answer_correct"}
 
 
 def test_every_judge_metric_is_registered_as_judge_with_a_config():
