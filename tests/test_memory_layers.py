@@ -206,3 +206,16 @@ def test_another_generator_answers_from_the_retrieved_memory_timed_as_answer(com
     assert first.context_ids == ["D3:1"] and first.answer == first.contexts[0]
     assert set(first.timings) == {"search", "answer", "total"}
     assert first.latency_s == first.timings["total"] == first.timings["search"] + first.timings["answer"]
+
+
+def test_hybrid_keeps_each_conversations_two_indexes_its_own(compose, tmp_path):
+    """A hybrid memory holds a BM25 and a dense index per conversation: a second pass over the same questions
+    (the memories reused from the job's memo) ranks exactly as the first."""
+    ds = _dataset()
+    pipeline = build_pipeline(compose("memory_layer=turns", "retriever=hybrid", "retriever.top_k=2",
+                                      f"pipeline.cache_dir={tmp_path}"), ds)
+    pipeline.run(ds.records)
+    first = [list(r.context_ids) for r in ds.records]
+    assert all(i.startswith("D") for i in first[0] + first[1]) and set(first[2]) <= {"E1:1", "E1:2"}
+    pipeline.run(ds.records)
+    assert [r.context_ids for r in ds.records] == first

@@ -185,7 +185,7 @@ class MemoryPipeline:
         key = {"memory": self.kind, "passages": key_digest({"p": [(c.doc_id, c.text) for c in chunks]})}
         digest = key_digest(key)
         if digest not in self._indexes:
-            retriever = copy.copy(self.searcher)
+            retriever = copy.deepcopy(self.searcher)  # never prepared itself: settings only (hybrid holds two)
             got = retriever.prepare(chunks, key, self.cache)
             for name, value in got.items():
                 if name.endswith("/built"):
