@@ -117,25 +117,8 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
     out["id"] = str(rid)
     for name in LIST_FIELDS:
         value = raw.get(name)
-        if _is_missing(value):
-            continue
-        if name == "reference_answers" and isinstance(value, str):
-            value = [value]
-        if not isinstance(value, (list, str, bytes)) and hasattr(value, "tolist"):
-            value = value.tolist()  # numpy arrays from parquet
-        if isinstance(value, tuple):
-            value = list(value)
-        if not isinstance(value, list):
-            raise DataError(f"expected a list of strings, got {_got(value)}", path=path, row=row, field=name)
-        for i, item in enumerate(value):
-            if type(item) is str:
-                continue
-            if name.endswith("_ids") and isinstance(item, int) and not isinstance(item, bool):
-                value[i] = item = str(item)
-            if not isinstance(item, str):
-                raise DataError(f"expected a list of strings, but item {i} is {_got(item)}",
-                                path=path, row=row, field=name)
-        out[name] = value
+        if not _is_missing(value):
+            out[name] = _string_list(value, name, path=path, row=row)
     answer = raw.get("answer")
     if not _is_missing(answer):
         if not isinstance(answer, str):
@@ -143,16 +126,7 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
         out["answer"] = answer
     label = raw.get("label")
     if not _is_missing(label):
-        if isinstance(label, str) and label.strip().lower() in ("true", "1", "yes", "correct"):
-            label = True
-        elif isinstance(label, str) and label.strip().lower() in ("false", "0", "no", "incorrect"):
-            label = False
-        elif isinstance(label, (int, float)) and not isinstance(label, bool) and label in (0, 1):
-            label = bool(label)
-        if not isinstance(label, bool):
-            raise DataError(f"expected a boolean (true/false, 1/0), got {_got(label)}",
-                            path=path, row=row, field="label")
-        out["label"] = label
+        out["label"] = _boolean(label, path=path, row=row)
     latency = raw.get("latency_s")
     if not _is_missing(latency):
         seconds = _seconds(latency)
@@ -162,22 +136,62 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
         out["latency_s"] = seconds
     timings = raw.get("timings")
     if not _is_missing(timings):
-        expected = "expected a mapping of stage name to a finite, non-negative number of seconds"
-        if not isinstance(timings, dict) or not all(isinstance(k, str) for k in timings):
-            raise DataError(f"{expected}, got {_got(timings)}", path=path, row=row, field="timings")
-        clean: dict[str, float] = {}
-        for stage, value in timings.items():
-            seconds = _seconds(value)
-            if seconds is None:
-                raise DataError(f"{expected}, but {stage!r} is {_got(value)}", path=path, row=row, field="timings")
-            clean[stage] = seconds
-        out["timings"] = clean
+        out["timings"] = _stage_seconds(timings, path=path, row=row)
     human = raw.get("human")
     if not _is_missing(human):
         out["human"] = human_labels(human, path=path, row=row, scales=scales)
     _labels(raw, out, path=path, row=row)
     extra = {k: v for k, v in raw.items() if k not in _KNOWN}
     return Record(**out, extra=extra)
+
+
+def _string_list(value: Any, name: str, *, path: str, row: int) -> list[str]:
+    """A list field's value as a list of strings: a lone string in ``reference_answers`` is a one-item list,
+    a numpy array or tuple a list, an integer id in a ``*_ids`` field its text."""
+    if name == "reference_answers" and isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, str, bytes)) and hasattr(value, "tolist"):
+        value = value.tolist()  # numpy arrays from parquet
+    if isinstance(value, tuple):
+        value = list(value)
+    if not isinstance(value, list):
+        raise DataError(f"expected a list of strings, got {_got(value)}", path=path, row=row, field=name)
+    for i, item in enumerate(value):
+        if type(item) is str:
+            continue
+        if name.endswith("_ids") and isinstance(item, int) and not isinstance(item, bool):
+            value[i] = item = str(item)
+        if not isinstance(item, str):
+            raise DataError(f"expected a list of strings, but item {i} is {_got(item)}",
+                            path=path, row=row, field=name)
+    return value
+
+
+def _boolean(label: Any, *, path: str, row: int) -> bool:
+    """``label`` as a boolean: true/false, 1/0, yes/no, correct/incorrect (any case)."""
+    if isinstance(label, str) and label.strip().lower() in ("true", "1", "yes", "correct"):
+        label = True
+    elif isinstance(label, str) and label.strip().lower() in ("false", "0", "no", "incorrect"):
+        label = False
+    elif isinstance(label, (int, float)) and not isinstance(label, bool) and label in (0, 1):
+        label = bool(label)
+    if not isinstance(label, bool):
+        raise DataError(f"expected a boolean (true/false, 1/0), got {_got(label)}", path=path, row=row, field="label")
+    return label
+
+
+def _stage_seconds(timings: Any, *, path: str, row: int) -> dict[str, float]:
+    """``timings`` checked: stage name → a finite, non-negative number of seconds."""
+    expected = "expected a mapping of stage name to a finite, non-negative number of seconds"
+    if not isinstance(timings, dict) or not all(isinstance(k, str) for k in timings):
+        raise DataError(f"{expected}, got {_got(timings)}", path=path, row=row, field="timings")
+    clean: dict[str, float] = {}
+    for stage, value in timings.items():
+        seconds = _seconds(value)
+        if seconds is None:
+            raise DataError(f"{expected}, but {stage!r} is {_got(value)}", path=path, row=row, field="timings")
+        clean[stage] = seconds
+    return clean
 
 
 def _labels(raw: dict[str, Any], out: dict[str, Any], *, path: str, row: int) -> None:

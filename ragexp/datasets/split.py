@@ -20,7 +20,7 @@ seed give the same split on every machine.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from ragexp.common.records import Record
 from ragexp.errors import ConfigError, DataError
@@ -30,9 +30,22 @@ SPLITS = ("all", "dev", "test")
 SPLIT_KEYS = ("split", "split_fraction", "split_seed")
 
 
-def split_of(options: Mapping[str, Any]) -> tuple:
-    """``(split, split_fraction, split_seed)`` from a loader's split options, what they leave out taken
-    from ``conf/dataset_labelled.yaml``; an unknown key is a ConfigError naming the known ones."""
+class Split(NamedTuple):
+    """A labelled dataset's split settings (``dataset.split``, ``split_fraction``, ``split_seed``), typed once by
+    :func:`split_of` and passed down to :func:`split_records` (``split_records(records, *split)``)."""
+
+    split: str
+    fraction: float
+    seed: int
+
+
+def split_of(options: Mapping[str, Any]) -> Split:
+    """:class:`Split` from a loader's split options, what they leave out taken from
+    ``conf/dataset_labelled.yaml``; an unknown key is a ConfigError naming the known ones.
+
+    >>> split_of({"split": "dev", "split_fraction": 0.3, "split_seed": 7})
+    Split(split='dev', fraction=0.3, seed=7)
+    """
     from ragexp.common.paths import conf_file
 
     unknown = sorted(set(options) - set(SPLIT_KEYS))
@@ -40,7 +53,7 @@ def split_of(options: Mapping[str, Any]) -> tuple:
         raise ConfigError(f"dataset has no setting {', '.join(map(repr, unknown))} (besides its loader's own "
                           f"arguments it takes {', '.join(SPLIT_KEYS)})")
     base = conf_file("dataset_labelled")
-    return tuple(options.get(k, base[k]) for k in SPLIT_KEYS)
+    return Split(*(options.get(k, base[k]) for k in SPLIT_KEYS))
 
 
 def split_records(records: list[Record], split: str, fraction: float, seed: int) -> list[Record]:

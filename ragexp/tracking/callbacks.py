@@ -61,12 +61,14 @@ class ParentRunCallback(Callback):
             return  # the launcher's own line names the extra to install: no empty parent run left in the store
         _writable_output(str(config.hydra.sweep.dir), "hydra.sweep.dir")
 
-        tracking = OmegaConf.to_container(config.tracking, resolve=True) if config.get("tracking") else None
-        if not tracking or not tracking.get("enabled", True):
+        from ragexp.tracking.settings import TrackingSettings
+
+        tracking = TrackingSettings.from_config(config.tracking) if config.get("tracking") else None
+        if tracking is None or not tracking.enabled:
             return  # tracking.enabled=false (or tracking=null): the jobs log nothing, so neither does the sweep
-        configure_http(tracking)
-        self.uri = resolve_uri(tracking.get("uri"))
-        client, exp_id = _checked_store(self.uri, tracking.get("experiment") or "ragexp")
+        configure_http({"http_timeout_s": tracking.http_timeout_s, "http_max_retries": tracking.http_max_retries})
+        self.uri = resolve_uri(tracking.uri)
+        client, exp_id = _checked_store(self.uri, tracking.experiment)
         sweep_dir = Path(str(config.hydra.sweep.dir))
         overrides = list(config.hydra.overrides.task)
         tags = {"ragexp.version": __version__, "ragexp.sweep": scrub(" ".join(overrides)), "ragexp.role": "parent",
@@ -75,7 +77,7 @@ class ParentRunCallback(Callback):
         if commit:
             tags["mlflow.source.git.commit"] = commit
         tags["mlflow.note.content"] = scrub(_sweep_note(overrides))
-        name = scrub(str(tracking.get("sweep_name") or _sweep_name(config, overrides)))
+        name = scrub(str(tracking.sweep_name or _sweep_name(config, overrides)))
         run = retrying(client.create_run, exp_id, run_name=name, tags=tags)
         self.run_id = run.info.run_id
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -105,7 +107,7 @@ class ParentRunCallback(Callback):
             close_failed(self.uri, self.run_id, scrub(reason), if_running=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from ragexp.tracking.gate_files import collect_failures
+        from ragexp.results.gate_files import collect_failures
 
         missed = collect_failures(str(config.hydra.sweep.dir))  # floors missed by the jobs, whatever ran them
         if self.run_id is None:

@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragexp.common.secrets import restore_url, scrub
 from ragexp.errors import ConfigError, RagexpError
+
+if TYPE_CHECKING:
+    from ragexp.tracking.settings import TrackingSettings
 
 #: Left in a job's folder once its FAILED run is recorded (the job is accounted for).
 FAILED_FILE = "job_failed.json"
@@ -58,13 +61,15 @@ def record_failed_job(config: Any, reason: str, folder: Path | None = None) -> s
     """
     from omegaconf import OmegaConf
 
-    tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
+    from ragexp.tracking.settings import TrackingSettings
+
+    tracking = TrackingSettings.from_config(config.tracking if "tracking" in config else None)
     return _record_failed(str(config.hydra.sweep.dir), [str(o) for o in config.hydra.overrides.task],
                           OmegaConf.select(config, "hydra.job.num", default=None), tracking, reason,
                           folder or job_dir(config))
 
 
-def _record_failed(sweep_dir: str, overrides: list[str], num: Any, tracking: dict[str, Any], reason: str,
+def _record_failed(sweep_dir: str, overrides: list[str], num: Any, tracking: TrackingSettings, reason: str,
                    folder: Path) -> str | None:
     from ragexp.tracking.launch import LAUNCH_TAG, PARENT_ENV, PARENT_FILE, PARENT_URI_ENV, launch_id
     from ragexp.tracking.log import MANIFEST_FILE
@@ -83,7 +88,7 @@ def _record_failed(sweep_dir: str, overrides: list[str], num: Any, tracking: dic
         saved = restore_url(saved["tracking_uri"]) if saved.get("tracking_uri") else None
     except ConfigError:
         saved = None
-    uri = os.environ.get(PARENT_URI_ENV) or saved or resolve_uri(tracking.get("uri"))
+    uri = os.environ.get(PARENT_URI_ENV) or saved or resolve_uri(tracking.uri)
     tags = {"mlflow.parentRunId": parent, FAILURE_TAG: scrub(reason), LAUNCH_TAG: launch_id(),
             "ragexp.overrides": scrub(" ".join(overrides))}
     if num is not None:
@@ -157,10 +162,11 @@ def record_unreported(config: Any) -> int:
     """Record every killed job of the sweep (:func:`unreported_jobs`) as a FAILED run; how many. The
     results a killed job had saved but not logged are logged first (:func:`log_unlogged`)."""
     import yaml
-    from omegaconf import OmegaConf
+
+    from ragexp.tracking.settings import TrackingSettings
 
     log_unlogged(config)
-    tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
+    tracking = TrackingSettings.from_config(config.tracking if "tracking" in config else None)
     done = 0
     for folder in unreported_jobs(str(config.hydra.sweep.dir)):
         try:

@@ -8,17 +8,18 @@ import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
+from ragexp.tracking.settings import TrackingSettings
 from ragexp.tracking.store import check_store, resolve_uri
 
 
-def check_testset_store(tracking: Mapping[str, Any]) -> tuple[Any, str, str]:
+def check_testset_store(tracking: TrackingSettings) -> tuple[Any, str, str]:
     """Before any work: the store is usable; ``(client, experiment id, uri)``."""
-    uri = resolve_uri(tracking.get("uri"))
-    client, exp_id = check_store(uri, tracking.get("experiment") or "ragexp")
+    uri = resolve_uri(tracking.uri)
+    client, exp_id = check_store(uri, tracking.experiment)
     return client, exp_id, uri
 
 
-def log_testset(tracking: Mapping[str, Any], out: Path, report_path: Path, config: Mapping[str, Any],
+def log_testset(tracking: TrackingSettings, out: Path, report_path: Path, config: Mapping[str, Any],
                 report: Mapping[str, Any], records: list[dict[str, Any]]) -> str:
     """Log the run; its id."""
     import mlflow

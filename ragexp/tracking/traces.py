@@ -34,6 +34,7 @@ from typing import Any, Mapping, Sequence
 from ragexp.common.paths import conf_file
 from ragexp.common.secrets import scrub, scrub_columns
 from ragexp.results.columns import detail_column, metric_keys, status_column
+from ragexp.tracking.settings import TrackingSettings
 
 #: Samples that become traces when ``tracking.traces`` is not set: conf/tracking/local.yaml's (docs/performance.md,
 #: "Traces": measured so a default run with traces stays within 1.5x the wall time of one without).
@@ -550,10 +551,10 @@ def log_folder_traces(folder: Path, uri: str, run_id: str) -> str | None:
         import yaml
 
         cfg = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8")) or {}
-        tracking = cfg.get("tracking") or {}
-        if not tracking.get("enabled", True) or tracking.get("traces", 1) == 0:
+        tracking = TrackingSettings.from_config(cfg.get("tracking"))
+        if not tracking.enabled or tracking.traces == 0:
             return None
-        cap = check_cap(tracking.get("traces", DEFAULT_CAP))
+        cap = check_cap(tracking.traces)
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
         if summary.get("execution"):  # a run streamed in chunks: its rows read as it reads them
             return log_streamed_traces(folder / FULL_TABLE_FILE, {}, cfg, uri, run_id, summary["dataset_digest"])
@@ -579,7 +580,7 @@ def log_streamed_traces(table: Path, timings: Mapping[str, Any], config: Mapping
     from ragexp.results.tables import parquet_names, read_parquet_groups, read_parquet_rows
 
     try:
-        cap = check_cap((config.get("tracking") or {}).get("traces", DEFAULT_CAP))
+        cap = check_cap(TrackingSettings.from_config(config.get("tracking")).traces)
         seed = (config.get("stats") or {}).get("seed") or 0
         keys = metric_keys(parquet_names(table))
         strata: list[str] = []

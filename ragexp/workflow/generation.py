@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ragexp.common.secrets import redact
 from ragexp.common.files import refuse_overwriting, write_atomic
+from ragexp.common.secrets import redact
 from ragexp.datasets.corpus import TEXT_SUFFIXES, read_corpus
 from ragexp.errors import ConfigError, DataError
 from ragexp.testset import checks
@@ -73,6 +73,7 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     from ragexp.common.paths import conf_file
     from ragexp.common.targets import build
     from ragexp.judge import build_judge
+    from ragexp.tracking.settings import tracking_settings
 
     import importlib.util
 
@@ -99,8 +100,8 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     if not pool:
         raise DataError(f"documents too short to ask about: none of the {len(passages)} passages has {min_words} words "
                         "or more (set min_words lower, or a larger chunker.size)", path=corpus.source)
-    tracking = cfg.get("tracking") or {}
-    if tracking.get("enabled", True):
+    tracking = tracking_settings(cfg)
+    if tracking.enabled:
         from ragexp.tracking.testset import check_testset_store
 
         check_testset_store(tracking)  # before any paid call
@@ -111,30 +112,12 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
                           f"({JUDGE_NAMES_HINT})")
     judge = build_judge(cfg.get("judge"))
     clock["read"] = time.perf_counter()
-    plan = kind_plan(n, shares, seed)
     picked = sample(pool, n, seed)
-    candidates: list[Candidate] = []
     short_of = n - len(picked)
     if short_of and (line := too_few_line(n, pool, min_words)):  # with the setting that gives enough passages
         print(f"ragexp.generate: warning: {line}", file=sys.stderr)
-    multi_items = [i for i, k in enumerate(plan[:len(picked)]) if k == "multi"]
     index = Neighbours(passages)  # BM25 over every chunk: the pairing rule (eligible ones) and the round trip
-    partners = index.partners([picked[i] for i in multi_items], pool) if multi_items else []
-    partner_of = dict(zip(multi_items, partners))
-    no_partner = 0
-    for i, (kind, p) in enumerate(zip(plan, picked)):
-        ps = [p]
-        if kind == "multi":
-            if partner_of.get(i) is None:
-                kind, no_partner = "factoid", no_partner + 1
-            else:
-                ps.append(partner_of[i])
-        candidates.append(Candidate(i, kind, ps))
-    for i in range(len(picked), n):
-        c = Candidate(i, plan[i], [])
-        c.outcome = "not_generated:too_few_passages"
-        c.detail = f"the corpus has {len(pool)} passages of {min_words}+ words; each is asked about once"
-        candidates.append(c)
+    candidates, no_partner = _candidates(kind_plan(n, shares, seed), picked, pool, index, min_words)
     clock["indexed"], cpu = time.perf_counter(), time.process_time()
     # langdetect's profiles (and jieba's dictionary for Chinese text) load in this thread while the first
     # requests are out, not on the judge's loop
@@ -142,18 +125,7 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     threading.Thread(target=checks.warm, args=(chinese,), name="ragexp-language-models", daemon=True).start()
     usage = generate(judge, [c for c in candidates if c.outcome == "pending"], limits, progress)
     clock["asked"], cpu = time.perf_counter(), time.process_time() - cpu
-    made = [c for c in candidates if c.outcome == "generated"]
-    for c, twin in zip(made, checks.near_duplicates([c.question for c in made], dup)):
-        if twin is not None:
-            c.drop("near_duplicate", f"repeats item {made[twin].index}: {made[twin].question!r}")
-    kept = [c for c in candidates if c.outcome == "generated"]
-    ranks = index.ranks([c.question for c in kept], [{p.id for p in c.passages} for c in kept]) if kept else []
-    records = []
-    for c, rank in zip(kept, ranks):
-        c.outcome = "kept"
-        rec = record_of(c, judge.settings.model, chunker.name)
-        rec["bm25_rank"], rec["difficulty"] = rank, difficulty(rank) if c.answerable else "n/a"
-        records.append(rec)
+    records = _kept_records(candidates, index, dup, judge.settings.model, chunker.name)
     report = _report(cfg, n, candidates, records, corpus, passages, pool, too_short, no_partner, short_of, usage, dup)
     clock["done"] = time.perf_counter()
     report["seconds"] = {  # wall time of each step (benchmarks/bench_generate.py; docs/performance.md)
@@ -169,12 +141,55 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     records, report = redact(records), redact(report)
     _write(out, records, report_path, report)
     print_report(report, out, report_path)
-    if tracking.get("enabled", True):
+    if tracking.enabled:
         from ragexp.tracking.testset import log_testset
 
         run_id = log_testset(tracking, out, report_path, cfg, report, records)
         print(f"MLflow run {run_id} (the test set as a dataset, the report and config as artifacts)")
     return report
+
+
+def _candidates(plan: list[str], picked: list[Any], pool: list[Any], index: Neighbours,
+                min_words: int) -> tuple[list[Candidate], int]:
+    """One candidate per item asked for, in order: its kind and passages (a ``multi`` item without a partner
+    passage is asked as a factoid), or ``not_generated`` past the sampled passages; and how many went without."""
+    candidates: list[Candidate] = []
+    multi_items = [i for i, k in enumerate(plan[:len(picked)]) if k == "multi"]
+    partners = index.partners([picked[i] for i in multi_items], pool) if multi_items else []
+    partner_of = dict(zip(multi_items, partners))
+    no_partner = 0
+    for i, (kind, p) in enumerate(zip(plan, picked)):
+        ps = [p]
+        if kind == "multi":
+            if partner_of.get(i) is None:
+                kind, no_partner = "factoid", no_partner + 1
+            else:
+                ps.append(partner_of[i])
+        candidates.append(Candidate(i, kind, ps))
+    for i in range(len(picked), len(plan)):
+        c = Candidate(i, plan[i], [])
+        c.outcome = "not_generated:too_few_passages"
+        c.detail = f"the corpus has {len(pool)} passages of {min_words}+ words; each is asked about once"
+        candidates.append(c)
+    return candidates, no_partner
+
+
+def _kept_records(candidates: list[Candidate], index: Neighbours, dup: float, judge_model: str,
+                  chunker_name: str) -> list[dict[str, Any]]:
+    """The generated questions past the near-duplicate filter, as records with their BM25 round trip's rank."""
+    made = [c for c in candidates if c.outcome == "generated"]
+    for c, twin in zip(made, checks.near_duplicates([c.question for c in made], dup)):
+        if twin is not None:
+            c.drop("near_duplicate", f"repeats item {made[twin].index}: {made[twin].question!r}")
+    kept = [c for c in candidates if c.outcome == "generated"]
+    ranks = index.ranks([c.question for c in kept], [{p.id for p in c.passages} for c in kept]) if kept else []
+    records = []
+    for c, rank in zip(kept, ranks):
+        c.outcome = "kept"
+        rec = record_of(c, judge_model, chunker_name)
+        rec["bm25_rank"], rec["difficulty"] = rank, difficulty(rank) if c.answerable else "n/a"
+        records.append(rec)
+    return records
 
 
 def _inputs(cfg: Mapping[str, Any]) -> list[Path]:
