@@ -208,6 +208,7 @@ def test_another_generator_answers_from_the_retrieved_memory_timed_as_answer(com
     assert first.latency_s == first.timings["total"] == first.timings["search"] + first.timings["answer"]
 
 
+@pytest.mark.slow  # loads the dense model (~1 min on a busy 2-core machine)
 def test_hybrid_keeps_each_conversations_two_indexes_its_own(compose, tmp_path):
     """A hybrid memory holds a BM25 and a dense index per conversation: a second pass over the same questions
     (the memories reused from the job's memo) ranks exactly as the first."""
