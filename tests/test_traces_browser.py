@@ -8,9 +8,12 @@ one store served once for the module, made by two small real sweeps:
   Traces tab lists the app's own traces (linked to the run), each question with the app's answer and ragexp's
   scores.
 
+- a run over questions of two conversations (``stats.cluster_by`` their conversation): MLflow's Sessions view (the
+  experiment's traces grouped by session) lists one row per conversation, a conversation's questions under it.
+
 Screenshots are saved in the module's temporary folder; with ``RAGEXP_DOCS_SCREENSHOTS=<folder>`` the
-pictures of docs/traces.md (``traces-run.png``, ``traces-compare.png``) and docs/traced-apps.md
-(``traced-app-run.png``) are written there too:
+pictures of docs/traces.md (``traces-run.png``, ``traces-compare.png``), docs/traced-apps.md
+(``traced-app-run.png``) and docs/memory-layers.md (``memory-sessions.png``) are written there too:
 ``RAGEXP_DOCS_SCREENSHOTS=docs python -m pytest -q -m services tests/test_traces_browser.py``.
 """
 
@@ -162,4 +165,52 @@ def test_a_traced_langchain_apps_run_lists_each_question_with_the_apps_answer_an
          "the questions are listed with the app's answers", shot)
     page = text(browser)
     assert "answer_token_f1" in page and "avg_latency" in page, page[:2000]  # ragexp's scores as assessments
+    screenshot(browser, shot, docs=True)
+
+
+#: questions of two conversations, LoCoMo's way: id '<conversation>/<index of the question>'
+CONVERSATIONS = {"conv-26": ["When did Caroline go to the LGBTQ support group?", "What did Melanie paint recently?",
+                             "Where did Caroline move from?"],
+                 "conv-30": ["What does Jon's dance studio teach?", "When did Gina launch her clothing store?"]}
+
+
+@pytest.fixture(scope="module")
+def memory_run(launch):
+    """A run over the questions of two conversations, each trace's session its conversation (stats.cluster_by)."""
+    import ragexp
+
+    rows = [{"id": f"{conv}/{i}", "query": q, "answer": f"the answer to question {i}",
+             "reference_answers": [f"the answer to question {i}"], "contexts": [f"a turn of {conv}"],
+             "context_ids": [f"D1:{i + 1}"], "conversation": conv}
+            for conv, questions in CONVERSATIONS.items() for i, q in enumerate(questions)]
+    result = ragexp.evaluate(rows, metric="answer_token_f1", log=f"sqlite:///{launch / 'mlflow.db'}", progress=False,
+                             overrides=["stats.cluster_by=conversation", "stats.resamples=200", "tracking.plots=false",
+                                        "tracking.experiment=memory"])
+    import mlflow
+
+    return mlflow.MlflowClient(f"sqlite:///{launch / 'mlflow.db'}").get_run(result.run_id)
+
+
+#: Clicks the expand button of the row whose text holds arguments[0] (a session of the grouped traces table).
+EXPAND_ROW = """
+const row = [...document.querySelectorAll('[role=row], tr')].find(r => (r.innerText || '').includes(arguments[0]));
+const button = row && row.querySelector('button');
+if (button) button.click();
+return Boolean(button);
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.services
+def test_mlflows_sessions_view_groups_a_conversations_questions(launch, memory_run, ui, browser):
+    shot = launch / "memory-sessions.png"
+    browser.get(f"{ui}/#/experiments/{memory_run.info.experiment_id}/traces?groupBy=session")
+    wait(browser, lambda b: all(conv in text(b) for conv in CONVERSATIONS),
+         "the Sessions view lists one row per conversation", shot)
+    for got_it in browser.find_elements("xpath", "//button[normalize-space(.)='Got it']"):
+        got_it.click()  # MLflow's one-time hint over the table
+    wait(browser, lambda b: b.execute_script(EXPAND_ROW, "conv-26"), "conv-26's row can be unfolded", shot)
+    wait(browser, lambda b: all(q in text(b) for q in CONVERSATIONS["conv-26"]),
+         "conv-26's row unfolds to its three questions", shot)
+    assert text(browser).count("conv-30") == 1  # the other conversation: one row, its two questions folded in it
     screenshot(browser, shot, docs=True)
