@@ -28,15 +28,17 @@ level, matched by its session number (``8``) at session level. ``recall_at_k``, 
 from __future__ import annotations
 
 import math
-import re
 import string
 from collections import Counter
 from functools import lru_cache
 
+import regex
+
 from ragexp.metrics.base import Score, register
 
-#: what LoCoMo's normalization drops as words (its articles, and "and")
-_DROPPED = re.compile(r"\b(a|an|the|and)\b")
+#: what LoCoMo's normalization drops as words (its articles, and "and"): word boundaries as the ``regex``
+#: package draws them, as LoCoMo's scoring does (``re`` differs beside characters such as ``½``)
+_DROPPED = regex.compile(r"\b(a|an|the|and)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 #: the phrases that make an adversarial question's answer right: it says the answer is not there
 REFUSALS = ("no information available", "not mentioned")
