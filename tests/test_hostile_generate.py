@@ -187,3 +187,59 @@ def test_generate_on_a_full_disk_and_over_its_corpus(tmp_path):
     assert "Traceback" not in proc.stderr and "No space left on device" in proc.stderr and str(full) in proc.stderr
     assert "the earlier file is as it was" in proc.stderr and _sha(corpus) == sha
     assert "LEFT: filler testset.jsonl \n" in proc.stdout and "OLD: old\n" in proc.stdout  # no temporary file
+
+
+def test_parts_a_killed_run_left_are_removed_by_the_next_one(tmp_path):
+    """A process writing per_sample.parquet chunk by chunk (parts of two schemas) killed with SIGKILL leaves
+    its ``.per_sample.parquet.<pid>.part*`` files; the next writer in the folder removes them, not a live
+    process's; a killed run's ``ragexp_columns_<pid>_*`` folder likewise."""
+    import signal
+
+    from ragexp.common.files import remove_leftovers
+    from ragexp.results.tables import ParquetStream
+
+    child = ("import sys, time; from pathlib import Path; from ragexp.results.tables import ParquetStream\n"
+             "s = ParquetStream(Path(sys.argv[1]) / 'per_sample.parquet', ['m'])\n"
+             "s.append({'id': ['a'], 'm': [1.0]}); s.append({'id': ['b'], 'm': ['text']})\n"
+             "cols = Path(sys.argv[1]) / 'tmp' / f'ragexp_columns_{__import__(\"os\").getpid()}_x1'\n"
+             "cols.mkdir(parents=True); (cols / '0.d').write_bytes(b'1234')\n"
+             "print('ready', flush=True); time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", child, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert left == [f".per_sample.parquet.{proc.pid}.part0", f".per_sample.parquet.{proc.pid}.part1"]
+    mine = tmp_path / f".per_sample.parquet.{os.getpid()}.part0"
+    mine.write_bytes(b"a live process's part")
+    ParquetStream(tmp_path / "per_sample.parquet", ["m"])
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [mine.name]
+    assert [p.name for p in remove_leftovers(tmp_path / "tmp", "ragexp_columns_")] == [f"ragexp_columns_{proc.pid}_x1"]
+
+
+@pytest.mark.integration
+def test_two_generations_at_once_on_one_sqlite_cache_pay_once(tmp_path):
+    """Two ``ragexp.generate`` processes started together on the same corpus and cache: each question (and
+    its check) is paid for once, the other process reading the stored reply; both test sets are the same."""
+    import cli
+    from judge_server import JudgeServer
+
+    cli._require("integration", "starts ragexp as a process")
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": TEXT * 2 + f" Part {i}."}) + "\n" for i in range(8)))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    with JudgeServer(latency=0.4) as server:
+        procs = [subprocess.Popen([sys.executable, "-m", "ragexp.generate", f"corpus.path={corpus}", "n=8",
+                                   "judge=openai_compatible", f"judge.api_base={server.url}",
+                                   f"judge.cache_path={tmp_path / 'judge.sqlite'}", "tracking.enabled=false",
+                                   "min_words=5", "progress=false", "kinds={factoid: 1}", f"out={tmp_path / f'{i}.jsonl'}"],
+                                  cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for i in range(2)]
+        outs = [p.communicate(timeout=600) for p in procs]
+        calls = server.calls
+    assert [p.returncode for p in procs] == [0, 0], outs
+    reports = [json.loads((tmp_path / "generation_report.json").read_text())]
+    asked = reports[0]["answerability_checks"] + reports[0]["asked"] - reports[0]["not_generated"].get("too_few_passages", 0)
+    assert calls <= asked, (calls, asked, outs)  # each question and check once, not twice
+    assert (tmp_path / "0.jsonl").read_text() == (tmp_path / "1.jsonl").read_text()

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -80,4 +82,40 @@ def write_atomic(path: Path, write: Callable[[Any], Any], *, what: str = "") -> 
             tmp.unlink(missing_ok=True)  # gone already once renamed
 
 
-__all__ = ["SAVE_FAILED", "exit_status", "same_file", "refuse_overwriting", "write_atomic"]
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (one of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0
+    return True
+
+
+def remove_leftovers(folder: Path, prefix: str) -> list[Path]:
+    """Remove what a process killed with ``kill -9`` left in ``folder`` (it could not clean up): entries named
+    ``<prefix><pid>`` followed by ``.`` or ``_`` whose process is gone. An entry of a live process is kept.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / f".t.parquet.{os.getpid()}.part0").write_bytes(b"")
+    >>> _ = (d / ".t.parquet.999999999.part0").write_bytes(b""); [p.name for p in remove_leftovers(d, ".t.parquet.")]
+    ['.t.parquet.999999999.part0']
+    """
+    gone: list[Path] = []
+    pattern = re.compile(re.escape(prefix) + r"(\d+)[._]")
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return gone
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m is None or pid_alive(int(m.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+            gone.append(entry)
+    return gone
+
+
+__all__ = ["SAVE_FAILED", "exit_status", "same_file", "refuse_overwriting", "write_atomic", "pid_alive",
+           "remove_leftovers"]

@@ -20,7 +20,9 @@ table ``ragexp_judge_replies`` keyed the same way): every job on every node read
 verdict paid for once is shared, and a re-run makes no call. Two jobs that ask the same question at
 the same moment do not both pay: the first takes the key's claim (a PostgreSQL advisory lock, released
 when its reply is stored, when the request fails, or when its process dies), the other waits for that
-reply (:meth:`PostgresJudgeCache.try_claim`). :func:`open_cache` picks the backend.
+reply (:meth:`PostgresJudgeCache.try_claim`). :func:`open_cache` picks the backend. Processes sharing one
+SQLite file claim a question the same way, with a row per question being asked (:meth:`JudgeCache.try_claim`;
+a killed process's claims are taken over).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from ragexp.common.files import pid_alive
 from ragexp.judge.errors import CacheError
 from ragexp.common.secrets import redact_url, scrub
 
@@ -57,6 +60,10 @@ CREATE TABLE IF NOT EXISTS {table} (
 
 
 _SCHEMA = _create_table("replies", "REAL")
+#: Questions being asked right now, by which process (:meth:`JudgeCache.try_claim`).
+_CLAIMS_SCHEMA = "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, pid INTEGER, host TEXT, started REAL)"
+#: Seconds a claim of another host is honoured (its process cannot be seen from here).
+CLAIM_STALE_S = 900.0
 #: What a cached reply is read as, in this order, by both backends.
 _REPLY_COLUMNS = ("text", "finish_reason", "tokens_in", "tokens_out", "cost_usd")
 _SELECT_REPLY = f"SELECT {', '.join(_REPLY_COLUMNS)} FROM {{table}} WHERE key = {{param}}"
@@ -98,6 +105,8 @@ class JudgeCache:
         self._retry(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._retry(lambda: self._conn.execute(_SCHEMA))
+        self._retry(lambda: self._conn.execute(_CLAIMS_SCHEMA))
+        self._held: dict[str, int] = {}
 
     @staticmethod
     def _retry(fn: Any, attempts: int = 20) -> Any:
@@ -132,11 +141,42 @@ class JudgeCache:
                 (key, model, text, finish_reason, int(tokens_in), int(tokens_out), float(cost_usd), time.time())))
 
     def try_claim(self, key: str) -> bool:
-        """Always ours: on one machine a question asked twice at once is the rare case (see PostgresJudgeCache)."""
-        return True
+        """Take the right to ask ``key``'s question now; False while another live process holds it (two
+        processes on one cache file, e.g. two generations at once, would both pay for it otherwise).
+
+        A claim is a row of ``claims`` (key, process id, host, time): one whose process is gone — a job
+        killed with ``kill -9`` — is taken over; one of another host counts for :data:`CLAIM_STALE_S`.
+        Claims of this process are re-entrant (its own coroutines share its replies anyway).
+        """
+        me, host, now = os.getpid(), socket.gethostname(), time.time()
+
+        def claim() -> bool:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._conn.execute("SELECT pid, host, started FROM claims WHERE key = ?", (key,)).fetchone()
+                if row is not None and row[0] != me and (pid_alive(row[0]) if row[1] == host
+                                                         else now - row[2] < CLAIM_STALE_S):
+                    return False
+                self._conn.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?)", (key, me, host, now))
+                return True
+            finally:
+                self._conn.execute("COMMIT")
+
+        with self._lock:
+            got = self._retry(claim)
+        if got:
+            self._held[key] = self._held.get(key, 0) + 1
+        return got
 
     def release(self, key: str) -> None:
-        return None
+        if not self._held.get(key):
+            return
+        self._held[key] -= 1
+        if self._held[key]:
+            return
+        del self._held[key]
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._retry(lambda: self._conn.execute("DELETE FROM claims WHERE key = ? AND pid = ?", (key, os.getpid())))
 
     def __len__(self) -> int:
         with self._lock:

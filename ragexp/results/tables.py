@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Iterator
 
+from ragexp.common.files import remove_leftovers
 from ragexp.results.columns import FULL_TABLE_FILE, SAMPLES_SUFFIX, TABLE_FILE, split_json_parts, table_columns
 
 @contextlib.contextmanager
@@ -181,6 +182,7 @@ class ParquetStream:
         self._human: dict[str, int] = {}
         self._seen: dict[str, set[type]] = {}
         self._parts: list[tuple[Path, Any, list[str], dict[str, str]]] = []  # (file, writer, names, kinds)
+        remove_leftovers(self.path.parent, f".{self.path.name}.")  # parts of a run killed (kill -9) in this folder
 
     def _rank(self, name: str) -> tuple:
         from ragexp.results.columns import DETAIL_SUFFIX, RECORD_COLUMNS, STATUS_SUFFIX

@@ -34,6 +34,7 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from ragexp.common.files import remove_leftovers
 from ragexp.common.paths import plain
 from ragexp.common.records import FIELDS
 from ragexp.results.columns import ANSWER_FIELDS, OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
@@ -375,7 +376,8 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
     table = StreamedTable(folder / "per_sample.parquet", sample_keys, rows=tracking.get("table_rows", 5000))
     bar = _bar(show and bool(cfg.get("progress", True)), survey.n)
     # the per-sample numbers the statistics need, on disk: memory does not grow with the records
-    kept = Path(tempfile.mkdtemp(prefix="ragexp_columns_"))
+    remove_leftovers(Path(tempfile.gettempdir()), "ragexp_columns_")  # a run killed with kill -9 could not
+    kept = Path(tempfile.mkdtemp(prefix=f"ragexp_columns_{os.getpid()}_"))
     atexit.register(shutil.rmtree, kept, True)
     columns = {group: ColumnFiles(kept / group) for group in ("values", "ratios", "timings", "verdicts", "pairs")}
     if ex["mode"] == "ray":
