@@ -73,3 +73,13 @@ def test_cached_values_equal_uncached_ones():
     for text in ("The cat sat.", "A dog, a cat!", "", "乌龙茶，是一种半发酵茶。"):
         assert squad_counts(text) == squad_counts.__wrapped__(text)
         assert rouge.tokens(text).seq == rouge._plain_tokens.__wrapped__(text).seq
+
+
+def test_a_streamed_run_end_empties_them():
+    """core.scoring.clear_text_caches (a streamed run's last step) finds these caches as it finds lru_caches."""
+    from ragexp.core.scoring import clear_text_caches
+
+    squad_counts("a text to be forgotten")
+    assert squad_counts.cache_info()["entries"] > 0
+    clear_text_caches()
+    assert squad_counts.cache_info()["entries"] == 0 and rouge._plain_tokens.cache_info()["entries"] == 0

@@ -82,7 +82,12 @@ def text_cache(max_bytes: int = 32 * 2 ** 20, *, per_entry: int = 256, per_char:
             held = sum(per_entry + per_char * _chars(k if isinstance(k, tuple) else (k,)) for k in old)
             return {"entries": len(young) + len(old), "bytes": used + held, "max_bytes": max_bytes}
 
-        cached.cache_clear, cached.cache_info = cache_clear, cache_info
+        def cache_parameters() -> dict:
+            # as functools.lru_cache reports them; maxsize: the most entries the budget can hold (each is
+            # charged per_entry bytes or more), which core.scoring.clear_text_caches reads to find the caches
+            return {"maxsize": max_bytes // max(per_entry, 1), "typed": False, "max_bytes": max_bytes}
+
+        cached.cache_clear, cached.cache_info, cached.cache_parameters = cache_clear, cache_info, cache_parameters
         cached.__wrapped__, cached.__doc__, cached.__name__ = fn, fn.__doc__, fn.__name__
         cached.__qualname__, cached.__module__ = fn.__qualname__, fn.__module__
         _ALL.append(cached)
