@@ -140,7 +140,7 @@ def test_leaderboard_ranks_corrected_means_and_tests_the_corrected_difference():
     import numpy as np
     from ppi_py import ppi_mean_ci
 
-    from ragexp.tracking.leaderboard import Entry, rank
+    from ragexp.core.leaderboard import Entry, rank
 
     rng = np.random.default_rng(7)
     n, labelled = 400, 120

@@ -9,7 +9,7 @@ from scipy import stats
 
 from cli import parent_and_children, run_cli
 from ragexp.stats.paired import holm, paired_compare
-from ragexp.tracking.leaderboard import Entry, choose_metric, higher_is_better, rank
+from ragexp.core.leaderboard import Entry, choose_metric, higher_is_better, rank
 
 #: the sweeps here are read for their leaderboard: no per-sample traces (tests/test_traces.py checks those; they
 #: are about half of a demo sweep's CPU time), and no pictures where none is looked at
@@ -152,7 +152,7 @@ def test_recorded_answers_are_shared_only_when_the_jobs_answers_are_equal(tmp_pa
         assert s["provenance"]["contexts"] == "pipeline" and s["provenance"]["answers"] == "dataset"
     assert strong["answers_digest"] == strong_k1["answers_digest"] != weak["answers_digest"]
     assert strong["headline"][0] == "answer_token_f1"
-    from ragexp.tracking.leaderboard import answers_recorded
+    from ragexp.core.leaderboard import answers_recorded
 
     assert not answers_recorded([strong, weak])
     assert choose_metric(None, None, [strong, weak]) == "answer_token_f1"  # the answers differ: rank on them

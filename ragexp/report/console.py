@@ -244,7 +244,7 @@ def spaced_label(label: str) -> str:
 
 
 def print_leaderboard(board: Mapping[str, Any]) -> None:
-    """A sweep's leaderboard (see :mod:`ragexp.tracking.leaderboard`): best first, each run's mean and
+    """A sweep's leaderboard (see :mod:`ragexp.core.leaderboard`): best first, each run's mean and
     interval, its paired difference from the best and whether that difference is larger than the noise."""
     from rich.console import Console
     from rich.table import Table
