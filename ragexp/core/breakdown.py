@@ -192,3 +192,20 @@ def _only(record: Any, label: str) -> Any:
     ids = record.context_ids if record.context_ids is not None and len(record.context_ids) == len(sources) else None
     return replace(record, contexts=[record.contexts[i] for i in keep], context_sources=[label] * len(keep),
                    context_ids=[ids[i] for i in keep] if ids is not None else None)
+
+
+def attach(breakdown: Breakdown | None, values: Mapping[str, Sequence[float]], summary: dict[str, Any],
+           extra: dict[str, float], intervals: dict[str, Any], *, clusters: Sequence[Any] | None = None) -> dict[str, Any]:
+    """The run's breakdown, from the one aggregator's ``breakdown`` and per-record ``values`` (metric key → NaN where
+    not ok), by ``summary``'s ``headline`` and ``stats``: ``summary["breakdown"]`` (after the run's own keys), each
+    key's mean into ``extra`` (the MLflow metrics after the run's) and its interval into ``intervals`` (``K/n``,
+    ``K/ci_low``…). Returns the breakdown's intervals; nothing is added when no record has a category or sources."""
+    if breakdown is None or not any(breakdown.labels().values()):
+        return {}
+    st = summary.get("stats") or {}
+    settings = {k: st[k] for k in ("resamples", "confidence", "seed", "method") if k in st}
+    grouped = breakdown.intervals(values, list(summary.get("headline") or []), clusters=clusters, **settings)
+    summary["breakdown"] = breakdown.summary(grouped)
+    extra.update({k: float(iv.mean) for k, iv in grouped.items() if iv.mean is not None})
+    intervals.update(grouped)
+    return grouped
