@@ -425,3 +425,40 @@ def test_every_option_is_covered():
     assert {"demo", "squad2", "tonic_qa_pairs", "tonic_run", "continuous_eval", "continuous_eval_correctness",
             "autorag", "autorag_result", "autorag_ko", "halueval", "ragchecker", "memory_eval_true",
             "memory_eval_false", "records", "mapped", "expertqa", "mlflow_traces"} == set(OPTIONS)
+
+
+def test_common_column_names_are_read_and_said_and_a_missing_question_names_the_columns(tmp_path, capsys):
+    """Issue 42 item 3: a CSV with question/response/contexts/ground_truth columns (Ragas' names) is read without
+    dataset.columns, in one line; one with no question column says which columns it has and how to map one;
+    a CSV given to dataset=records points to dataset=mapped."""
+    import pandas as pd
+
+    import ragexp
+    from ragexp.datasets.mapped import load_mapped
+    from ragexp.datasets.records import load_records
+    from ragexp.errors import DataError
+
+    csv = tmp_path / "my_run.csv"
+    pd.DataFrame({"question": ["What is tea?", "What is coffee?"], "response": ["Tea is a drink.", "A bean drink."],
+                  "contexts": ['["Tea is brewed from leaves."]', '["Coffee is brewed from beans."]'],
+                  "ground_truth": ["A drink", "A drink"]}).to_csv(csv, index=False)
+    ds = load_mapped(str(csv))
+    assert [r.query for r in ds.records] == ["What is tea?", "What is coffee?"]
+    assert ds.records[0].answer == "Tea is a drink." and ds.records[1].reference_answers == ["A drink"]
+    assert ds.records[0].contexts == ["Tea is brewed from leaves."]
+    said = [line for line in capsys.readouterr().err.splitlines() if "common names" in line]
+    assert said == [f"[ragexp] {csv}: read columns 'question' as query, 'response' as answer, 'ground_truth' as "
+                    "reference_answers (their common names; dataset.columns maps any other)"]
+    rows = [{"input": "What is tea?", "output": "Tea is a drink.", "expected_output": "A drink"}]
+    result = ragexp.evaluate(rows, metric="answer_token_f1", log=False)  # DeepEval's names, through the API
+    assert result.summary["n_samples"] == 1 and result.summary["metrics"]["answer_token_f1"] == pytest.approx(
+        2 * (1 / 3) * 1 / (1 / 3 + 1))  # SQuAD tokens (articles dropped): tea is drink vs drink: P 1/3, R 1
+    other = tmp_path / "other.csv"
+    other.write_text("q,a\nx,y\n")
+    with pytest.raises(DataError) as e:
+        load_mapped(str(other))
+    assert "no column gives the question: the columns are q, a; name it with dataset.columns={query: <column>}" \
+        in str(e.value)
+    with pytest.raises(DataError) as e:
+        load_records(str(csv))
+    assert "(a .csv file: dataset=mapped reads it, its columns named by dataset.columns)" in str(e.value)

@@ -7,6 +7,7 @@ are read: docs/records.md and :func:`ragexp.datasets.base.read_delimited`.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Iterable
 
 from ragexp.errors import DataError
@@ -16,6 +17,47 @@ from ragexp.datasets.split import split_of
 
 JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings", "human",
                "context_sources")
+
+
+#: the column names other tools and exports use for ragexp's fields (Ragas, DeepEval, LangSmith, plain CSVs): a file
+#: without the field's own column reads the one alias it has, and the run says so (docs/datasets.md, "Your own data")
+ALIASES = {
+    "query": ("question", "prompt", "input", "user_input"),
+    "answer": ("response", "output", "actual_output", "prediction", "generated_answer"),
+    "contexts": ("retrieved_contexts", "retrieval_context", "context", "passages"),
+    "context_ids": ("retrieved_context_ids", "doc_ids"),
+    "gt_contexts": ("reference_contexts", "ground_truth_contexts"),
+    "reference_answers": ("ground_truth", "reference", "ground_truths", "expected_output", "expected_answer",
+                          "reference_answer", "answers"),
+}
+
+
+def aliased(names: Iterable[str], mapping: dict[str, str]) -> dict[str, str]:
+    """Fields the file names by a common alias (each field with no column of its own name, not mapped by
+    ``dataset.columns``, and exactly one of its aliases among ``names``): field → that column.
+
+    >>> aliased(["question", "response", "contexts", "ground_truth"], {})
+    {'query': 'question', 'answer': 'response', 'reference_answers': 'ground_truth'}
+    >>> aliased(["question", "query"], {}), aliased(["input", "prompt"], {}), aliased(["q"], {"query": "q"})
+    ({}, {}, {})
+    """
+    present, taken = set(names), set(mapping.values())
+    found = {}
+    for f, options in ALIASES.items():
+        hits = [c for c in options if c in present and c not in taken]
+        if f not in present and f not in mapping and len(hits) == 1:
+            found[f] = hits[0]
+    return found
+
+
+def with_aliases(source: str, names: Iterable[str], mapping: dict[str, str]) -> dict[str, str]:
+    """``mapping`` with the fields the columns ``names`` give by a common name (:func:`aliased`), said in one line."""
+    found = aliased(names, mapping)
+    if found:
+        print(f"[ragexp] {source}: read column{'s' if len(found) > 1 else ''} "
+              f"{', '.join(f'{c!r} as {f}' for f, c in found.items())} (their common names; dataset.columns maps "
+              "any other)", file=sys.stderr)
+    return {**mapping, **found}
 
 
 def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",
@@ -48,6 +90,8 @@ def load_in_memory(data: Any, *, columns: dict[str, str] | None = None, json_fie
     else:
         raise DataError(f"expected a pandas DataFrame or a list of dicts, got {type(data).__name__}")
     mapping, decode, strict = _mapping(columns, json_fields, source)
+    if not names and data and isinstance(data[0], dict):  # rows may differ: the first one's keys tell the aliases
+        mapping = with_aliases(source, list(data[0]), mapping)
     return map_rows(source, names, items, mapping, decode, strict, name=name, limit=limit, label=label,
                     split=split_of(split))
 
@@ -92,6 +136,11 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
              decode: set[str], strict: bool, *, name: str, limit: int | None, label: bool | None,
              split: tuple) -> Dataset:
     """Rename the mapped columns to their fields, decode JSON text, and validate every row into records."""
+    mapping = with_aliases(source, names, mapping)
+    if names and "query" not in names and "query" not in mapping:
+        raise DataError(f"no column gives the question: the columns are {', '.join(names)}; name "
+                        "it with dataset.columns={query: <column>} (ragexp.evaluate: columns={'query': ...})",
+                        path=source, field="query")
     if names:  # JSONL/JSON rows may differ; tabular files must have every mapped column
         absent = [(f, c) for f, c in mapping.items() if c not in names]
         if absent:
