@@ -86,6 +86,15 @@ def test_no_top_k_means_ten_and_a_dataset_without_conversations_is_one_line(comp
     pipeline.run(ds.records)
     # BM25 returns no passage sharing no word with the query: 3 of c1's 6 turns hold red, ball or found
     assert sorted(ds.records[0].context_ids) == ["D2:1", "D2:2", "D3:1"]
+    # c1's two questions asked at no time share one memory: searched together, or one by one (batch_size=1)
+    together, alone = _dataset(), _dataset()
+    for d in (together, alone):
+        del d.records[1].extra["question_time"]
+    build_pipeline(compose("memory_layer=turns", "pipeline.cache_dir=null"), together).run(together.records)
+    build_pipeline(compose("memory_layer=turns", "pipeline.cache_dir=null", "pipeline.batch_size=1"),
+                   alone).run(alone.records)
+    assert [r.context_ids for r in alone.records] == [r.context_ids for r in together.records]
+    assert together.records[0].context_ids != together.records[1].context_ids  # each question its own hits
     with pytest.raises(ConfigError, match="needs questions about conversations"):
         build_pipeline(compose("memory_layer=turns"), Dataset("plain", [Record(id="1", query="q")], "x.jsonl"))
 

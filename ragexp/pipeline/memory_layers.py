@@ -119,7 +119,8 @@ def build_memory_pipeline(layer: dict[str, Any], cfg: Any, dataset: Any) -> "Mem
         key = (plain(cfg.get("dataset")) or {}).get("prediction_key") or "prediction"
         _say(f"memory_layer={kind} does the retrieval: the recorded contexts of {recorded} question(s) "
              f"({key}_context) are ignored")
-    return MemoryPipeline(kind, retriever, k, generator, conversations, cache_dir=cache_dir, user=user)
+    return MemoryPipeline(kind, retriever, k, generator, conversations, cache_dir=cache_dir, user=user,
+                          batch_size=pipe.get("batch_size", 4096))
 
 
 def _brings(conversations: dict[str, Conversation], kind: str) -> bool:
@@ -140,7 +141,10 @@ class MemoryPipeline:
     """Each question's context from its conversation's memory (module docstring); the answer recorded or generated."""
 
     def __init__(self, kind: str, retriever: Any, k: int, generator: Any, conversations: dict[str, Conversation],
-                 cache_dir: str | None = ".ragexp_cache/index", user: Any = None):
+                 cache_dir: str | None = ".ragexp_cache/index", user: Any = None, batch_size: int = 4096):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"pipeline.batch_size: expected a positive integer, got {batch_size!r}")
+        self.batch_size = batch_size
         self.kind, self.searcher, self.k, self.generator = kind, retriever, k, generator
         self.conversations, self.user = conversations, user
         self.cache = IndexCache(cache_dir) if cache_dir else None
@@ -205,8 +209,9 @@ class MemoryPipeline:
             chunks = memory_passages([s for s in conversation.sessions if s.number in set(numbers)], self.kind)
             timings: list[dict[str, float]] = [{} for _ in questions]
             hits: list[list[tuple[int, float]]] = [[] for _ in questions]
-            if chunks:
-                hits = self._index(chunks).search_many([r.query for r in questions], self.k, timings)
+            for at in range(0, len(questions) if chunks else 0, self.batch_size):  # a question's time: its batch share
+                part = slice(at, at + self.batch_size)
+                hits[part] = self._index(chunks).search_many([r.query for r in questions[part]], self.k, timings[part])
             for r, h, t in zip(questions, hits, timings):
                 picked = [chunks[i] for i, _ in h][: self.k]
                 r.contexts, r.context_ids = [c.text for c in picked], [c.doc_id for c in picked]
