@@ -18,7 +18,6 @@ from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, iter_jsonl, read_json
 from ragexp.datasets.conversations import (CONVERSATION_KEY, TIME_KEY, Conversation, Observation, Session, Turn,
                                            parse_time)
-from ragexp.datasets.split import split_of
 
 #: LoCoMo's question categories, its numbers to the names ragexp uses (docs/datasets.md#conversations)
 CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"}
@@ -231,7 +230,7 @@ def _passages(conv: Conversation) -> dict[str, str]:
 
 
 def _dataset(name: str, path: Path, conversations: Iterable[tuple[int, Any]], read, *, prediction_key: str,
-             limit: int | None, split: dict) -> Dataset:
+             limit: int | None) -> Dataset:
     questions = _Questions(prediction_key)
     kept: dict[str, Conversation] = {}
 
@@ -246,7 +245,7 @@ def _dataset(name: str, path: Path, conversations: Iterable[tuple[int, Any]], re
             for i, q in enumerate(qa):
                 yield row, questions.raw(q, i, conv, where, ids)
 
-    dataset = build(name, path, rows(), limit=limit, split=split_of(split))
+    dataset = build(name, path, rows(), limit=limit)
     dataset.conversations = kept
     _say(name, questions)
     return dataset
@@ -268,7 +267,7 @@ def _say(name: str, questions: _Questions) -> None:
 
 
 def load_locomo(path: str, *, name: str = "locomo", prediction_key: str = "prediction", limit: int | None = None,
-                cluster_by: str | None = None, **split) -> Dataset:
+                cluster_by: str | None = None) -> Dataset:
     """LoCoMo's JSON as it is: a list of conversations, each with ``sample_id``, ``conversation``, ``qa``,
     and optionally ``observation`` and ``session_summary``. Rows in errors are the conversation's position.
     ``cluster_by`` is read by ``stats`` (its ``cluster_by`` default), not here."""
@@ -277,16 +276,15 @@ def load_locomo(path: str, *, name: str = "locomo", prediction_key: str = "predi
     if not isinstance(data, list):
         raise DataError(f"expected LoCoMo's JSON list of conversations, got {type(data).__name__}", path=str(p))
     return _dataset(name, p, enumerate(data, start=1), locomo_conversation, prediction_key=prediction_key,
-                    limit=limit, split=split)
+                    limit=limit)
 
 
 def load_conversations(path: str, *, name: str = "conversations", prediction_key: str = "prediction",
-                       limit: int | None = None, cluster_by: str | None = None, **split) -> Dataset:
+                       limit: int | None = None, cluster_by: str | None = None) -> Dataset:
     """ragexp's conversation JSONL, one conversation a line (docs/datasets.md#conversations). Rows in errors
     are line numbers. ``cluster_by`` is read by ``stats`` (its ``cluster_by`` default), not here."""
     p = existing(path)
-    return _dataset(name, p, iter_jsonl(p), jsonl_conversation, prediction_key=prediction_key, limit=limit,
-                    split=split)
+    return _dataset(name, p, iter_jsonl(p), jsonl_conversation, prediction_key=prediction_key, limit=limit)
 
 
 __all__ = ["CATEGORIES", "REFUSAL_ANSWER", "load_conversations", "load_locomo"]
