@@ -234,6 +234,19 @@ def test_memory_eval(load, option, label):
     assert all(r.label is label for r in ds.records)
     assert ds.records[0].query == "RAG系统中的embedding模型有什么作用？"
     assert ds.records[0].contexts[0] == "Embedding模型用于将文本转化为向量表示"
+    assert all(r.context_sources is None for r in ds.records)  # the files do not say which context came from where
+
+
+def test_memory_eval_reads_an_items_own_context_sources(tmp_path, data_dir):
+    """Seed 004's shape with one label per context (RAG chunk, short- and long-term memory): read as given."""
+    from ragexp.datasets.memory_eval import load_memory_eval
+
+    items = json.loads((data_dir / "memory_eval" / "evaluation_samples_true.json").read_text(encoding="utf-8"))[:2]
+    items[0]["context_sources"] = ["rag", "rag", "rag", "memory_short", "memory_long", "rag"]
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    first, second = load_memory_eval(str(path), label=True).records
+    assert first.context_sources == items[0]["context_sources"] and second.context_sources is None
 
 
 # --- user files: records and mapped --------------------------------------------------------

@@ -4,7 +4,9 @@ The source carries no per-sample label: the file itself is the label (every refe
 ``evaluation_samples_true.json`` is correct, every one in ``_false`` deliberately wrong), so
 the config sets ``label`` for all rows. The answers are right in both files, so the label is also
 the human label of ``answer_similarity`` (answer against reference; docs/judge-trust.md): 5 in
-``_true``, 0 in ``_false``. ``split``, ``split_fraction``, ``split_seed``: :mod:`ragexp.datasets.split`.
+``_true``, 0 in ``_false``. The seed describes contexts from a RAG store and a short- and long-term memory, but its
+files do not say which context came from where (their texts only talk about memory): an item's own
+``context_sources`` list (one label per context) is read when it has one, never guessed. ``split``, ``split_fraction``, ``split_seed``: :mod:`ragexp.datasets.split`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def load_memory_eval(path: str, *, name: str = "memory_eval", limit: int | None 
                 "reference_answers": item.get("reference_answer"),
                 "label": item.get("label"),
                 "latency_s": item.get("latency_s"),
+                "context_sources": item.get("context_sources"),
                 "human": item.get("human", None if (lab := item.get("label", label)) is None
                                   else {"answer_similarity": 5 * int(bool(lab))}),
             }
