@@ -163,6 +163,11 @@ def test_a_bad_factory_is_one_config_error(compose, factory, said):
     assert str(err.value).startswith(said) and "\n" not in str(err.value)
 
 
+def test_a_custom_memory_with_a_retriever_chosen_is_one_config_error(compose):
+    with pytest.raises(ConfigError, match="drop retriever=bm25"):
+        build_pipeline(_custom(compose, "retriever=bm25"), _dataset())
+
+
 def test_locomo_turns_bm25_top5_own_conversation_at_most_k_and_evidence_recall_by_its_formula(compose, tmp_path):
     """The real file: 1,986 questions, each searched in its own conversation's 5,882 turns only."""
     from ragexp.common.targets import build

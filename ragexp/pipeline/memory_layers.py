@@ -97,6 +97,9 @@ def build_memory_pipeline(layer: dict[str, Any], cfg: Any, dataset: Any) -> "Mem
     if kind == "custom":
         from ragexp.pipeline.user_memory import UserMemory
 
+        if retriever.uses_corpus:
+            raise ConfigError(f"memory_layer=custom searches with your memory's own search; drop retriever={retriever.name} "
+                              "(retriever.top_k alone sets the k it is asked for)")
         unknown = sorted(set(layer) - {"name", "factory", "kwargs", "timeout_s"})
         if unknown:
             raise ConfigError(f"memory_layer=custom: unknown key(s) {', '.join(unknown)}; your factory's arguments "
