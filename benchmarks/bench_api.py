@@ -109,7 +109,8 @@ def bare_scoring(frame, columns) -> tuple[float, float]:
     """The metrics alone over the same records (no config composition, no intervals, no tables)."""
     from ragexp.api import _compose
     from ragexp.datasets.mapped import load_in_memory
-    from ragexp.core.scoring import aggregate, build_metrics, check_fields, score
+    from ragexp.core.scoring import build_metrics, check_fields, score
+    from ragexp.core.tally import tally_of
 
     cfg = _compose(("dataset=mapped",))
     records = load_in_memory(frame, columns=columns).records
@@ -117,7 +118,7 @@ def bare_scoring(frame, columns) -> tuple[float, float]:
     specs, all_that_apply = build_metrics(cfg.metric, cfg.matcher)
     specs, _ = check_fields(specs, records, "bench", all_that_apply)
     scores = score(records, specs)
-    aggregate(specs, scores, records)
+    tally_of(specs, scores, records).aggregate()
     return clock.stop()
 
 

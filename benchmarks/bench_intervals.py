@@ -34,9 +34,10 @@ PROBLEMS: list[str] = []
 def real_runs(data_dir: Path, broken: bool = False) -> None:
     from hydra import compose, initialize_config_dir
 
-    from ragexp.core.scoring import aggregate, build_metrics, check_fields, score
+    from ragexp.core.scoring import build_metrics, check_fields, score
+    from ragexp.core.tally import tally_of
     from ragexp.pipeline import build_pipeline
-    from ragexp.workflow.runner import load_dataset, uncertainty_step
+    from ragexp.workflow.runner import load_dataset
     from ragexp.stats.settings import stats_settings
     from ragexp.common.paths import plain
 
@@ -58,13 +59,14 @@ def real_runs(data_dir: Path, broken: bool = False) -> None:
             records = pipeline.run(records)
         t = time.perf_counter()
         scores = score(records, specs)
-        aggregate(specs, scores, records)
+        tally = tally_of(specs, scores, records)
+        tally.aggregate()
         t_score = time.perf_counter() - t
         settings = stats_settings(plain(cfg.get("stats")))
         times = []
         for _ in range(3):
             t = time.perf_counter()
-            intervals = uncertainty_step(specs, scores, records, settings, ds)
+            intervals = tally.intervals(**{k: settings[k] for k in ("resamples", "confidence", "seed", "method")})
             times.append(time.perf_counter() - t)
         with_ci = [k for k, iv in intervals.items() if iv.ci_low is not None]
         if not records or len(with_ci) < 5:

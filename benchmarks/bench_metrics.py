@@ -86,7 +86,8 @@ def clear_caches():
 def run_suite(records):
     from hydra import compose, initialize_config_dir
 
-    from ragexp.core.scoring import aggregate, build_metrics, check_fields, score
+    from ragexp.core.scoring import build_metrics, check_fields, score
+    from ragexp.core.tally import tally_of
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[
@@ -106,7 +107,7 @@ def run_suite(records):
     clear_caches()
     t0 = time.perf_counter()
     scores = score(records, specs)
-    values, _ = aggregate(specs, scores, records)
+    values, _ = tally_of(specs, scores, records).aggregate()
     return time.perf_counter() - t0, values, skipped
 
 

@@ -63,9 +63,8 @@ class _Shown:
 
 
 class _LoadedOnUse:
-    """A field holding a DataFrame, or the path of a Parquet file opened as a
-    :class:`ragexp.results.sample_table.SampleTable` (read a column at a time) the first time it is used
-    (a streamed run's per-sample table: docs/api.md, "What it returns")."""
+    """A field holding a DataFrame, or the path of a Parquet file read into one the first time it is used
+    (a streamed run's per-sample table: docs/performance.md, "Scale")."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = "_" + name
@@ -75,9 +74,10 @@ class _LoadedOnUse:
             raise AttributeError(self.name)  # no default: the dataclass field stays required
         value = obj.__dict__[self.name]
         if isinstance(value, Path):
-            from ragexp.results.sample_table import SampleTable
+            from ragexp.results.columns import frame_of
+            from ragexp.results.tables import read_parquet_columns
 
-            value = obj.__dict__[self.name] = SampleTable(value)
+            value = obj.__dict__[self.name] = frame_of(read_parquet_columns(value))
         return value
 
     def __set__(self, obj: Any, value: Any) -> None:
@@ -91,9 +91,8 @@ class EvaluationResult(_Shown):
     ``per_sample``: one row per input row, in input order (id, query, answer, then every metric's
     value, status and detail) — the table ``python -m ragexp`` logs as ``per_sample.parquet``
     (``per_sample.json`` is its copy trimmed for the UI). After a streamed run (a big file: docs/performance.md,
-    "Scale") it is a :class:`~ragexp.results.sample_table.SampleTable` over that Parquet file (with
-    ``log=False``, a temporary file removed when the process exits): ``per_sample["metric"]`` reads that
-    column alone, ``.to_arrow()`` gives Arrow, anything else of a DataFrame reads the whole table once.
+    "Scale") it is read from that Parquet file the first time it is used (with ``log=False``, a
+    temporary file removed when the process exits).
     ``metrics``: one row per aggregate key: ``value`` (the mean over ``ok`` samples, or the
     dataset-level value), ``ci_low``, ``ci_high``, ``stderr`` and ``n`` (how many samples it is over).
     ``summary``: the run's ``summary.json`` as a dict. ``run_id``: the MLflow run, None when not logged.
@@ -147,8 +146,32 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
     """
     from ragexp.workflow.runner import execute
 
-    options = dict(options)
-    groups: dict[str, Any] = {"metric": metric, "matcher": matcher, "judge": judge}
+    chosen, settings, in_memory = _choices(data, dict(metric=metric, matcher=matcher, judge=judge), pipeline,
+                                           dict(options), columns, run_name, log)
+    composed_with = tuple(chosen) + tuple(str(o) for o in overrides)
+    cfg, container = _prepared(composed_with, settings)
+    dataset = None
+    if in_memory is not None:
+        from ragexp.datasets.mapped import load_in_memory
+        from ragexp.datasets.split import SPLIT_KEYS
+
+        ds = cfg.dataset
+        dataset = load_in_memory(in_memory, columns=plain(ds.get("columns")),
+                                 json_fields=plain(ds.get("json_fields", "auto")), name=ds.get("name") or "dataframe",
+                                 limit=ds.get("limit"), label=ds.get("label"), **{k: ds[k] for k in SPLIT_KEYS if k in ds})
+    try:
+        outcome = execute(cfg, dataset=dataset, save=log is not False, show=False, overrides=composed_with)
+    except JudgeFailed as exc:  # every judge metric failed: the reasons, sample by sample, go with the error
+        raise JudgeFailed(*exc.args, outcome=exc.outcome,  # the runner's judge_failed_step gives the outcome
+                          result=_result(exc.outcome, container)).with_traceback(exc.__traceback__) from None
+    return _result(outcome, container)
+
+
+def _choices(data: Any, groups: dict[str, Any], pipeline: Any, options: dict[str, Any],
+             columns: Mapping[str, str] | None, run_name: str | None, log: bool | str
+             ) -> tuple[list[str], dict[str, Any], Any]:
+    """What :func:`evaluate`'s arguments choose: the options to compose (``metric=default``), the keys to set
+    (``dataset.path=…``) and the rows given in memory (None when the data is read from a file or a config)."""
     for name in GROUPS:
         if name in options:
             groups[name] = options.pop(name)
@@ -191,26 +214,9 @@ def evaluate(data: Any, metric: str | Mapping[str, Any] = "default", matcher: st
         raise ConfigError(f"log: expected True, False or a tracking URI, got {log!r}")
     settings.setdefault("progress", False)
     settings.update(options)  # top-level keys: data_dir, progress, objective, ...
-
     if log is not False:
         settings["tracking.enabled"] = True
-    composed_with = tuple(chosen) + tuple(str(o) for o in overrides)
-    cfg, container = _prepared(composed_with, settings)
-    dataset = None
-    if in_memory is not None:
-        from ragexp.datasets.mapped import load_in_memory
-        from ragexp.datasets.split import SPLIT_KEYS
-
-        ds = cfg.dataset
-        dataset = load_in_memory(in_memory, columns=plain(ds.get("columns")),
-                                 json_fields=plain(ds.get("json_fields", "auto")), name=ds.get("name") or "dataframe",
-                                 limit=ds.get("limit"), label=ds.get("label"), **{k: ds[k] for k in SPLIT_KEYS if k in ds})
-    try:
-        outcome = execute(cfg, dataset=dataset, save=log is not False, show=False, overrides=composed_with)
-    except JudgeFailed as exc:  # every judge metric failed: the reasons, sample by sample, go with the error
-        raise JudgeFailed(*exc.args, outcome=exc.outcome,  # the runner's judge_failed_step gives the outcome
-                          result=_result(exc.outcome, container)).with_traceback(exc.__traceback__) from None
-    return _result(outcome, container)
+    return chosen, settings, in_memory
 
 
 def _result(outcome: Any, config: dict[str, Any]) -> EvaluationResult:

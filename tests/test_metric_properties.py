@@ -24,7 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragexp.core.scoring import MetricSpec, aggregate, score
+from ragexp.core.scoring import MetricSpec, score
+from ragexp.core.tally import tally_of
 from ragexp.matchers import MATCHER_NAMES, build_matcher
 from ragexp.metrics import STATUSES, Score, load_all
 from ragexp.metrics.context import context_f1, context_precision, context_recall
@@ -130,7 +131,7 @@ def _values(spec, records):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         per = score(records, [spec])
-        values, _ = aggregate([spec], per, records)
+        values, _ = tally_of([spec], per, records).aggregate()
     return per.get(spec.key, []), values[spec.key]
 
 

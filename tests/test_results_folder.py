@@ -78,12 +78,13 @@ def test_a_full_disk_stops_saving_with_one_line_and_the_folder_still_uploads(com
 
 
 def test_nothing_written_says_nothing_was_saved(tmp_path, file_size_limit):
-    from ragexp.tracking.log import save_results
+    from ragexp.tracking.log import RunResults, save_results
 
     with file_size_limit(10), pytest.raises(SaveError, match=r"could not save the results in .*: nothing was saved$"):
-        save_results(tmp_path / "out", config={}, tracking={"uri": f"sqlite:///{tmp_path / 'm.db'}"}, run_name="r",
-                     dataset_name="d", dataset_digest="x", dataset_frame=None, per_sample={"id": ["a"]},
-                     metrics={"m": 1.0}, extra_metrics={}, summary={"n_samples": 1})
+        save_results(tmp_path / "out", RunResults(
+            config={}, tracking={"uri": f"sqlite:///{tmp_path / 'm.db'}"}, run_name="r", dataset_name="d",
+            dataset_digest="x", per_sample={"id": ["a"]}, metrics={"m": 1.0}, extra_metrics={},
+            summary={"n_samples": 1}))
     assert not [p for p in (tmp_path / "out").iterdir()]
 
 

@@ -3,8 +3,8 @@
 ``build_metrics`` turns the ``metric`` config node (name → ``_target_`` + options) into
 :class:`MetricSpec` objects, expanding list-valued variant options (``k: [1, 5, 10]`` →
 ``ndcg/k1``, ``ndcg/k5``, ``ndcg/k10``). ``check_fields`` refuses, before any work, a metric
-whose fields the dataset lacks. ``score`` computes the deterministic metrics; ``aggregate``
-reduces them to the run's numbers.
+whose fields the dataset lacks. ``score`` computes the deterministic metrics; the run's one
+aggregator, :class:`ragexp.core.tally.Tally`, reduces them to the run's numbers.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from typing import Any, Callable, Iterable, Mapping
 from ragexp.common.paths import plain
 from ragexp.common.targets import resolve
 from ragexp.errors import ConfigError, FieldsError
-from ragexp.metrics.base import MetricSpec, Score, info_for, is_int, is_number, mean_ok, status_counts
+from ragexp.metrics.base import MetricSpec, Score, info_for, is_int, is_number
 from ragexp.common.records import Record, present_fields
-from ragexp.stats.intervals import CONFIDENCE, METHOD, RESAMPLES, SEED
 
 #: Keys of the ``metric`` node that are settings of the suite, not metrics.
 SUITE_KEYS = ("_all_that_apply_", "_headline_")
@@ -252,22 +251,17 @@ def score(records: list[Record], specs: Iterable[MetricSpec], progress: Callable
     forks (Linux), parts of the records are scored on ``processes`` processes (None: one per core
     from 5,000 records on while a core is idle), each inheriting the records instead of receiving a
     copy: the same Scores in the same order as in one process (docs/performance.md, "Scale")."""
-    import multiprocessing
-    import os
+    from ragexp.common.processes import can_fork, fork_pool, processes_for
 
     sample_specs = [s for s in specs if s.info.level == "sample" and not s.info.judge]
-    forks = "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
-    if processes is None:  # a second process helps only where a core is idle (load average below cores - 1/2)
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        processes = cores if forks and len(records) >= _PARALLEL_FROM and os.getloadavg()[0] < cores - 0.5 else 1
-    if processes < 2 or len(records) < 2 or not forks:
+    if processes is None:  # the machine's rule (ragexp.common.processes), from 5,000 records on
+        processes = processes_for(None) if len(records) >= _PARALLEL_FROM else 1
+    if processes < 2 or len(records) < 2 or not can_fork():
         return _score_part(progress(records) if progress else records, sample_specs)
-    from concurrent.futures import ProcessPoolExecutor
-
     step = -(-len(records) // (processes * 8))  # parts small enough to balance the processes and move the bar
     bar = iter(progress(records) if progress else records)
     out: dict[str, list[Score]] = {s.key: [] for s in sample_specs}
-    pool = ProcessPoolExecutor(processes, multiprocessing.get_context("fork"), _inherit, (records, sample_specs))
+    pool = fork_pool(processes, _inherit, (records, sample_specs))
     try:
         for part, caught in pool.map(_score_range, range(0, len(records), step), itertools.repeat(step)):
             for key, scores in part.items():
@@ -356,65 +350,6 @@ def dataset_value(spec: MetricSpec, records: list[Record]) -> float | None:
     return _as_score(spec.call(*columns)).value
 
 
-def aggregate(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], records: list[Record]
-              ) -> tuple[dict[str, float | None], dict[str, dict[str, int]]]:
-    """The run's value of every metric, and each metric's status counts."""
-    values: dict[str, float | None] = {}
-    counts: dict[str, dict[str, int]] = {}
-    for spec in specs:
-        if spec.info.level == "dataset":
-            values[spec.key] = dataset_value(spec, records)
-            continue
-        per = scores.get(spec.key)
-        if per is None:
-            continue
-        values[spec.key] = mean_ok(per)
-        counts[spec.key] = status_counts(per)
-    return values, counts
-
-
-def uncertainty(specs: Iterable[MetricSpec], scores: Mapping[str, list[Score]], records: list[Record], *,
-                clusters: list[Any] | None = None, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
-                seed: int = SEED, method: str = METHOD) -> dict[str, Any]:
-    """An :class:`~ragexp.stats.intervals.Interval` for every aggregate: sample metrics over their ``ok``
-    values, the keyword confusion metrics by resampling records, ``latency/<stage>`` over the
-    records that timed the stage. Sample metrics share one resample draw per set of ``ok`` samples."""
-    from ragexp.stats.intervals import Interval, joint_intervals
-
-    opts = dict(clusters=clusters, resamples=int(resamples), confidence=float(confidence), seed=int(seed),
-                method=str(method))
-    columns: dict[str, list[float | None]] = {}
-    ratios: dict[str, tuple[list[float], list[float]]] = {}
-    out: dict[str, Any] = {}
-    confusions: dict[Any, list[tuple]] = {}  # metrics sharing a ratio's parts share each record's counts
-    for spec in specs:
-        if spec.info.level == "dataset":
-            parts = ratio_parts(spec, records, confusions)
-            if parts is None:
-                value = dataset_value(spec, records)
-                out[spec.key] = Interval(value, None, None, None, len(records), None, opts["confidence"],
-                                         note="a dataset-level metric without a resampling rule: no interval")
-            else:
-                ratios[spec.key] = parts
-                out[spec.key] = None  # keeps the specs' order
-            continue
-        per = scores.get(spec.key)
-        if per is not None and any(s.samples and len(s.samples) > 1 for s in per):
-            # judge.samples > 1: items, then verdicts within an item (docs/judge-trust.md, "Judge noise")
-            from ragexp.stats.twostage import two_stage_interval
-
-            out[spec.key] = two_stage_interval(
-                [s.samples if s.status == "ok" and s.samples else () for s in per], binary=spec.info.binary,
-                clusters=clusters, resamples=opts["resamples"], confidence=opts["confidence"], seed=opts["seed"])
-        elif per is not None:
-            columns[spec.key] = [s.value if s.status == "ok" else None for s in per]
-    stages = sorted({stage for r in records for stage in (r.timings or {})})
-    for stage in stages:
-        columns[f"latency/{stage}"] = [(r.timings or {}).get(stage) for r in records]
-    out.update(joint_intervals(columns, ratios, **opts))  # one pass over one resample draw for both kinds
-    return out
-
-
 def ratio_parts(spec: MetricSpec, records: list[Record], cache: dict[Any, list[tuple]]
                 ) -> tuple[list[float], list[float]] | None:
     """A dataset-level ratio's per-record numerator and denominator (``MetricInfo.ratio``); None for a
@@ -427,13 +362,3 @@ def ratio_parts(spec: MetricSpec, records: list[Record], cache: dict[Any, list[t
     if cache_key not in cache:
         cache[cache_key] = [parts(*[getattr(r, f) for f in spec.fields], **opts) for r in records]
     return [num_of(*c) for c in cache[cache_key]], [den_of(*c) for c in cache[cache_key]]
-
-
-def stage_latencies(records: list[Record]) -> dict[str, float]:
-    """Mean seconds per pipeline stage over the records that timed it (``latency/<stage>``)."""
-    sums: dict[str, list[float]] = {}
-    for r in records:
-        for stage, secs in (r.timings or {}).items():
-            sums.setdefault(stage, []).append(secs)
-    return {f"latency/{k}": math.fsum(v) / len(v) for k, v in sums.items()}
-

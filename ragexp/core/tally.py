@@ -1,15 +1,16 @@
-"""A run scored chunk by chunk, reduced to what its statistics need — no I/O here.
+"""The run's one aggregator: scores reduced to what its statistics need, chunk by chunk — no I/O here.
 
-:func:`score_chunk` scores one chunk of records (in whichever process holds it) and gives a
-:class:`ChunkPart`: the chunk's per-sample table, and per metric its ``ok`` values (NaN elsewhere),
-its status counts, the confusion metrics' per-record ratio parts, the pipeline stages' timings.
-:class:`Tally` keeps, for the whole run, only those numbers — 8 bytes per sample per metric (and
-16 per confusion metric), never a record, a text or a Score, in :class:`Columns` (in memory) or
-columns on disk that the caller passes in (:class:`ragexp.results.tables.ColumnFiles`, so that a
-streamed run's memory does not grow with its records) — and :meth:`Tally.finish` gives the
-aggregates, status counts, stage latencies and intervals, the same values as
-:func:`ragexp.core.scoring.aggregate`, :func:`~ragexp.core.scoring.uncertainty` and
-:func:`~ragexp.core.scoring.stage_latencies` over the whole list (tests/test_streaming.py).
+A run in memory is one chunk; a streamed run (:mod:`ragexp.workflow.streaming`) many. :func:`part_of`
+turns one chunk's scores into a :class:`ChunkPart` (per metric its ``ok`` values, NaN elsewhere, its
+status counts, the confusion metrics' per-record ratio parts, the pipeline stages' timings, the
+label verdicts; :func:`score_chunk` scores the chunk first, in whichever process holds it).
+:class:`Tally` keeps, for the whole run, only those numbers — 8 bytes per sample per metric (and 16
+per confusion metric), never a record, a text or a Score, in :class:`Columns` (in memory) or columns
+on disk that the caller passes in (:class:`ragexp.results.tables.ColumnFiles`, so that a streamed
+run's memory does not grow with its records) — and gives the run's numbers, each in one place:
+:meth:`Tally.aggregate` (every metric's value and status counts), :meth:`Tally.stage_latencies`,
+:meth:`Tally.intervals` (every aggregate's uncertainty) and :meth:`Tally.trust`. A breakdown of a
+metric by a record's group, or a cheaper interval, plugs in there: both paths of a run get it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ragexp.results.columns import detail_column, per_sample_columns, status_column
+from ragexp.results.columns import per_sample_columns
 from ragexp.core.scoring import MetricSpec, dataset_value, ratio_parts, score
 from ragexp.metrics.base import STATUSES
 
@@ -55,6 +56,9 @@ class ChunkPart:
     disagreeing: list[tuple[int, Any]] = field(default_factory=list)  # (index, id/query/answer) of the first ones
     usage: dict[str, float] = field(default_factory=dict)  # the judge's counters for this chunk (judge/…)
     pairs: dict[str, dict] = field(default_factory=dict)  # judge metric → ragexp.core.labels.label_pairs, "shown" added
+    failed: dict[str, str] = field(default_factory=dict)  # judge metric → its first failed verdict's reason
+    samples: dict[str, list] = field(default_factory=dict)  # judge.samples > 1: metric → each record's verdicts
+    whole: dict[str, float | None] = field(default_factory=dict)  # a dataset metric without ratio parts (one chunk)
 
 
 def score_chunk(records: list, specs: list[MetricSpec], judge: Any = None,
@@ -69,17 +73,44 @@ def score_chunk(records: list, specs: list[MetricSpec], judge: Any = None,
         if judge is not None:
             judged, usage = judge.score(records, [s for s in specs if s.info.judge])
             scores.update(judged)
-        confusions: dict[str, list] = {}
-        ratios = {s.key: ratio_parts(s, records, confusions) for s in specs if s.info.level == "dataset"}
+        part = part_of(records, specs, scores, table=per_sample_columns(records, scores),
+                       labelled=labelled if judge is not None else None)
+    part.notes = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    part.usage = usage
+    return part
+
+
+def part_of(records: list, specs: list[MetricSpec], scores: Mapping[str, list], *, table: dict[str, list] | None = None,
+            labelled: Collection[str] | None = None) -> ChunkPart:
+    """What :class:`Tally` keeps of the chunk ``records`` and their ``scores`` (metric key → Scores, in record
+    order); ``labelled``: the run's label keys, when the judge's values are to be paired with people's labels
+    here (a streamed run's chunk). A dataset-level metric without per-record parts is computed on ``records``:
+    a run of one chunk only (:func:`streamable` sends the others to memory)."""
     values = {key: [s.value if s.status == "ok" and s.value is not None else _NAN for s in per]
               for key, per in scores.items()}
     statuses = {key: Counter(s.status for s in per) for key, per in scores.items()}
+    confusions: dict[Any, list] = {}  # metrics sharing a ratio's parts share each record's counts
+    ratios, whole = {}, {}
+    for s in specs:
+        if s.info.level == "dataset":
+            parts = ratio_parts(s, records, confusions)
+            if parts is None:
+                whole[s.key] = dataset_value(s, records)
+            else:
+                ratios[s.key] = parts
     stages = dict.fromkeys(stage for r in records for stage in (r.timings or {}))
     timings = {stage: [(r.timings or {}).get(stage, _NAN) for r in records] for stage in stages}
-    notes = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    from ragexp.judge import FAILED
     from ragexp.core.labels import MAX_DISAGREEMENTS, label_pairs, label_verdicts
 
-    pairs = label_pairs(specs, scores, records, labelled) if judge is not None and labelled else {}
+    failed = {}
+    for s in specs:
+        first = next((str(sc.detail)[:200] for sc in scores.get(s.key, ()) if sc.status in FAILED and sc.detail), None)
+        if s.info.judge and first is not None:
+            failed[s.key] = first
+    samples = {key: [sc.samples if sc.status == "ok" and sc.samples else () for sc in per]
+               for key, per in scores.items() if any(sc.samples and len(sc.samples) > 1 for sc in per)}
+    pairs = label_pairs(specs, scores, records, labelled) if labelled else {}
     for key, p in pairs.items():  # the rows the disagreements table may show: the largest differences first
         rows = sorted((-abs(h - j), i) for i, h, j in zip(p["idx"], p["human"], p["judge"]) if h != j)
         p["shown"] = [(d, i, _Shown(records[i].id, records[i].query, records[i].answer), scores[key][i])
@@ -91,8 +122,15 @@ def score_chunk(records: list, specs: list[MetricSpec], judge: Any = None,
             if h != j and len(disagreeing) < MAX_DISAGREEMENTS:
                 r = records[i]
                 disagreeing.append((i, _Shown(r.id, r.query, r.answer)))
-    return ChunkPart(len(records), per_sample_columns(records, scores), values, statuses, ratios, timings, notes,
-                     verdicts, disagreeing, usage, pairs)
+    return ChunkPart(len(records), table or {}, values, statuses, ratios, timings, [], verdicts, disagreeing, {},
+                     pairs, failed, samples, whole)
+
+
+def tally_of(specs: list[MetricSpec], scores: Mapping[str, list], records: list, **part: Any) -> Tally:
+    """The :class:`Tally` of a run held in memory: its records as one chunk."""
+    tally = Tally(specs)
+    tally.add(part_of(records, specs, scores, **part))
+    return tally
 
 
 @dataclass
@@ -149,6 +187,8 @@ class Tally:
         self.failed: dict[str, str] = {}  # judge metric → the first reason a verdict failed (ragexp.judge.judge_failed)
         self.paired = columns("pairs")  # (judge metric, idx / human / judge / unlabelled / rest_idx) → its column
         self.pairs: dict[str, dict] = {}  # judge metric → failed, kind, scale, presence, shown (ragexp.core.labels)
+        self.samples: dict[str, list] = {}  # judge.samples > 1: metric → each record's verdicts (a run in memory)
+        self.whole: dict[str, float | None] = {}  # a dataset metric without ratio parts (a run of one chunk)
 
     def add(self, part: ChunkPart) -> None:
         for key, n in part.usage.items():
@@ -166,14 +206,11 @@ class Tally:
                 self.timings.extend(stage, [_NAN] * self.n)
             self.timings.extend(stage, secs)
         self.notes.update(dict.fromkeys(part.notes))
-        for s in self.specs:
-            if s.info.judge and s.key not in self.failed and detail_column(s.key) in part.table:
-                from ragexp.judge import FAILED
-
-                first = next((str(d)[:200] for st, d in zip(part.table[status_column(s.key)],
-                                                            part.table[detail_column(s.key)]) if st in FAILED and d), None)
-                if first is not None:
-                    self.failed[s.key] = first
+        for key, reason in part.failed.items():
+            self.failed.setdefault(key, reason)
+        for key, per in part.samples.items():
+            self.samples.setdefault(key, []).extend(per)
+        self.whole.update(part.whole)
         if part.verdicts is not None:
             self.verdicts.extend(0, [i + self.n for i in part.verdicts[0]], "q")
             self.verdicts.extend(1, part.verdicts[1])
@@ -196,13 +233,16 @@ class Tally:
         self.n += part.n
 
     def aggregate(self) -> tuple[dict[str, float | None], dict[str, dict[str, int]]]:
-        """As :func:`ragexp.core.scoring.aggregate`: every metric's value and status counts."""
+        """Every metric's value (the mean of its ``ok`` values, None when there is none: never a silent 0; a
+        confusion metric's summed numerators over its summed denominators) and its status counts."""
         import numpy as np
 
         values: dict[str, float | None] = {}
         counts: dict[str, dict[str, int]] = {}
         for spec in self.specs:
-            if spec.info.level == "dataset":
+            if spec.key in self.whole:
+                values[spec.key] = self.whole[spec.key]
+            elif spec.info.level == "dataset":
                 total_num, total_den = int(self.ratios[spec.key, 0].sum()), int(self.ratios[spec.key, 1].sum())
                 if total_den == 0:  # the metric's own zero-division value and warning
                     with warnings.catch_warnings(record=True) as caught:
@@ -243,7 +283,7 @@ class Tally:
                            target_halfwidth=target_halfwidth, pairs=pairs)
 
     def stage_latencies(self) -> dict[str, float]:
-        """As :func:`ragexp.core.scoring.stage_latencies`."""
+        """Mean seconds per pipeline stage over the records that timed it (``latency/<stage>``)."""
         import numpy as np
 
         out = {}
@@ -253,18 +293,34 @@ class Tally:
             out[f"latency/{stage}"] = math.fsum(a) / len(a)
         return out
 
-    def intervals(self, *, resamples: int, confidence: float, seed: int, method: str) -> dict[str, Any]:
-        """As :func:`ragexp.core.scoring.uncertainty` without clusters: one draw shared by every interval."""
-        from ragexp.stats.intervals import joint_intervals
+    def intervals(self, *, resamples: int, confidence: float, seed: int, method: str,
+                  clusters: list[Any] | None = None) -> dict[str, Any]:
+        """An :class:`~ragexp.stats.intervals.Interval` for every aggregate: sample metrics over their ``ok``
+        values, the confusion metrics by resampling records, ``latency/<stage>`` over the records that timed
+        the stage — one resample draw shared by every interval (clustered by ``clusters``, one label per record,
+        when given); judge.samples > 1: items, then verdicts within an item (docs/judge-trust.md, "Judge noise")."""
+        from ragexp.stats.intervals import Interval, joint_intervals
 
-        out: dict[str, Any] = {s.key: None for s in self.specs if s.info.level == "dataset"}
+        out: dict[str, Any] = {}
+        for s in self.specs:
+            if s.key in self.whole:
+                out[s.key] = Interval(self.whole[s.key], None, None, None, self.n, None, float(confidence),
+                                      note="a dataset-level metric without a resampling rule: no interval")
+            elif s.key in self.samples:
+                from ragexp.stats.twostage import two_stage_interval
+
+                out[s.key] = two_stage_interval(self.samples[s.key], binary=s.info.binary, clusters=clusters,
+                                                resamples=int(resamples), confidence=float(confidence), seed=int(seed))
+            elif s.info.level == "dataset":
+                out[s.key] = None  # keeps the specs' order
         ratio_keys = [key for key, part in self.ratios if part == 0]
         ratios = _Read({key: (self.ratios, (key, 0), (key, 1)) for key in ratio_keys})
-        columns = {s.key: (self.values, s.key) for s in self.specs if s.info.level != "dataset" and s.key in self.values}
+        columns = {s.key: (self.values, s.key) for s in self.specs
+                   if s.info.level != "dataset" and s.key in self.values and s.key not in self.samples}
         for stage in sorted(self.timings):
             columns[f"latency/{stage}"] = (self.timings, stage)
         # each column read when the intervals come to it (joint_intervals converts them one at a time)
-        out.update(joint_intervals(_Read(columns), ratios, clusters=None, resamples=int(resamples),
+        out.update(joint_intervals(_Read(columns), ratios, clusters=clusters, resamples=int(resamples),
                                    confidence=float(confidence), seed=int(seed), method=str(method)))
         return out
 

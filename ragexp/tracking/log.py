@@ -63,25 +63,37 @@ def _write(path: Path, text: Any) -> None:
             fh.write(part)
 
 
-def save_results(
-    folder: Path,
-    *,
-    config: Mapping[str, Any],
-    tracking: Mapping[str, Any],
-    run_name: str | None,
-    dataset_name: str,
-    dataset_digest: str,
-    dataset_frame: Mapping[str, list] | None,
-    per_sample: Mapping[str, list],
-    metrics: Mapping[str, float | None],
-    extra_metrics: Mapping[str, float],
-    summary: Mapping[str, Any],
-    hydra_dir: Path | None = None,
-    sweep_dir: str | None = None,
-    overrides: Sequence[str] | None = None,
-    agreement: Mapping[str, Any] | None = None,
-    dataset_shape: Mapping[str, Any] | None = None,
-) -> Path:
+def table_rows(tracking: Mapping[str, Any]) -> int:
+    """``tracking.table_rows``: the rows of ``per_sample.json`` (its default read from ``conf/tracking/local.yaml``)."""
+    return tracking["table_rows"] if "table_rows" in tracking else conf_file("tracking/local")["table_rows"]
+
+
+@dataclass
+class RunResults:
+    """What a run computed, as :func:`save_results` writes it. ``per_sample``: the plain per-sample columns, or
+    a streamed run's :class:`ragexp.results.tables.StreamedTable` (its Parquet file moved into the folder), which
+    gives ``dataset_shape`` instead of ``dataset_frame``. ``overrides``: those a config composed outside a Hydra
+    job was composed with (``ragexp.evaluate``), read as a job's are (:func:`ragexp.results.params.composed_context`).
+    ``agreement``: agreement with human labels (docs/judge-trust.md)."""
+
+    config: Mapping[str, Any]
+    tracking: Mapping[str, Any]
+    run_name: str | None
+    dataset_name: str
+    dataset_digest: str
+    per_sample: Any
+    metrics: Mapping[str, float | None]
+    extra_metrics: Mapping[str, float]
+    summary: Mapping[str, Any]
+    dataset_frame: Mapping[str, list] | None = None
+    dataset_shape: Mapping[str, Any] | None = None
+    hydra_dir: Path | None = None
+    sweep_dir: str | None = None
+    overrides: Sequence[str] | None = None
+    agreement: Mapping[str, Any] | None = None
+
+
+def save_results(folder: Path, results: RunResults) -> Path:
     """Write the run's results to ``folder`` before anything is logged, so no MLflow failure loses them.
 
     ``mlflow_run.json`` first (the params, metrics, tags and dataset input), then ``summary.json``,
@@ -89,17 +101,14 @@ def save_results(
     pictures: whenever the writing stops, what is there can be logged
     (:func:`log_run`, now or later with ``python -m ragexp.tracking.upload <folder>``). A disk that
     fills, or a folder that cannot be written, stops it with a :class:`~ragexp.errors.SaveError`
-    saying what was saved where. ``overrides``: those a config composed outside a Hydra job was
-    composed with (``ragexp.evaluate``), read as a job's are (:func:`ragexp.results.params.composed_context`).
-    ``agreement``: agreement with human labels (docs/judge-trust.md): ``agreement.json``, the
-    disagreements table and the confusion picture. A streamed run (:mod:`ragexp.workflow.streaming`)
-    gives ``per_sample`` as a :class:`ragexp.results.tables.StreamedTable` (its Parquet file moved
-    here) and ``dataset_shape`` instead of ``dataset_frame``.
+    saying what was saved where. With ``results.agreement``: ``agreement.json``, the disagreements
+    table and the confusion picture.
     """
     import yaml
 
-    folder = Path(folder)
-    rows = tracking["table_rows"] if "table_rows" in tracking else conf_file("tracking/local")["table_rows"]
+    folder, r = Path(folder), results
+    per_sample, summary, agreement = r.per_sample, r.summary, r.agreement
+    rows = table_rows(r.tracking)
     streamed = hasattr(per_sample, "finish")
     n = per_sample.rows if streamed else len(next(iter(per_sample.values()), []))
     saved: list[str] = []
@@ -113,14 +122,10 @@ def save_results(
             saved.append(name)
 
     step(MANIFEST_FILE, lambda: (folder.mkdir(parents=True, exist_ok=True), _write(
-        folder / MANIFEST_FILE, json.dumps(_manifest(folder, config, tracking, run_name, dataset_name, dataset_digest,
-                                                     dataset_frame, metrics, extra_metrics, summary,
-                                                     hydra_dir, sweep_dir, table_note(n, rows), overrides,
-                                                     dataset_shape),
-                                           indent=2, ensure_ascii=False))))
+        folder / MANIFEST_FILE, json.dumps(_manifest(folder, r, table_note(n, rows)), indent=2, ensure_ascii=False))))
     step(SUMMARY_FILE, lambda: _write(folder / SUMMARY_FILE, json.dumps(redact(dict(summary)), indent=2,
                                                                         ensure_ascii=False, default=str)))
-    step(CONFIG_FILE, lambda: _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(config)), sort_keys=False,
+    step(CONFIG_FILE, lambda: _write(folder / CONFIG_FILE, yaml.safe_dump(redact(dict(r.config)), sort_keys=False,
                                                                           allow_unicode=True)))
     if streamed:  # its cells were scrubbed chunk by chunk
         step(TABLE_FILE, lambda: _write(folder / TABLE_FILE, split_json_parts(table_columns(per_sample.shown()))))
@@ -135,10 +140,10 @@ def save_results(
             redact(dict(agreement["agreement"])), indent=2, ensure_ascii=False)))
         step(DISAGREEMENTS_FILE, lambda: _write(folder / DISAGREEMENTS_FILE, split_json_parts(
             scrub_columns(dict(agreement["disagreements"])))))
-    if tracking.get("plots", True):  # metrics.png, histograms.png (tracking.plots=false skips matplotlib)
+    if r.tracking.get("plots", True):  # metrics.png, histograms.png (tracking.plots=false skips matplotlib)
         from ragexp.report.plots import run_plots
 
-        step("metrics.png, histograms.png", lambda: run_plots(folder, full, summary, objective=config.get("objective")))
+        step("metrics.png, histograms.png", lambda: run_plots(folder, full, summary, objective=r.config.get("objective")))
         if agreement:
             from ragexp.report.plots import CONFUSION_PLOT, confusion_plot
 
@@ -155,20 +160,16 @@ def _not_saved(folder: Path, saved: list[str], name: str, exc: OSError) -> None:
                     f"log what was saved with: {later_command(folder)}") from None
 
 
-def _manifest(folder: Path, config: Mapping[str, Any], tracking: Mapping[str, Any], run_name: str | None,
-              dataset_name: str, dataset_digest: str, dataset_frame: Mapping[str, list] | None,
-              metrics: Mapping[str, float | None],
-              extra_metrics: Mapping[str, float], summary: Mapping[str, Any], hydra_dir: Path | None,
-              sweep_dir: str | None, note: str | None = None, overrides: Sequence[str] | None = None,
-              dataset_shape: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _manifest(folder: Path, r: RunResults, note: str | None = None) -> dict[str, Any]:
     """What ``mlflow_run.json`` holds: where to log, the run's name, tags, params, metrics, dataset input."""
     from ragexp.report.describe import dataset_source, run_description
     from ragexp.results.params import composed_context, hydra_context, run_params
     from ragexp.results.params import run_name as name_from
 
+    tracking, summary, dataset_name, dataset_digest = r.tracking, r.summary, r.dataset_name, r.dataset_digest
     uri = resolve_uri(tracking.get("uri"))
-    choices, typed = hydra_context() if overrides is None else composed_context(overrides)
-    params = run_params(config, choices, typed)
+    choices, typed = hydra_context() if r.overrides is None else composed_context(r.overrides)
+    params = run_params(r.config, choices, typed)
     source = dataset_source(summary.get("dataset_source"))
     source = scrub(source) if source else source  # a path or URL may hold credentials
     tags = {
@@ -184,24 +185,24 @@ def _manifest(folder: Path, config: Mapping[str, Any], tracking: Mapping[str, An
     commit = git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit
-    parent = find_parent_run(sweep_dir)
+    parent = find_parent_run(r.sweep_dir)
     if parent:
         tags["mlflow.parentRunId"] = parent
     for k, v in (tracking.get("tags") or {}).items():
         tags[str(k)] = scrub(str(v))
-    values = {k: float(v) for k, v in {**metrics, **extra_metrics}.items() if v is not None and math.isfinite(v)}
-    shape = dataset_shape if dataset_shape is not None else (
-        _dataset_shape(dataset_frame) if dataset_frame is not None else None)
+    values = {k: float(v) for k, v in {**r.metrics, **r.extra_metrics}.items() if v is not None and math.isfinite(v)}
+    shape = r.dataset_shape if r.dataset_shape is not None else (
+        _dataset_shape(r.dataset_frame) if r.dataset_frame is not None else None)
     dataset = {"name": dataset_name, "digest": dataset_digest, "source": source, **shape} if shape is not None else None
     return {
         "tracking_uri": redact_url(uri),  # never its credentials: log_run restores them (docs/guarantees.md)
         "experiment": tracking.get("experiment") or "ragexp",
-        "run_name": scrub(run_name) if run_name else name_from(dataset_name, params),
+        "run_name": scrub(r.run_name) if r.run_name else name_from(dataset_name, params),
         "tags": tags,
         "params": params,
         "metrics": values,
         "dataset": dataset,
-        "hydra_dir": _relative(hydra_dir, folder) if hydra_dir is not None else None,
+        "hydra_dir": _relative(r.hydra_dir, folder) if r.hydra_dir is not None else None,
         "logged": None,
     }
 

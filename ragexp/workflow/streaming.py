@@ -5,11 +5,12 @@
    before any scoring, as in memory) and notes what the checks need — how many records, which
    fields are present, the questions and outputs digests, the MLflow dataset's shape;
 2. score: a second pass hands chunks of ``execution.chunk_records`` records to
-   :func:`ragexp.core.streaming.score_chunk`, in this process or in ``execution.processes`` forked
+   :func:`ragexp.core.tally.score_chunk`, in this process or in ``execution.processes`` forked
    processes (None: one per core while a core is free), and each chunk's per-sample rows go to
    ``per_sample.parquet`` (:class:`ragexp.results.tables.ParquetStream`) as it comes back, in order;
-3. the aggregates, intervals, summary, results folder, table and MLflow run as in
-   :mod:`ragexp.workflow.runner`, from the numbers the run kept (:class:`ragexp.core.streaming.Tally`).
+3. the run's one aggregator (:class:`ragexp.core.tally.Tally`) kept the numbers the run needs; the
+   aggregates, intervals, trust, summary, results folder, table and MLflow run are the steps every run
+   takes (:mod:`ragexp.workflow.steps`, run by :func:`ragexp.workflow.runner.execute`).
 
 What is kept: 8 bytes per record per sample metric, 16 per confusion metric, the ids (for the
 duplicate check) and ``tracking.table_rows`` rows for ``per_sample.json``. Runs with a pipeline,
@@ -28,28 +29,26 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from ragexp.common.files import remove_leftovers
-from ragexp.common.paths import plain
+from ragexp.common.paths import conf_file, plain
+from ragexp.common.processes import fork_pool, processes_for
 from ragexp.common.records import FIELDS
 from ragexp.results.columns import ANSWER_FIELDS, OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
-from ragexp.core.streaming import ChunkPart, Tally, score_chunk, streamable
+from ragexp.core.tally import ChunkPart, Tally, score_chunk, streamable
 from ragexp.datasets.base import RecordSink, streamed
-from ragexp.errors import JudgeFailed, RagexpError
-
-#: the settings of ``conf/execution/local.yaml``
-DEFAULTS = {"mode": "auto", "chunk_records": 2000, "processes": None, "stream_from_mb": 64, "address": "local",
-            "in_flight": None}
+from ragexp.errors import RagexpError
+from ragexp.workflow.steps import (Computed, Facts, Plan, aggregate_step, check_store_step, labels_step, load_dataset,
+                                   metrics_step, provenance, results_folder, trust_step, uncertainty_step)
 
 
 def settings(cfg: DictConfig) -> dict[str, Any]:
-    """``cfg.execution`` with its defaults."""
-    return {**DEFAULTS, **(plain(cfg.get("execution")) or {})}
+    """``cfg.execution`` over its defaults, read from ``conf/execution/local.yaml`` (and, for the keys only Ray
+    has, ``conf/execution/ray.yaml``)."""
+    return {**conf_file("execution/ray"), **conf_file("execution/local"), **(plain(cfg.get("execution")) or {})}
 
 
 def why_not(cfg: DictConfig, dataset: Any) -> str | None:
@@ -159,19 +158,6 @@ def _score_in_worker(chunk: list) -> ChunkPart:
     return score_chunk(chunk, _SPECS)
 
 
-def processes_for(setting: Any) -> int:
-    """``execution.processes``, or with None one process per core while a core is free (load average below
-    the cores - 1/2), where the system forks."""
-    import multiprocessing
-
-    if setting is not None:
-        return max(1, int(setting))
-    if "fork" not in multiprocessing.get_all_start_methods() or multiprocessing.current_process().daemon:
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores if os.getloadavg()[0] < cores - 0.5 else 1
-
-
 class _Scorer(RecordSink):
     """The score pass: each chunk scored (here or in a pool of forked processes), its rows written."""
 
@@ -185,10 +171,7 @@ class _Scorer(RecordSink):
         self.pending: collections.deque = collections.deque()
         self.processes = processes
         if processes > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.pool = ProcessPoolExecutor(processes, multiprocessing.get_context("fork"), _fork_init, (specs,))
+            self.pool = fork_pool(processes, _fork_init, (specs,))
 
     def __call__(self, chunk: list) -> None:
         if self.pool is None:
@@ -328,66 +311,68 @@ def _judge_settings(cfg: DictConfig, specs: list) -> tuple[Any, str | None]:
     return dataclasses.replace(s, cache_path=str(s.resolved_cache_path())), None
 
 
-def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool, overrides: Sequence[str] | None,
-            record: Any, started: float, runner: Any) -> Any:
-    """The runner's steps over the file in chunks; an :class:`ragexp.workflow.runner.Outcome` whose
-    ``per_sample`` is a :class:`ragexp.results.tables.StreamedTable`, or None when the metrics or the
-    pipeline need every record at once (the caller runs in memory). ``runner``: the module
-    :mod:`ragexp.workflow.runner`, whose steps this one shares (passed in: it imports this module)."""
-    from ragexp.core.scoring import build_metrics, check_fields
-    from ragexp.errors import ConfigError
+def score_streamed(cfg: DictConfig, tracking: dict[str, Any], dataset: Any, *, save: bool, show: bool
+                   ) -> Computed | None:
+    """The check and score steps of a run over its file in chunks (what comes after is every run's:
+    :func:`ragexp.workflow.runner.execute`), its ``per_sample`` a :class:`ragexp.results.tables.StreamedTable`;
+    None when the run holds its records in memory (a line says why when it asked for chunks)."""
+    from ragexp.core.scoring import check_fields
     from ragexp.pipeline import build_pipeline
     from ragexp.stats.settings import stats_settings
-    from ragexp.results.tables import ColumnFiles, StreamedTable
 
     ex = settings(cfg)
-    specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))
-    if not specs:
-        raise ConfigError("no metric configured: choose one with metric=<name> (see conf/metric/)")
+    if (why := why_not(cfg, dataset)) is not None:
+        return _in_memory(ex, {"in memory": "the records were passed in memory",
+                               "no dataset file": "the dataset is not read from a file (dataset.path)"}.get(
+            why, f"{why} needs every record at once"))
+    specs, all_that_apply = metrics_step(cfg)
     if (why := streamable(specs, judged=ex["mode"] == "ray")) is not None:
-        return _in_memory(ex, why)
+        return _in_memory(ex, f"{why} needs every record at once")
     judge = None
     if any(s.info.judge for s in specs):
         judge, why = _judge_settings(cfg, specs)
         if why is not None:
-            return _in_memory(ex, why)
-    size = max(1, int(ex["chunk_records"]))
-    survey = _Survey(size)
+            return _in_memory(ex, f"{why} needs every record at once")
+    survey = _Survey(max(1, int(ex["chunk_records"])))
     with streamed(survey):  # every record read and checked, none kept
-        dataset = runner.load_dataset(cfg.dataset)
+        dataset = load_dataset(cfg.dataset)
     if build_pipeline(cfg, dataset) is not None:
-        return _in_memory(ex, "a pipeline")
+        return _in_memory(ex, "a pipeline needs every record at once")
     specs, skipped = check_fields(specs, [_Present(survey.fields())], dataset.name, all_that_apply)
-    if survey.human:  # as runner.check_step: a misspelled label key stops the run, an unused one is a warning
-        from ragexp.common.paths import conf_dir
-        from ragexp.core.labels import check_label_keys
-
-        for line in check_label_keys(specs, [], source=dataset.source, rows=survey.human,
-                                     known=[p.stem for p in (Path(conf_dir()) / "metric").glob("*.yaml")]):
-            print(f"ragexp: warning: {line}", file=sys.stderr)
+    labels_step(specs, dataset, rows=survey.human)
     stats_cfg = stats_settings(plain(cfg.get("stats")))
-    runner.check_store_step(tracking)
+    check_store_step(tracking)
+    plan = Plan(dataset, [], specs, skipped, None, None, [], stats_cfg)
+    return _score_pass(cfg, ex, plan, survey, judge, tracking, save=save, bar=show)
 
-    folder = runner.results_folder() if save else Path(tempfile.mkdtemp(prefix="ragexp_stream_"))
+
+def _score_pass(cfg: DictConfig, ex: dict[str, Any], plan: Plan, survey: _Survey, judge: Any,
+                tracking: dict[str, Any], *, save: bool, bar: bool) -> Computed:
+    """The second pass: chunks scored (here, in forked processes or on Ray), their rows written to the table as
+    they come back, the run's numbers kept in its :class:`~ragexp.core.tally.Tally` and aggregated."""
+    from ragexp.results.tables import ColumnFiles, StreamedTable
+    from ragexp.tracking.log import table_rows
+
+    folder = results_folder() if save else Path(tempfile.mkdtemp(prefix="ragexp_stream_"))
     if not save:
         atexit.register(shutil.rmtree, folder, True)
     folder.mkdir(parents=True, exist_ok=True)
-    sample_keys = [s.key for s in specs if s.info.level == "sample"]
-    table = StreamedTable(folder / "per_sample.parquet", sample_keys, rows=tracking.get("table_rows", 5000))
-    bar = _bar(show and bool(cfg.get("progress", True)), survey.n)
+    specs, size = plan.specs, survey.size
+    table = StreamedTable(folder / "per_sample.parquet", [s.key for s in specs if s.info.level == "sample"],
+                          rows=table_rows(tracking))
+    bar = _bar(bar, survey.n)
     # the per-sample numbers the statistics need, on disk: memory does not grow with the records
-    remove_leftovers(Path(tempfile.gettempdir()), "ragexp_columns_")  # a run killed with kill -9 could not
-    kept = Path(tempfile.mkdtemp(prefix=f"ragexp_columns_{os.getpid()}_"))
+    kept = Path(tempfile.mkdtemp(prefix="ragexp_columns_"))
     atexit.register(shutil.rmtree, kept, True)
     columns = {group: ColumnFiles(kept / group) for group in ("values", "ratios", "timings", "verdicts", "pairs")}
     if ex["mode"] == "ray":
         scorer: _Scorer = _RayScorer(size, specs, table, str(ex["address"]), ex["in_flight"], bar, columns.get,
-                                     judge if any(s.info.judge for s in specs) else None, set(survey.human))
+                                     judge, set(survey.human))
     else:
         scorer = _Scorer(size, specs, table, processes_for(ex["processes"]), bar, columns.get)
     try:
         with streamed(scorer):
-            runner.load_dataset(cfg.dataset)
+            load_dataset(cfg.dataset)
         scorer.finish()
     except BaseException:
         scorer.close()
@@ -399,100 +384,40 @@ def execute(cfg: DictConfig, tracking: dict[str, Any], *, save: bool, show: bool
             bar.close()
     tally = scorer.tally
     table.plot_columns = tally.values  # read a column at a time by the pictures
-    values, counts = tally.aggregate()
-    intervals = tally.intervals(resamples=stats_cfg["resamples"], confidence=stats_cfg["confidence"],
-                                seed=stats_cfg["seed"], method=stats_cfg["method"])
-    extra = tally.stage_latencies()
-    usage = dict(sorted(tally.usage.items(), key=lambda kv: kv[0] if kv[0].startswith("judge/failures/") else ""))
-    extra.update(usage)
-    for key, c in counts.items():
-        for status, n in c.items():
-            if status != "ok":
-                extra[f"status/{status}/{key}"] = float(n)
-    scored = runner.Scored({}, values, counts, extra, usage, list(tally.notes))
-    trust = tally.trust(resamples=stats_cfg["resamples"], confidence=stats_cfg["confidence"], seed=stats_cfg["seed"],
-                        target_halfwidth=stats_cfg.get("target_halfwidth"))
-    if trust:
-        from ragexp.core.labels import trust_metrics
-
-        scored.trust = trust
-        extra.update(trust_metrics(trust))
-    plan = runner.Plan(dataset, [], specs, skipped, None, None, [], stats_cfg)
-    facts = runner.Facts(survey.n, survey.fields(), survey.questions.hexdigest(), survey.outputs.hexdigest(),
-                          survey.answers.hexdigest())
-    summary = runner.summary_step(cfg, plan, [], scored, intervals, facts)
-    if scored.trust:
-        summary["agreement"] = scored.trust["agreement"]
-    if hasattr(runner, "provenance"):  # where contexts, answers and latencies came from
-        summary["provenance"] = runner.provenance(plan, [])
-    if isinstance(summary.get("provenance"), dict):  # what the runner's provenance reads of the records
-        summary["provenance"].update(latency_stages=sorted(survey.stages - {"total"}), max_passages=survey.depth or None)
-    summary["execution"] = {"mode": ex["mode"] if ex["mode"] == "ray" else "stream", "chunk_records": size,
-                            "processes": scorer.processes}
+    scored = aggregate_step(plan, tally)
+    intervals = uncertainty_step(plan, tally)
+    trust_step(plan, scored)
+    facts = Facts(survey.n, survey.fields(), survey.questions.hexdigest(), survey.outputs.hexdigest(),
+                  survey.answers.hexdigest())
+    execution = {"mode": ex["mode"] if ex["mode"] == "ray" else "stream", "chunk_records": size,
+                 "processes": scorer.processes}
     if isinstance(scorer, _RayScorer):
-        summary["execution"]["nodes"] = len(scorer.nodes)  # the cluster's nodes that scored chunks
+        execution["nodes"] = len(scorer.nodes)  # the cluster's nodes that scored chunks
         if scorer.judge is not None:
-            summary["execution"]["judge_calls_per_node"] = sorted(scorer.judge_calls.get(n, 0) for n in scorer.nodes)
-    summary["seconds"] = round(time.perf_counter() - started, 3)
-    if save:
-        if record is not None:
-            record.saved = folder
-        from ragexp.tracking.log import save_results
+            execution["judge_calls_per_node"] = sorted(scorer.judge_calls.get(n, 0) for n in scorer.nodes)
 
-        hydra_dir, sweep_dir, job_name = runner._hydra_paths()
-        save_results(folder, config=OmegaConf.to_container(cfg, resolve=True), tracking=tracking,
-                     run_name=cfg.get("run_name") or job_name, dataset_name=dataset.name,
-                     dataset_digest=summary["dataset_digest"], dataset_frame=None,
-                     dataset_shape=survey.dataset_shape(), per_sample=table, metrics=values,
-                     extra_metrics={**extra, **runner.interval_metrics(intervals)}, summary=summary,
-                     hydra_dir=hydra_dir, sweep_dir=sweep_dir, overrides=overrides, agreement=scored.trust)
-        summary["results_folder"] = str(folder)
-    else:
-        table.finish(folder / "per_sample.parquet")
-    if show:
-        runner.print_step(plan, range(survey.n), scored, intervals, summary, folder if save else None)
-    outcome = runner.Outcome(summary, table, intervals, [], folder if save else None)
-    judged = [s.key for s in specs if s.info.judge]
-    if judged and not any(counts.get(k, {}).get("ok") for k in judged):  # as runner.judge_failed_step
-        from ragexp.judge import failed_line
+    def cleanup() -> None:
+        from ragexp.core.scoring import clear_text_caches
 
-        failed = failed_line(sum((collections.Counter(counts.get(k, {})) for k in judged), collections.Counter()),
-                             next((tally.failed[k] for k in judged if k in tally.failed), ""))
-        if failed:
-            where = f"{folder}/per_sample.parquet" if save else "the exception's .result.per_sample"
-            raise JudgeFailed(f"{failed}. Each sample's reason is in {where}; nothing was logged", outcome=outcome)
-    if save:
-        runner.log_step(tracking, folder, summary, record)
-        if tracking.get("enabled", True) and tracking.get("traces", 1) != 0 and summary.get("run_id"):
-            from ragexp.tracking.traces import log_streamed_traces  # the samples a run in memory logs
+        shutil.rmtree(kept, True)  # the pictures and traces were the last to read the columns
+        table.plot_columns = {}
+        clear_text_caches()  # the caller's process keeps no text of the run (docs/performance.md, "Scale")
 
-            line = log_streamed_traces(table.path, tally.timings, OmegaConf.to_container(cfg, resolve=True),
-                                       summary["tracking_uri"], summary["run_id"], summary["dataset_digest"])
-            if line:
-                print(line)
-    shutil.rmtree(kept, True)  # the pictures and traces were the last to read the columns
-    table.plot_columns = {}
-    from ragexp.core.scoring import clear_text_caches
-
-    clear_text_caches()  # the caller's process keeps no text of the run (docs/performance.md, "Scale")
-    return outcome
+    return Computed(plan, scored, intervals, facts,
+                    provenance(plan, survey.stages, survey.depth, "answer" in survey.fields()), table, [],
+                    survey.dataset_shape(), folder, execution, cleanup)
 
 
 def _in_memory(ex: dict[str, Any], why: str) -> None:
-    """None (the caller runs in memory), with a line saying so when the run asked for chunks."""
+    """None (the caller runs in memory), with a line saying why when the run asked for chunks."""
     if ex["mode"] in ("stream", "ray"):
-        import sys
-
-        print(f"execution.mode={ex['mode']}: {why} needs every record at once; this run is scored in memory",
-              file=sys.stderr)
+        print(f"execution.mode={ex['mode']}: {why}; this run is scored in memory", file=sys.stderr)
     return None
 
 
 def _bar(enabled: bool, total: int) -> Any:
     if not enabled:
         return None
-    import sys
-
     from tqdm.auto import tqdm
 
     return tqdm(desc="metrics", total=total, file=sys.stderr, leave=False, dynamic_ncols=True, disable=None,

@@ -1,0 +1,478 @@
+"""The steps every run takes, in memory or streamed (:mod:`ragexp.workflow.runner` runs them; a streamed
+run's check and score steps are :mod:`ragexp.workflow.streaming`'s): the run's objects (:class:`Plan`,
+:class:`Scored`, :class:`Facts`, :class:`Outcome`), the checks both paths make (a metric configured, the
+label keys, the store), the aggregation of the run's one :class:`ragexp.core.tally.Tally` into its numbers,
+the trust step, the summary, the results folder, the printed table, the judge-failed check, the MLflow
+run and its traces, and where a job's results go (Hydra's folders).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from ragexp.version import __version__
+from ragexp.report.console import print_job_line, print_summary
+from ragexp.datasets.base import Dataset
+from ragexp.errors import ConfigError, JudgeFailed, TrackingError
+from ragexp.core.scoring import MetricSpec, build_metrics
+from ragexp.metrics.base import Score
+from ragexp.common.records import Record, present_fields
+from ragexp.core.headline import declared, headline_keys
+from ragexp.results.columns import answers_digest, outputs_digest, questions_digest
+from ragexp.common.paths import conf_dir, launch_dir, plain
+from ragexp.common.targets import build, resolve
+from ragexp.common.secrets import redact_url, scrub
+
+
+def load_dataset(dataset_cfg: DictConfig) -> Dataset:
+    if dataset_cfg is None or "_target_" not in dataset_cfg:
+        raise ConfigError("no dataset: choose one with dataset=<name> (see conf/dataset/)")
+    corpus_keys = {k: dataset_cfg.get(k) for k in CORPUS_KEYS if k in dataset_cfg and not _takes(dataset_cfg, k)}
+    if corpus_keys:  # the user's own corpus, for any adapter: read by ragexp.datasets.corpus, not the adapter
+        dataset_cfg = {k: v for k, v in OmegaConf.to_container(dataset_cfg, resolve=True).items() if k not in corpus_keys}
+    ds = build(dataset_cfg, "dataset")
+    if not isinstance(ds, Dataset):
+        raise ConfigError(f"dataset loader {dataset_cfg['_target_']} returned {type(ds).__name__}, expected a Dataset")
+    if corpus_keys.get("corpus") is not None:
+        attach_corpus(ds, corpus_keys["corpus"], plain(corpus_keys.get("corpus_columns")), corpus_keys.get("corpus_format"))
+    return ds
+
+
+#: keys of any dataset config that name the user's own corpus (docs/testset.md, "Your corpus"); an adapter
+#: whose loader takes one itself (``dataset=autorag``'s corpus parquet) reads it its own way
+CORPUS_KEYS = ("corpus", "corpus_columns", "corpus_format")
+
+
+def _takes(dataset_cfg: Any, key: str) -> bool:
+    """True when the dataset's loader has a parameter ``key`` of its own."""
+    import inspect
+
+    try:
+        return key in inspect.signature(resolve(dataset_cfg["_target_"], "dataset._target_")).parameters
+    except (ConfigError, TypeError, ValueError):  # a target that cannot be found fails in build, with its own line
+        return False
+
+
+def attach_corpus(ds: Dataset, path: Any, columns: Any = None, format: str | None = None) -> None:
+    """``ds.corpus`` from the user's corpus file or folder; one warning line when ground-truth ids are not in it."""
+    from ragexp.datasets.corpus import read_corpus, unmatched_ids
+
+    corpus = read_corpus(str(path), columns=columns, format=format, format_key="dataset.corpus_format")
+    ds.corpus = corpus.docs
+    missing, total, examples = unmatched_ids(ds.records, corpus.docs)
+    ds.info.update(corpus=corpus.source, corpus_documents=len(corpus.docs), gt_ids_not_in_corpus=missing)
+    if missing:
+        print(f"ragexp: warning: {missing} of {total} gt_context_ids are not in the corpus {corpus.source} "
+              f"(e.g. {', '.join(repr(e) for e in examples)}): no retrieved passage can match them, so the id-based "
+              "context metrics count them as misses", file=sys.stderr)
+
+
+@dataclass
+class Plan:
+    """What the checks settled before any work: the records, the metrics that apply, the stages."""
+
+    dataset: Dataset
+    records: list[Record]
+    specs: list[MetricSpec]
+    skipped: list[str]
+    pipeline: Any
+    judge: Any
+    judge_specs: list[MetricSpec]
+    stats: dict[str, Any]
+
+
+@dataclass
+class Scored:
+    """Per-sample scores and what the run reduces them to."""
+
+    scores: dict[str, list[Score]]
+    values: dict[str, float | None]
+    counts: dict[str, dict[str, int]]
+    extra: dict[str, float]  # latencies, pipeline stats, judge usage, status counts
+    usage: dict[str, float]
+    notes: list[str]
+    trust: dict[str, Any] | None = None  # agreement with human labels (ragexp.core.labels.judge_trust)
+    tally: Any = None  # ragexp.core.tally.Tally: what the run's numbers were computed from
+
+
+@dataclass
+class Facts:
+    """What the summary says of the records: how many, which fields, the two digests (:func:`facts_of`)."""
+
+    n: int
+    fields: list[str]
+    inputs: str  # ragexp.results.columns.questions_digest
+    outputs: str  # ragexp.results.columns.outputs_digest
+    answers: str | None = None  # ragexp.results.columns.answers_digest: jobs that share it share their answers
+
+
+def facts_of(records: list[Record]) -> Facts:
+    return Facts(len(records), present_fields(records), questions_digest(records), outputs_digest(records),
+                 answers_digest(records))
+
+
+@dataclass
+class Outcome:
+    """What a run computed, for a caller in the same process (``ragexp.evaluate``): the summary, the
+    full per-sample table and the intervals, without reading the results folder back."""
+
+    summary: dict[str, Any]
+    per_sample: Any  # plain columns (ragexp.results.columns.per_sample_columns, untrimmed), or a streamed run's
+    # ragexp.results.tables.StreamedTable (its Parquet file: ragexp.evaluate loads it when asked)
+    intervals: dict[str, Any]  # aggregate key → ragexp.stats.intervals.Interval
+    records: list[Record]
+    folder: Path | None
+@dataclass
+class Computed:
+    """What a run's check and score steps give the steps after them (the summary, the results folder, the
+    table, the MLflow run): one shape for a run in memory and a streamed one (:mod:`ragexp.workflow.streaming`)."""
+
+    plan: Plan
+    scored: Scored
+    intervals: dict[str, Any]
+    facts: Facts
+    provenance: dict[str, Any]
+    per_sample: Any  # plain columns, or a streamed run's ragexp.results.tables.StreamedTable
+    records: list[Record]  # a streamed run keeps none
+    shape: dict[str, Any] | None = None  # a streamed run's dataset shape (in memory: read from the records)
+    folder: Path | None = None  # where a streamed run writes its table as it goes
+    execution: dict[str, Any] | None = None  # how a streamed run was carried out (summary.json's "execution")
+    cleanup: Any = None  # called when the run is over (a streamed run's columns on disk)
+
+
+def metrics_step(cfg: DictConfig) -> tuple[list[MetricSpec], bool]:
+    """The configured metrics (and whether the suite asks for all that apply); none is a config error."""
+    specs, all_that_apply = build_metrics(cfg.get("metric"), cfg.get("matcher"))
+    if not specs:
+        raise ConfigError("no metric configured: choose one with metric=<name> (see conf/metric/)")
+    return specs, all_that_apply
+
+
+def labels_step(specs: list[MetricSpec], dataset: Dataset, records: Sequence[Record] = (),
+                rows: dict[str, int] | None = None) -> None:
+    """A misspelled label key stops the run (exit 2, the closest metric named); a key for a metric this run
+    does not compute is one warning line (docs/judge-trust.md, "Label hygiene"). ``rows``: each label key's
+    first row, when the records are not kept (a streamed run)."""
+    from ragexp.core.labels import check_label_keys
+
+    if not rows and not any(r.human for r in records):
+        return
+    known = [p.stem for p in (Path(conf_dir()) / "metric").glob("*.yaml")]
+    for line in check_label_keys(specs, records, source=dataset.source, known=known, rows=rows):
+        print(f"ragexp: warning: {line}", file=sys.stderr)
+
+
+def aggregate_step(plan: Plan, tally: Any, pipeline_stats: dict[str, float] | None = None) -> Scored:
+    """The run's numbers from its :class:`ragexp.core.tally.Tally`: every metric's value and status counts, the
+    stage latencies, the pipeline's and the judge's counters (``judge/failures/<status>`` last) and the count of
+    every status other than ``ok`` (``status/<status>/<key>``)."""
+    values, counts = tally.aggregate()
+    extra = tally.stage_latencies()
+    extra.update(pipeline_stats or {})
+    usage = dict(sorted(tally.usage.items(), key=lambda kv: kv[0] if kv[0].startswith("judge/failures/") else ""))
+    extra.update(usage)
+    for key, c in counts.items():
+        for status, n in c.items():
+            if status != "ok":
+                extra[f"status/{status}/{key}"] = float(n)
+    return Scored({}, values, counts, extra, usage, list(tally.notes), tally=tally)
+
+
+def uncertainty_step(plan: Plan, tally: Any, clusters: list[Any] | None = None) -> dict[str, Any]:
+    """Standard error and confidence interval of every aggregate (clustered when ``stats.cluster_by`` is set)."""
+    st = plan.stats
+    return tally.intervals(resamples=st["resamples"], confidence=st["confidence"], seed=st["seed"],
+                           method=st["method"], clusters=clusters)
+
+
+def trust_step(plan: Plan, scored: Scored, records: Sequence[Record] | None = None,
+               clusters: list[Any] | None = None) -> None:
+    """Agreement of every labelled judge metric with people, the corrected means and the labels hint
+    (docs/judge-trust.md), onto ``scored.trust`` and the run's metrics; nothing when no record is labelled.
+    ``records``: a run in memory's (their scores are ``scored.scores``), else the tally's pairs are used."""
+    from ragexp.core.labels import judge_trust, trust_metrics
+
+    st = plan.stats
+    opts = dict(resamples=st["resamples"], confidence=st["confidence"], seed=st["seed"],
+                target_halfwidth=st.get("target_halfwidth"))
+    if records is None:
+        trust = scored.tally.trust(**opts)
+    elif any(r.human for r in records) or any(r.label is not None for r in records):
+        trust = judge_trust(plan.specs, scored.scores, records, clusters=clusters, **opts)
+    else:
+        return
+    scored.trust = trust or None
+    if scored.trust:
+        scored.extra.update(trust_metrics(scored.trust))
+
+
+def summary_step(cfg: DictConfig, plan: Plan, scored: Scored, intervals: dict[str, Any], facts: Facts,
+                 provenance: dict[str, Any]) -> dict[str, Any]:
+    """``summary.json``: the aggregates with their intervals and counts, what they were computed on (``facts``)
+    and where contexts, answers and latencies came from (:func:`provenance`)."""
+    inputs = facts.inputs
+    summary: dict[str, Any] = {
+        "dataset": plan.dataset.name,
+        "dataset_source": plan.dataset.source,
+        "dataset_digest": inputs,  # the inputs: the run's MLflow dataset digest
+        "questions_digest": inputs,  # the same value, the name compare reads
+        "outputs_digest": facts.outputs,  # what the system produced: contexts, their ids, answers
+        "answers_digest": facts.answers,  # the answers alone: a sweep's jobs share their answers when it is equal
+        "n_samples": facts.n,
+        "fields": facts.fields,
+        "metrics": scored.values,
+        # the keys every report leads with: stats.primary, then the suite's _headline_ (ragexp.core.headline)
+        "headline": headline_keys(declared(cfg.get("metric")), list(scored.values), plan.stats.get("primary")),
+        "intervals": {k: iv.as_dict() for k, iv in intervals.items()},
+        "stats": plan.stats,
+        "status_counts": scored.counts,
+        "skipped_metrics": plan.skipped,
+        "warnings": scored.notes,
+        "latency": {k: v for k, v in scored.extra.items() if k.startswith("latency/")},
+        "latency_batch": scored.extra.get("pipeline/batch_size"),  # >1: a query's latency is its share of a batch
+        "judge": scored.usage,
+        "ragexp_version": __version__,
+        "seconds": None,
+    }
+    objective_key = cfg.get("objective")
+    if objective_key:
+        if objective_key not in scored.values:
+            raise ConfigError(f"objective '{objective_key}' is not among this run's metrics: "
+                              f"{', '.join(scored.values)}")
+        v = scored.values[objective_key]
+        summary["objective"] = float("nan") if v is None else v
+    if plan.judge is not None and plan.judge.example_ids:  # judge.examples: which records the judge was shown
+        summary["judge_examples"] = {"k": plan.judge.settings.examples, "ids": plan.judge.example_ids,
+                                     "drawn_from": "dev"}
+    summary["provenance"] = provenance
+    if scored.trust:
+        summary["agreement"] = scored.trust["agreement"]
+    return summary
+
+
+def provenance(plan: Plan, stages: set[str], depth: int, answered: bool) -> dict[str, Any]:
+    """Where this run's contexts, answers and ``avg_latency`` came from: ``"pipeline"`` (this run's stages,
+    named) or ``"dataset"`` (recorded by the system that produced the file), and the most passages a question
+    got. ``stages``: the stages the records timed; ``depth``: the most passages a record has; ``answered``:
+    some record has an answer."""
+    produced = set(plan.pipeline.produces) if plan.pipeline is not None else set()
+    stages = sorted(stages - {"total"})
+    stage_names = {}
+    for stage in ("retriever", "compressor", "generator"):
+        name = getattr(getattr(plan.pipeline, stage, None), "name", None)
+        if name:
+            stage_names[stage] = str(name)
+    return {"contexts": "pipeline" if "contexts" in produced else "dataset",
+            # None: no answers at all (SQuAD's questions with a retriever alone)
+            "answers": "pipeline" if "answer" in produced else "dataset" if answered else None,
+            "latency": "pipeline" if "latency_s" in produced else "dataset", "latency_stages": stages,
+            "stages": stage_names, "max_passages": depth or None}
+def print_step(plan: Plan, n: int, scored: Scored, intervals: dict[str, Any],
+               summary: dict[str, Any], folder: Path | None, show_all: bool = False) -> None:
+    """The summary table, with what was skipped, the warnings and where the results are; in a sweep one
+    line per job (``show_all``, ``report.all=true``: every row, and in a sweep each job's table)."""
+    footer = [f"[dim]{m}[/dim]" for m in plan.skipped] + [f"[yellow]warning: {m}[/yellow]" for m in scored.notes]
+    if folder is not None:
+        footer.append(f"Results (summary.json, per_sample.parquet: every sample) in {folder}")
+    shown = dict(scored.values)
+    if scored.trust:  # agreement first under the table; the headline agreement and the corrected means as rows
+        from ragexp.report.agreement import trust_lines, trust_rows
+
+        footer = ["[bold]Agreement with people[/bold] (agreement.json)", *trust_lines(scored.trust), *footer]
+        rows, extra_intervals = trust_rows(scored.trust)
+        shown.update(rows)
+        intervals = {**intervals, **extra_intervals}
+    shown.update({k: v for k, v in scored.extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
+    from ragexp.report.describe import provenance_lines
+
+    said = provenance_lines(summary.get("provenance") or {}, "avg_latency" in scored.values)
+    if _job_label() and not show_all:  # in a sweep: a line per job; the sweep's leaderboard is its one table
+        print_job_line(f"ragexp{_job_label()} · {plan.dataset.name} · {n} samples", shown, intervals, summary.get("headline") or [], folder)
+        if (summary.get("provenance") or {}).get("contexts") == "pipeline":  # what a pipeline sweep measured
+            for line in said:
+                print(f"  {line}")
+        return
+    print_summary(f"ragexp{_job_label()} · {plan.dataset.name} · {n} samples · {summary['seconds']} s",
+                  shown, scored.counts, n, footer, intervals=intervals, stats=plan.stats,
+                  headline=summary.get("headline") or [], depth=(summary.get("provenance") or {}).get("max_passages"),
+                  show_all=show_all, notes_first=said)
+def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, scored: Scored, intervals: dict[str, Any],
+              summary: dict[str, Any], per_sample: Any, dataset: dict[str, Any], folder: Path | None = None,
+              overrides: Sequence[str] | None = None, record: Any = None) -> Path:
+    """Write the results folder (summary, per-sample table, config, what to log) before any logging: an MLflow
+    failure at the end loses nothing. ``dataset``: ``{"dataset_frame": columns}`` of the records, or a streamed
+    run's ``{"dataset_shape": ...}``; ``folder``: where a streamed run already writes its table."""
+    from ragexp.tracking.log import RunResults, save_results
+
+    hydra_dir, sweep_dir, job_name = _hydra_paths()
+    folder = folder or results_folder()
+    if record is not None:  # uploadable from its first file on: an interrupt's line names it from then
+        record.saved = folder
+    folder = save_results(folder, RunResults(
+        config=OmegaConf.to_container(cfg, resolve=True), tracking=tracking,
+        run_name=cfg.get("run_name") or job_name, dataset_name=plan.dataset.name,
+        dataset_digest=summary["dataset_digest"], per_sample=per_sample, metrics=scored.values,
+        extra_metrics={**scored.extra, **interval_metrics(intervals)}, summary=summary, hydra_dir=hydra_dir,
+        sweep_dir=sweep_dir, overrides=overrides, agreement=scored.trust, **dataset))
+    summary["results_folder"] = str(folder)
+    return folder
+
+
+def judge_failed_step(plan: Plan, scored: Scored, folder: Path | None, outcome: Outcome | None = None) -> None:
+    """A judge that answered nothing usable: not a run to log, and not exit 0 (its results are on disk,
+    or, when nothing was saved, on the exception's ``outcome``)."""
+    import collections
+
+    from ragexp.judge import failed_line
+
+    judged = [s.key for s in plan.specs if s.info.judge]
+    if not judged or any(scored.counts.get(k, {}).get("ok") for k in judged):
+        return
+    failed = failed_line(sum((collections.Counter(scored.counts.get(k, {})) for k in judged), collections.Counter()),
+                         next((scored.tally.failed[k] for k in judged if k in scored.tally.failed), ""))
+    if failed:
+        where = f"{folder}/per_sample.parquet" if folder is not None else "the exception's .result.per_sample"
+        raise JudgeFailed(f"{failed}. Each sample's reason is in {where}; nothing was logged", outcome=outcome)
+
+
+def interval_metrics(intervals: dict[str, Any]) -> dict[str, float]:
+    """MLflow keys of the uncertainty: ``K/n``, ``K/stderr``, ``K/ci_low``, ``K/ci_high`` for aggregate key K."""
+    out: dict[str, float] = {}
+    for key, iv in intervals.items():
+        out[f"{key}/n"] = float(iv.n)
+        for part in ("stderr", "ci_low", "ci_high"):
+            value = getattr(iv, part)
+            if value is not None:
+                out[f"{key}/{part}"] = float(value)
+    return out
+
+
+def check_store_step(tracking: dict[str, Any]) -> None:
+    """The MLflow store takes runs (scheme, reachable, writable), checked before any work;
+    runs left RUNNING by dead processes of this host are closed FAILED (one line says so)."""
+    if not tracking.get("enabled", True):
+        return
+    from ragexp.tracking.store import check_store, configure_http, resolve_uri
+    from ragexp.tracking.traces import check_cap
+
+    check_cap(tracking.get("traces"))  # tracking.traces: a bad cap said before any work
+
+    configure_http(tracking)  # tracking.http_timeout_s / http_max_retries, for this job's MLflow calls
+    try:
+        check_store(resolve_uri(tracking.get("uri")), tracking.get("experiment") or "ragexp")
+    except TrackingError:
+        if not _sweep_parent():
+            raise
+        # a sweep's store that went away after its parent run was opened: the job still computes and saves;
+        # log_step tries again at its end and, failing, leaves the job unlogged (docs/guarantees.md)
+
+
+def log_step(tracking: dict[str, Any], folder: Path, summary: dict[str, Any], record: Any = None) -> None:
+    """Log the saved results folder to MLflow and say where; a failure says how to log it later."""
+    if not tracking.get("enabled", True):
+        return
+    from ragexp.tracking.log import log_run
+    from ragexp.tracking.store import resolve_uri, ui_command
+
+    try:
+        run_id, uri = log_run(folder, uri=resolve_uri(tracking.get("uri")), record=record)  # mlflow_run.json keeps it without credentials
+    except TrackingError as exc:
+        if not _sweep_parent():
+            raise
+        # in a sweep: this job is saved but unlogged; the sweep goes on, and its end names the upload command
+        why = scrub(str(exc).split("; the results are in ")[0])
+        print(f"  unlogged: {why}; its results are saved in {folder} (the sweep's end says how to log them)")
+        return
+    summary["run_id"] = run_id
+    summary["tracking_uri"] = uri
+    if _job_label():  # in a sweep: its end says how to open them all
+        print(f"  logged as MLflow run {run_id}")
+        return
+    print(f"MLflow run {run_id} logged to {redact_url(uri)}")
+    print(f"Open it with:  {ui_command(uri)}")
+def traces_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, summary: dict[str, Any], per_sample: Any,
+                records: list[Record], timings: Any = None) -> None:
+    """Each sample (up to ``tracking.traces``) as an MLflow trace linked to the logged run (docs/traces.md),
+    after the run is logged: a trace that fails to log is said in one line and a run tag, never fails the run.
+    A streamed run's (``per_sample`` a :class:`ragexp.results.tables.StreamedTable`) are read back from its
+    Parquet file and its ``timings`` columns."""
+    if not tracking.get("enabled", True) or not summary.get("run_id") or tracking.get("traces", 1) == 0:
+        return
+    from ragexp.tracking.traces import DEFAULT_CAP, log_run_traces, log_streamed_traces
+
+    if hasattr(per_sample, "finish"):
+        line = log_streamed_traces(per_sample.path, timings, OmegaConf.to_container(cfg, resolve=True),
+                                   summary["tracking_uri"], summary["run_id"], summary["dataset_digest"])
+    else:
+        judge_model = scrub(str(cfg.judge.get("model"))) if plan.judge is not None and cfg.get("judge") else None
+        judges = {s.key: judge_model for s in plan.judge_specs} if judge_model else {}
+        line = log_run_traces(summary["tracking_uri"], summary["run_id"], records, per_sample,
+                              summary["dataset_digest"], judges, cap=tracking.get("traces", DEFAULT_CAP),
+                              seed=plan.stats.get("seed") or 0, session_by=plan.stats.get("cluster_by"))
+    if line:
+        print(line)
+
+
+def _sweep_parent() -> str | None:
+    """The parent run of the sweep this job belongs to (None outside a sweep, or a sweep logging nothing)."""
+    from ragexp.tracking.launch import find_parent_run
+
+    return find_parent_run(_hydra_paths()[1])
+
+
+def results_folder() -> Path:
+    """Where a run writes its results before logging: the job's Hydra output folder, or (without
+    Hydra, e.g. ``run(cfg)`` from a script) ``ragexp_results/<date>_<time>_<random>/`` in the launch dir."""
+    if (hc := _hydra()) is not None:
+        return Path(hc.runtime.output_dir)
+    import uuid
+
+    return launch_dir() / "ragexp_results" / f"{time.strftime('%Y-%m-%d_%H-%M-%S')}_{uuid.uuid4().hex[:8]}"
+
+
+def _hydra() -> Any:
+    """Hydra's config of the running job; None outside a Hydra app (``run(cfg)`` from a script, ``evaluate``)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return HydraConfig.get() if HydraConfig.initialized() else None
+
+
+def _job_label() -> str:
+    """In a multirun, which job a printed table belongs to: `` · job 3: retriever=dense retriever.top_k=5``."""
+    hc = _hydra()
+    if hc is None or str(hc.mode) != "RunMode.MULTIRUN":
+        return ""
+    overrides = scrub(" ".join(o for o in map(str, hc.overrides.task) if not _is_plumbing(o)))
+    return f" · job {hc.job.num}" + (f": {overrides}" if overrides else "")
+
+
+#: Overrides that say where and how a job runs, not which system it evaluates: left out of a child run's name.
+PLUMBING_KEYS = ("data_dir", "progress", "tracking", "hydra", "run_name", "execution", "report")
+
+
+def _is_plumbing(override: str) -> bool:
+    """``data_dir=/some/path`` or ``tracking.uri=...``: not part of what tells a sweep's jobs apart.
+
+    >>> _is_plumbing("progress=False"), _is_plumbing("tracking.uri=sqlite:///x.db"), _is_plumbing("retriever.top_k=5")
+    (True, True, False)
+    """
+    key = override.split("=", 1)[0].lstrip("+~")
+    return key.split(".", 1)[0] in PLUMBING_KEYS
+
+
+def _hydra_paths() -> tuple[Path | None, str | None, str | None]:
+    """The job's ``.hydra`` folder, the sweep's folder and the job's run name (in a multirun), or Nones."""
+    hc = _hydra()
+    if hc is None:
+        return None, None, None
+    sweep = str(hc.sweep.dir) if str(hc.mode) == "RunMode.MULTIRUN" else None
+    name = None
+    if sweep is not None:
+        name = ",".join(o for o in map(str, hc.overrides.task) if not _is_plumbing(o)) or f"job {hc.job.num}"
+    return Path(hc.runtime.output_dir) / hc.output_subdir if hc.output_subdir else None, sweep, name
