@@ -243,3 +243,29 @@ def test_two_generations_at_once_on_one_sqlite_cache_pay_once(tmp_path):
     asked = reports[0]["answerability_checks"] + reports[0]["asked"] - reports[0]["not_generated"].get("too_few_passages", 0)
     assert calls <= asked, (calls, asked, outs)  # each question and check once, not twice
     assert (tmp_path / "0.jsonl").read_text() == (tmp_path / "1.jsonl").read_text()
+
+
+@pytest.mark.integration
+def test_a_run_on_a_full_disk_says_which_file_with_status_4(tmp_path):
+    """``python -m ragexp`` whose output folder is on a full disk: as Hydra writes its files (``.hydra/``), and
+    as the run saves its results (a few kB free): one line naming the file, exit status 4, no traceback."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rm", "true"]).returncode != 0:
+        pytest.skip("no unprivileged mount namespace here (unshare -rm) to make a full disk")
+    import cli
+
+    cli._require("integration", "starts ragexp as a process")
+    full = tmp_path / "full"
+    full.mkdir()
+    script = ('mount -t tmpfs -o size=300k tmpfs "$1" || exit 99; head -c 1000000 /dev/zero > "$1/filler" 2>/dev/null; '
+              'python -m ragexp tracking.enabled=false hydra.run.dir="$1/a"; echo "rc=$?"; rm "$1/filler"; '
+              'head -c 270000 /dev/zero > "$1/filler"; python -m ragexp tracking.enabled=false hydra.run.dir="$1/b"; '
+              'echo "rc=$?"')
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    proc = subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh", str(full)], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert proc.stdout.splitlines()[-2:] == ["rc=4", "rc=4"], proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ragexp: error:")]
+    assert "Traceback" not in proc.stderr and len(errors) == 2, proc.stderr[-3000:]
+    assert errors[0] == f"ragexp: error: could not write {full}/a/.hydra/config.yaml: No space left on device"
+    assert f"in {full}/b (No space left on device)" in errors[1]

@@ -80,6 +80,7 @@ def _run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], Non
         if full_error is not None:
             raise
         from ragexp.common.extras import missing_extra_line
+        from ragexp.common.files import SAVE_FAILED, write_failure
 
         if missing_extra_line(exc):  # an optional package missing: the extra to install, not a traceback
             print(f"ragexp: error: {missing_extra_line(exc)}", file=sys.stderr)
@@ -91,6 +92,9 @@ def _run_app(app: Callable[[], Any], on_interrupt: Callable[[BaseException], Non
             # hydra/launcher=joblib without the sweep extra: Hydra knows no such option; say which extra
             hint = plugin_hint(f"{getattr(exc, 'missing_cfg_file', '')} {exc}")
             print(f"ragexp: error: {hint or config_error_line(exc)}", file=sys.stderr)
+        elif (line := write_failure(exc)) is not None:  # Hydra's own files on a full disk: one line, status 4
+            print(f"ragexp: error: {line}", file=sys.stderr)
+            sys.exit(SAVE_FAILED)
         else:
             import traceback
 

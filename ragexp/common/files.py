@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -31,6 +32,38 @@ def exit_status(exc: RagexpError) -> int:
     """The exit status of a command stopped by ``exc``: :data:`SAVE_FAILED` for an output that could not be
     written, else 2 (bad input or config)."""
     return SAVE_FAILED if isinstance(exc, SaveError) else 2
+
+
+#: What a write that failed for want of room or permission raises (not the user's input being wrong)
+WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """The one line for an OSError of a write that found no room (a full disk, a quota, a read-only file
+    system) — e.g. Hydra saving a job's ``config.yaml`` — naming the file; None for any other error.
+
+    >>> write_failure(OSError(errno.ENOSPC, "No space left on device", "/data/out/config.yaml"))
+    'could not write /data/out/config.yaml: No space left on device'
+    """
+    if not isinstance(exc, OSError) or exc.errno not in WRITE_ERRNOS:
+        return None
+    return f"could not write {exc.filename or _file_being_written(exc) or 'a file'}: {exc.strerror or exc}"
+
+
+def _file_being_written(exc: BaseException) -> str | None:
+    """The name of the file open for writing nearest to where ``exc`` was raised (a write or close that
+    fails carries no file name): a local variable of the failing frames that is an open file."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        for value in frame.f_locals.values():
+            name, mode = getattr(value, "name", None), getattr(value, "mode", "")
+            if isinstance(name, str) and isinstance(mode, str) and any(m in mode for m in "wax+"):
+                return name
+    return None
 
 
 def same_file(a: Path, b: Path) -> bool:
@@ -117,5 +150,5 @@ def remove_leftovers(folder: Path, prefix: str) -> list[Path]:
     return gone
 
 
-__all__ = ["SAVE_FAILED", "exit_status", "same_file", "refuse_overwriting", "write_atomic", "pid_alive",
+__all__ = ["SAVE_FAILED", "WRITE_ERRNOS", "write_failure", "exit_status", "same_file", "refuse_overwriting", "write_atomic", "pid_alive",
            "remove_leftovers"]
