@@ -9,7 +9,8 @@ installs them where missing) drive ``python -m ragexp.ui`` on a store made by a 
   keys, its confusion picture and its disagreements table (docs/judge-trust.md).
 
 Screenshots are saved in the test's temporary folder. With ``RAGEXP_DOCS_SCREENSHOTS=<folder>`` the
-three screenshots of docs/tracking.md (``mlflow-runs.png``, ``mlflow-child.png``, ``mlflow-per-sample.png``)
+four screenshots of docs/tracking.md (``mlflow-runs.png``, ``mlflow-charts.png``, ``mlflow-child.png``,
+``mlflow-per-sample.png``)
 are written there too (tests/browser.py):
 ``RAGEXP_DOCS_SCREENSHOTS=docs python -m pytest -q -m services tests/test_ui_browser.py``.
 """
@@ -103,8 +104,22 @@ def test_runs_first_statuses_shown_and_the_parents_pictures_load(browser, ui, tm
     screenshot(browser, tmp_path / "mlflow-runs.png", docs=True)
     page = text(browser)
     assert "answer_token_f1" in page and "context_recall" in page, page[:2000]
-    assert "0.5659" in page and "0.2715" in page, page[:2000]  # strong's and weak's means, side by side
+    # the first columns: each headline mean rounded, with its interval and n (MLflow shows a metric's float whole)
+    from ragexp.tracking.leaderboard import interval_tag
+
+    for c in children:  # strong's and weak's means with their intervals, side by side
+        assert f"{c.data.metrics['answer_token_f1']:.4f} [" in page, page[:2000]
+        assert client.get_run(c.info.run_id).data.tags[interval_tag("answer_token_f1")] in page, page[:2000]
     assert page.index("dataset.system=strong") < page.index("dataset.system=weak")  # best first
+    assert page.index(interval_tag("answer_token_f1")) < page.index(interval_tag("context_recall"))
+
+    # the chart view opens on the headline metrics and the ends of their intervals, not on agreement/...
+    browser.get(browser.current_url + "&compareRunsMode=CHART")
+    wait(browser, lambda b: "Headline metrics" in text(b) and "answer_token_f1/ci_low" in text(b),
+         "the chart view never showed the headline section", tmp_path / "charts-timeout.png")
+    page = text(browser)
+    assert page.index("Headline metrics") < min(page.index(k) for k in ("agreement", "bleu") if k in page)
+    screenshot(browser, tmp_path / "mlflow-charts.png", docs=True)
 
     # the weak child's page: its description leads with where it stands in the sweep
     browser.get(f"{base}/#/experiments/{exp}/runs/{child.info.run_id}?workflowType=machine_learning")
