@@ -171,3 +171,36 @@ def test_a_chunk_with_neither_categories_nor_sources_keeps_the_records_aligned()
     # record 0 had sources and an answer: memory_long (first seen in record 3) supported none of it
     assert out["answers_supported/source/memory_long"].mean == pytest.approx(1 / 2)
     assert out["answers_supported/source/rag"].mean == pytest.approx(1 / 2)
+
+
+def test_a_run_logs_the_breakdown_in_memory_and_streamed_alike(tmp_path):
+    """The one aggregator carries the breakdown: a run held in memory and the same file streamed in chunks of 2 give
+    the same summary['breakdown'] (categories, sources, every interval), after the run's own keys."""
+    import json as _json
+
+    import ragexp
+
+    rows = []
+    for i in range(7):
+        sources = ["rag", "memory_long"] if i % 2 else ["memory_short", "rag"]
+        rows.append({"id": f"q{i}", "query": f"question {i}", "answer": f"Paris answer{i}",
+                     "reference_answers": [f"Paris answer{i}"], "contexts": ["Paris is here", f"noise {i}"],
+                     "gt_contexts": ["Paris is here"], "category": ["temporal", "multi_hop", "adversarial"][i % 3],
+                     "context_sources": sources if i != 4 else None})
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    common = dict(metric="[answer_token_f1,context_recall,avg_coverage]", log=False, progress=False,
+                  overrides=["dataset=records", f"dataset.path={path}", "stats.resamples=200",
+                             "matcher=exact_chunk"])
+    memory = ragexp.evaluate(str(path), **{**common, "overrides": [*common["overrides"], "execution.mode=memory"]})
+    streamed = ragexp.evaluate(str(path), **{**common, "overrides": [*common["overrides"], "execution.mode=stream",
+                                                                     "execution.chunk_records=2"]})
+    a, b = memory.summary, streamed.summary
+    assert b.get("execution") and list(a)[-1] == "breakdown"
+    assert a["breakdown"] == b["breakdown"]
+    assert a["breakdown"]["by"] == {"category": ["temporal", "multi_hop", "adversarial"],
+                                    "source": ["memory_short", "rag", "memory_long"]}
+    temporal = a["breakdown"]["intervals"]["answer_token_f1/category/temporal"]
+    assert temporal["n"] == 3 and temporal["mean"] == 1.0  # q0, q3, q6: the answer is the reference
+    supported = a["breakdown"]["intervals"]["answers_supported/source/memory_long"]
+    assert supported["n"] == 6 and supported["mean"] == 0.0  # q4 names no sources; memory_long holds only noise

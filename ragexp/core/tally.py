@@ -59,6 +59,7 @@ class ChunkPart:
     failed: dict[str, str] = field(default_factory=dict)  # judge metric → its first failed verdict's reason
     samples: dict[str, list] = field(default_factory=dict)  # judge.samples > 1: metric → each record's verdicts
     whole: dict[str, float | None] = field(default_factory=dict)  # a dataset metric without ratio parts (one chunk)
+    groups: dict | None = None  # the chunk's categories and per-source values (ragexp.core.breakdown.Breakdown.part)
 
 
 def score_chunk(records: list, specs: list[MetricSpec], judge: Any = None,
@@ -122,8 +123,10 @@ def part_of(records: list, specs: list[MetricSpec], scores: Mapping[str, list], 
             if h != j and len(disagreeing) < MAX_DISAGREEMENTS:
                 r = records[i]
                 disagreeing.append((i, _Shown(r.id, r.query, r.answer)))
+    from ragexp.core.breakdown import Breakdown
+
     return ChunkPart(len(records), table or {}, values, statuses, ratios, timings, [], verdicts, disagreeing, {},
-                     pairs, failed, samples, whole)
+                     pairs, failed, samples, whole, Breakdown(specs).part(records))
 
 
 def tally_of(specs: list[MetricSpec], scores: Mapping[str, list], records: list, **part: Any) -> Tally:
@@ -189,6 +192,9 @@ class Tally:
         self.pairs: dict[str, dict] = {}  # judge metric → failed, kind, scale, presence, shown (ragexp.core.labels)
         self.samples: dict[str, list] = {}  # judge.samples > 1: metric → each record's verdicts (a run in memory)
         self.whole: dict[str, float | None] = {}  # a dataset metric without ratio parts (a run of one chunk)
+        from ragexp.core.breakdown import Breakdown
+
+        self.breakdown = Breakdown(specs)  # by category and by source (docs/metrics.md), chunk after chunk
 
     def add(self, part: ChunkPart) -> None:
         for key, n in part.usage.items():
@@ -211,6 +217,7 @@ class Tally:
         for key, per in part.samples.items():
             self.samples.setdefault(key, []).extend(per)
         self.whole.update(part.whole)
+        self.breakdown.merge(part.groups, part.n)
         if part.verdicts is not None:
             self.verdicts.extend(0, [i + self.n for i in part.verdicts[0]], "q")
             self.verdicts.extend(1, part.verdicts[1])

@@ -22,6 +22,7 @@ from ragexp.report.console import progress
 from ragexp.datasets.base import Dataset
 from ragexp.errors import ConfigError
 from ragexp.core.scoring import MetricSpec, check_fields, score
+from ragexp.core.breakdown import attach
 from ragexp.core.tally import Tally, part_of
 from ragexp.common.records import Record, cluster_labels
 from ragexp.results.columns import dataset_columns, per_sample_columns
@@ -61,6 +62,9 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
     plan, scored, intervals = done.plan, done.scored, done.intervals
     try:
         summary = summary_step(cfg, plan, scored, intervals, done.facts, done.provenance)
+        cluster_by = plan.stats.get("cluster_by")  # a run with clusters is held in memory: its table has their column
+        attach(scored.tally.breakdown, scored.tally.values, summary, scored.extra, intervals,
+               clusters=done.per_sample.get(cluster_by) if cluster_by and isinstance(done.per_sample, dict) else None)
         if done.execution:
             summary["execution"] = done.execution
         summary["seconds"] = round(time.perf_counter() - started, 3)

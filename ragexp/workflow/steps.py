@@ -302,6 +302,10 @@ def print_step(plan: Plan, n: int, scored: Scored, intervals: dict[str, Any],
                   shown, scored.counts, n, footer, intervals=intervals, stats=plan.stats,
                   headline=summary.get("headline") or [], depth=(summary.get("provenance") or {}).get("max_passages"),
                   show_all=show_all, notes_first=said)
+    if summary.get("breakdown"):  # by category, by source: one compact table each, after the run's own
+        from ragexp.report.groups import print_breakdown
+
+        print_breakdown(intervals, summary["breakdown"]["by"], summary.get("headline") or [], plan.stats)
 def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, scored: Scored, intervals: dict[str, Any],
               summary: dict[str, Any], per_sample: Any, dataset: dict[str, Any], folder: Path | None = None,
               overrides: Sequence[str] | None = None, record: Any = None) -> Path:
