@@ -206,11 +206,14 @@ def test_every_trace_accounted_for_and_stores_refused(tmp_path, not_stores):
     folder.mkdir()
     (folder / "mlflow_run.json").write_text(json.dumps({"tracking_uri": f"sqlite:///{not_stores[1]}"}))
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    for arg in (f"tracking.uri=sqlite:///{not_stores[2]}", f"folder={folder}"):
+    garbled = tmp_path / "garbled"
+    garbled.mkdir()
+    (garbled / "mlflow_run.json").write_bytes(b"\xff\x00 not json")
+    for arg in (f"tracking.uri=sqlite:///{not_stores[2]}", f"folder={folder}", f"folder={garbled}"):
         proc = subprocess.run([sys.executable, "-m", "ragexp.ui", arg, "port=0"], cwd=out, env=env, text=True,
                               capture_output=True, timeout=120)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-        assert proc.stderr.count("\n") == 1 and ("not an SQLite" in proc.stderr or "empty" in proc.stderr)
+        assert proc.stderr.count("\n") == 1 and any(w in proc.stderr for w in ("not an SQLite", "empty", "cannot be read"))
     assert {p: _sha(p) for p in not_stores} == shas
 
 

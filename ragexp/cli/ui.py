@@ -45,7 +45,12 @@ def store_of_folder(folder: str | Path) -> str:
     for name in (PARENT_FILE, MANIFEST_FILE):
         f = where / name
         if f.is_file():
-            saved = json.loads(f.read_text())
+            try:
+                saved = json.loads(f.read_text(encoding="utf-8"))
+            except (ValueError, OSError) as exc:  # not JSON, not text, unreadable: one line naming it
+                raise ConfigError(f"folder={folder}: {f} cannot be read as the run's JSON ({exc})") from None
+            if not isinstance(saved, dict):
+                raise ConfigError(f"folder={folder}: {f} holds no JSON object")
             uri = (saved.get("logged") or {}).get("tracking_uri") or saved.get("tracking_uri")
             if uri:
                 from ragexp.common.secrets import restore_url
