@@ -31,12 +31,7 @@ def category_rows(intervals: Mapping[str, Any], labels: Sequence[str], headline:
     """The category table's columns (the headline metrics that have a breakdown) and rows: category, n (the
     most records any of its values is over), a cell per metric."""
     metrics = [m for m in headline if any(breakdown_key(m, CATEGORY, c) in intervals for c in labels)]
-    rows = []
-    for c in labels:
-        ivs = [intervals.get(breakdown_key(m, CATEGORY, c)) for m in metrics]
-        n = max((iv.n for iv in ivs if iv is not None), default=0)
-        rows.append([c, str(n), *(cell(iv, n) for iv in ivs)])
-    return metrics, rows
+    return metrics, _rows(intervals, labels, metrics, CATEGORY)
 
 
 def source_rows(intervals: Mapping[str, Any], labels: Sequence[str]) -> tuple[list[str], list[list[str]]]:
@@ -45,12 +40,17 @@ def source_rows(intervals: Mapping[str, Any], labels: Sequence[str]) -> tuple[li
     metrics = [SUPPORTED] + sorted({k.split(f"/{SOURCE}/")[0] for k in intervals if f"/{SOURCE}/" in k} - {SUPPORTED},
                                    key=lambda k: (SOURCE_METRICS.index(k.split("/")[0]) if k.split("/")[0] in
                                                   SOURCE_METRICS else 99, k))
+    return metrics, _rows(intervals, labels, metrics, SOURCE)
+
+
+def _rows(intervals: Mapping[str, Any], labels: Sequence[str], metrics: Sequence[str], by: str) -> list[list[str]]:
+    """A row per label: the label, n (the most records any of its values is over), a :func:`cell` per metric."""
     rows = []
-    for s in labels:
-        ivs = [intervals.get(breakdown_key(m, SOURCE, s)) for m in metrics]
+    for label in labels:
+        ivs = [intervals.get(breakdown_key(m, by, label)) for m in metrics]
         n = max((iv.n for iv in ivs if iv is not None), default=0)
-        rows.append([s, str(n), *(cell(iv, n) for iv in ivs)])
-    return metrics, rows
+        rows.append([label, str(n), *(cell(iv, n) for iv in ivs)])
+    return rows
 
 
 def print_breakdown(intervals: Mapping[str, Any], labels: Mapping[str, Sequence[str]], headline: Sequence[str],
