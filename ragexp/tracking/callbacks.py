@@ -162,7 +162,10 @@ class ParentRunCallback(Callback):
             retrying(client.log_metric, self.run_id, "sweep/children", float(len(rows)))
             retrying(client.log_metric, self.run_id, JOBS_FAILED_METRIC, float(len(failed)))
             retrying(client.set_tag, self.run_id, JOBS_FAILED_TAG, str(len(failed)))
-            stats = OmegaConf.to_container(config.stats, resolve=True) if config.get("stats") else {}
+            from ragexp.stats.intervals import DEFAULTS
+
+            given = OmegaConf.to_container(config.stats, resolve=True) if config.get("stats") else {}
+            stats = {**DEFAULTS, **given}  # what the node leaves out: conf/stats/default.yaml's, once, here
             try:  # the sweep's leaderboard on the parent run (ragexp.tracking.leaderboard)
                 log_leaderboard(client, self.run_id, children, primary=stats.get("primary"),
                                 objective=config.get("objective"), stats=stats, sweep_dir=str(config.hydra.sweep.dir))

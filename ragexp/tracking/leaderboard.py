@@ -19,7 +19,6 @@ from typing import Any, Mapping
 
 from ragexp.core.leaderboard import (Entry, answers_recorded, choose_metric, headline_columns, higher_is_better,
                                      mixed_granularity, other_headlines, rank)
-from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED
 
 LEADERBOARD_FILE = "leaderboard.json"
 PLOT_FILE = "leaderboard.png"
@@ -93,7 +92,8 @@ def unlogged_jobs(sweep_dir: str | Path | None, children: list[Any]) -> list[str
 def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, primary: str | None,
                     objective: str | None, stats: Mapping[str, Any], sweep_dir: str | None = None
                     ) -> dict[str, Any] | None:
-    """Build the leaderboard of ``children``, log it on the parent run, print it; return it."""
+    """Build the leaderboard of ``children``, log it on the parent run, print it; return it. ``stats``: the sweep's
+    whole ``stats`` settings (resamples, confidence, seed, correct_with_labels), defaults filled by the caller."""
     from ragexp.report.console import print_leaderboard
     from ragexp.report.plots import forest_plot, sweep_heatmap
     from ragexp.common.secrets import redact
@@ -116,15 +116,14 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
         if metric is None:
             print("[ragexp] no leaderboard: no child run logged a summary with metrics")
             return None
-        correct = bool(stats.get("correct_with_labels", False))
+        correct = bool(stats["correct_with_labels"])
         present = [s for s in (summaries[c.info.run_id] for c in ordered) if s]
         boards = {}
         for key in [metric, *other_headlines(metric, present)]:
             entries = [_child_entry(c, key, summaries[c.info.run_id], read, correct) for c in ordered]
             boards[key] = rank(entries, metric=key, higher=higher_is_better(key),
-                               resamples=int(stats.get("resamples", RESAMPLES)),
-                               confidence=float(stats.get("confidence", CONFIDENCE)),
-                               seed=int(stats.get("seed", SEED)), corrected=correct and any(e.human for e in entries))
+                               resamples=int(stats["resamples"]), confidence=float(stats["confidence"]),
+                               seed=int(stats["seed"]), corrected=correct and any(e.human for e in entries))
         board = boards.pop(metric)
         _add_labels(board["rows"])
         headline_columns(board, {k: b for k, b in boards.items() if any(r.get("mean") is not None for r in b["rows"])})
