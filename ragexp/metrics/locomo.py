@@ -19,7 +19,8 @@ judged correctness (``answer_correct`` with a judge), as memory-layer papers rep
 
 The evidence recall is the share of a question's evidence entries retrieved: turn ids compared as
 written, or, when the first retrieved id is a session (``S3``), the sessions of the evidence. Nothing
-retrieved is 0. Two choices are LoCoMo's, kept for equality: a question without evidence (4 in the
+retrieved is 0 (LoCoMo's code stops with an error there); a question without a recorded retrieval has no
+value (``missing_field``), where LoCoMo's code writes 1. Two choices are LoCoMo's, kept for equality: a question without evidence (4 in the
 file) scores 1, and an entry naming no turn (``D8:6; D9:17``) is read as written — never matched at turn
 level, matched by its session number (``8``) at session level. ``recall_at_k``, ``mrr`` and ``ndcg`` in
 ``metric=locomo`` read the same ids at turn level only: with session ids retrieved they are 0.
