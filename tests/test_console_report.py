@@ -83,3 +83,13 @@ def test_a_wide_table_is_printed_whole_never_cut_to_an_ellipsis(capsys):
     out = capsys.readouterr().out
     assert "…" not in out
     assert key in out and "[-0.0645, 0.1075]" in out and "465 / 489" in out and "229,584" in out
+
+
+def test_a_pipeline_runs_table_shows_what_it_measured_not_its_batch_size(compose, capsys):
+    """pipeline/batch_size is a setting the run used: in summary.json, not a row of the table (issue 42)."""
+    from ragexp.workflow.runner import execute
+
+    out = execute(compose("retriever=bm25", "tracking.enabled=false"), save=False, show=True)
+    assert out.summary["latency_batch"] is not None  # the run did record it
+    printed = capsys.readouterr().out
+    assert "latency/retrieve" in printed and "pipeline/batch_size" not in printed, printed

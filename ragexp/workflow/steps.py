@@ -273,6 +273,11 @@ def provenance(plan: Plan, stages: set[str], depth: int, answered: bool) -> dict
             "answers": "pipeline" if "answer" in produced else "dataset" if answered else None,
             "latency": "pipeline" if "latency_s" in produced else "dataset", "latency_stages": stages,
             "stages": stage_names, "max_passages": depth or None}
+#: keys of a run's extra numbers that are settings it ran with, not measurements: in summary.json and MLflow, not
+#: rows of the console's table
+SETTINGS_NOT_SHOWN = ("pipeline/batch_size",)
+
+
 def print_step(plan: Plan, n: int, scored: Scored, intervals: dict[str, Any],
                summary: dict[str, Any], folder: Path | None, show_all: bool = False) -> None:
     """The summary table, with what was skipped, the warnings and where the results are; in a sweep one
@@ -288,7 +293,8 @@ def print_step(plan: Plan, n: int, scored: Scored, intervals: dict[str, Any],
         rows, extra_intervals = trust_rows(scored.trust)
         shown.update(rows)
         intervals = {**intervals, **extra_intervals}
-    shown.update({k: v for k, v in scored.extra.items() if k.startswith(("latency/", "judge/", "pipeline/"))})
+    shown.update({k: v for k, v in scored.extra.items()  # what the run measured (a setting such as the batch size is
+                  if k.startswith(("latency/", "judge/", "pipeline/")) and k not in SETTINGS_NOT_SHOWN})  # not a row)
     from ragexp.report.describe import provenance_lines
 
     said = provenance_lines(summary.get("provenance") or {}, "avg_latency" in scored.values)
