@@ -63,8 +63,9 @@ class _Shown:
 
 
 class _LoadedOnUse:
-    """A field holding a DataFrame, or the path of a Parquet file read into one the first time it is used
-    (a streamed run's per-sample table: docs/performance.md, "Scale")."""
+    """A field holding a DataFrame, or the path of a Parquet file opened as a
+    :class:`ragexp.results.sample_table.SampleTable` (read a column at a time) the first time it is used
+    (a streamed run's per-sample table: docs/api.md, "What it returns")."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = "_" + name
@@ -74,10 +75,9 @@ class _LoadedOnUse:
             raise AttributeError(self.name)  # no default: the dataclass field stays required
         value = obj.__dict__[self.name]
         if isinstance(value, Path):
-            from ragexp.results.columns import frame_of
-            from ragexp.results.tables import read_parquet_columns
+            from ragexp.results.sample_table import SampleTable
 
-            value = obj.__dict__[self.name] = frame_of(read_parquet_columns(value))
+            value = obj.__dict__[self.name] = SampleTable(value)
         return value
 
     def __set__(self, obj: Any, value: Any) -> None:
@@ -91,8 +91,9 @@ class EvaluationResult(_Shown):
     ``per_sample``: one row per input row, in input order (id, query, answer, then every metric's
     value, status and detail) — the table ``python -m ragexp`` logs as ``per_sample.parquet``
     (``per_sample.json`` is its copy trimmed for the UI). After a streamed run (a big file: docs/performance.md,
-    "Scale") it is read from that Parquet file the first time it is used (with ``log=False``, a
-    temporary file removed when the process exits).
+    "Scale") it is a :class:`~ragexp.results.sample_table.SampleTable` over that Parquet file (with
+    ``log=False``, a temporary file removed when the process exits): ``per_sample["metric"]`` reads that
+    column alone, ``.to_arrow()`` gives Arrow, anything else of a DataFrame reads the whole table once.
     ``metrics``: one row per aggregate key: ``value`` (the mean over ``ok`` samples, or the
     dataset-level value), ``ci_low``, ``ci_high``, ``stderr`` and ``n`` (how many samples it is over).
     ``summary``: the run's ``summary.json`` as a dict. ``run_id``: the MLflow run, None when not logged.
