@@ -1,5 +1,6 @@
 """What the default per-sample traces cost a small run: the demo's two-job sweep
-(``python -m ragexp -m dataset.system=strong,weak``, 2 x 50 samples, all of them traces at the default cap)
+(``python -m ragexp -m dataset.system=strong,weak``, 2 x 50 samples, all of them traces: the default cap of a
+single run, ``tracking.sweep_traces=null`` so each job has it)
 with traces (the default) and without (``tracking.traces=0``), CPU (user + sys of the process and its
 threads) and wall, rounds taken in turns so a change in the machine's load hits both alike.
 
@@ -25,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_traces import timed_run  # noqa: E402
 
-SWEEP = ["-m", "dataset.system=strong,weak", "progress=false", "tracking.plots=false"]
+SWEEP = ["-m", "dataset.system=strong,weak", "progress=false", "tracking.plots=false", "tracking.sweep_traces=null"]
 TRACES = 100  # 2 jobs x 50 demo samples, every one a trace at the default cap
 
 

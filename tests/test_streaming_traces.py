@@ -40,6 +40,7 @@ def _logged(uri: str, run_id: str) -> tuple[str, list]:
     for trace in mlflow.search_traces(locations=[run.info.experiment_id], run_id=run_id, return_type="list"):
         root = next(s for s in trace.data.spans if s.parent_id is None)
         spans = [(s.name, s.span_type, s.inputs, s.outputs, s.attributes.get("ragexp.seconds"),
+                  json.dumps(s.attributes.get("ragexp.scores"), sort_keys=True),
                   s.end_time_ns - s.start_time_ns if s is not root else None)
                  for s in sorted(trace.data.spans, key=lambda s: (s.parent_id is not None, s.start_time_ns, s.name))]
         marks = sorted((a.name, json.dumps(a.value, sort_keys=True), a.error and a.error.error_code,

@@ -4,10 +4,11 @@
 - unit: which samples become traces under ``tracking.traces`` (every one up to the cap; above it a seeded
   sample stratified by status), the documents of a RETRIEVER span, the judge's reasons as rationale;
 - a real sweep ``python -m ragexp -m dataset.system=strong,weak`` on the demo with a judge metric (the
-  scripted judge of tests/judge_server.py): each child has 50 traces linked to it, each trace one feedback per
-  metric equal to the child's per-sample table (a non-ok status as an error, never a value), the judge's
-  reasons as rationale from an LLM_JUDGE source, the references as expectations, and the two children's
-  root inputs byte-identical per record;
+  scripted judge of tests/judge_server.py): each child has 50 traces linked to it, each trace the run's headline
+  metrics as feedback first, then each metric whose status is not ok (an error, never a value), every metric's
+  value on the root span (ragexp.scores) equal to the child's per-sample table, the judge's reasons as
+  rationale from an LLM_JUDGE source, the references as expectations, and the two children's root inputs
+  byte-identical per record;
 - ``tracking.traces=N`` below the number of samples: N traces, said in the run's description;
 - ``ragexp.mlflow_scorers`` in ``mlflow.genai.evaluate``: the values ragexp gives the same records.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -96,7 +98,7 @@ def sweep(tmp_path_factory, data_dir):
         server.script = _fail_some
         run_cli("-m", "dataset.system=strong,weak", f"metric=[default,{JUDGED}]", "judge=openai_compatible",
                 f"judge.api_base={server.url}", "judge.max_retries=0", f"data_dir={data_dir}", "progress=false",
-                "tracking.plots=false", cwd=launch)
+                "tracking.plots=false", "tracking.sweep_traces=null", cwd=launch)  # every sample of each job
     uri = f"sqlite:///{launch / 'mlflow.db'}"
     client, _, children = parent_and_children(uri)
     return uri, client, sorted(children, key=lambda r: r.info.run_name)
@@ -125,7 +127,7 @@ def _table(client, run):
 
 
 @pytest.mark.integration
-def test_each_child_has_one_trace_per_sample_with_each_metric_as_feedback(sweep):
+def test_each_child_has_one_trace_per_sample_with_its_headline_and_failed_metrics_as_feedback(sweep):
     from mlflow.entities import AssessmentSourceType
 
     uri, client, children = sweep
@@ -136,9 +138,11 @@ def test_each_child_has_one_trace_per_sample_with_each_metric_as_feedback(sweep)
         traces = _traces(uri, child)
         table = _table(client, child).set_index("id")
         assert len(traces) == len(table) == 50
-        assert child.data.tags["ragexp.traces"] == "50 of 50"
+        assert child.data.tags["ragexp.traces"] == "50 of 50"  # was "being logged: 50 of 50 ..." while they were
         keys = metric_keys(table.columns)
         assert JUDGED in keys and "answer_token_f1" in keys
+        headline = json.loads(Path(client.download_artifacts(child.info.run_id, "summary.json")).read_text())["headline"]
+        assert headline[:2] == ["answer_token_f1", "context_recall"]
         for trace in traces:
             rid = trace.info.tags[RECORD_TAG]
             row = table.loc[rid]
@@ -162,8 +166,17 @@ def test_each_child_has_one_trace_per_sample_with_each_metric_as_feedback(sweep)
                 if a.feedback is not None and a.source.source_type != AssessmentSourceType.HUMAN:
                     assert a.name not in feedback, f"two feedback named {a.name}"
                     feedback[a.name] = a
-            assert set(feedback) == set(keys)
+            # the headline metrics first (MLflow's Traces tab shows the first), then each metric not ok on this row
+            failed = {k for k in keys if row[status_column(k)] != "ok"}
+            assert set(feedback) == set(headline) | failed
+            named = [a.name for a in trace.info.assessments]
+            assert named[:len(headline)] == headline, named
+            # every metric's value on the root span, None where its status is not ok
+            scores = root.attributes["ragexp.scores"]
+            assert set(scores) == set(keys)
             for key in keys:
+                assert scores[key] == (None if key in failed else pytest.approx(row[key], rel=0, abs=0)), key
+            for key in feedback:
                 a = feedback[key]
                 if row[status_column(key)] == "ok":
                     assert a.error is None
@@ -205,10 +218,21 @@ def test_a_cap_below_the_samples_logs_that_many_and_says_so(tmp_path, data_dir):
         run.data.tags["mlflow.note.content"]
 
 
+def test_a_sweeps_jobs_trace_the_same_questions_whatever_their_statuses():
+    from ragexp.tracking.traces import job_cap
+
+    # a sweep's job draws its seeded sample with every status alike: two jobs whose errors differ pick the same rows
+    one, two = ["ok"] * 95 + ["error"] * 5, ["error"] * 30 + ["ok"] * 70
+    assert choose(one, 10, seed=3) != choose(two, 10, seed=3)  # stratified, as a single run's
+    assert choose(["ok"] * 100, job_cap(50, 10), seed=3) == choose(["ok"] * 100, job_cap(None, 10), seed=3)
+    assert len(choose(["ok"] * 100, job_cap(50, 10), seed=3)) == 10
+
+
 @pytest.mark.slow
 def test_an_apps_own_traces_get_ragexps_scores_and_are_linked_to_the_run(tmp_path):
     """dataset=mlflow_traces on a LangChain app's autologged traces, the run logged to the app's store and
-    experiment: the run's traces are the app's own (no copies), each with every metric's feedback naming the run,
+    experiment: the run's traces are the app's own (no copies), each with every metric's feedback naming the run
+    (tracking.trace_assessments=all),
     the person's reference not repeated; a run whose records have no timing says so on its traces."""
     import mlflow
     import traced_apps
@@ -236,7 +260,8 @@ def test_an_apps_own_traces_get_ragexps_scores_and_are_linked_to_the_run(tmp_pat
                 mlflow.log_expectation(trace_id=trace_id, name="gt_context_ids", value=["bee-01"])
         result = ragexp.evaluate("mlflow_traces", metric="[answer_token_f1,avg_latency,recall_at_k]", log=uri,
                                  progress=False, overrides=["dataset.experiment=my-app", f"dataset.tracking_uri={uri}",
-                                                            "tracking.experiment=my-app", "tracking.plots=false"])
+                                                            "tracking.experiment=my-app", "tracking.plots=false",
+                                                            "tracking.trace_assessments=all"])
         table = result.per_sample.set_index("trace_id")
         keys = metric_keys(table.columns)
         linked = mlflow.search_traces(locations=[exp], run_id=result.run_id, return_type="list")
@@ -340,3 +365,50 @@ def test_each_questions_trace_carries_its_conversation_as_the_mlflow_session(tmp
     one = mlflow.search_traces(locations=[run.info.experiment_id], return_type="list",
                                filter_string="metadata.`mlflow.trace.session` = 'conv-30'")
     assert sorted(t.info.tags[RECORD_TAG] for t in one) == ["conv-30/0", "conv-30/1", "conv-30/2"]
+
+
+@pytest.mark.integration
+def test_a_run_killed_while_logging_its_traces_keeps_saying_they_are_being_logged(tmp_path):
+    """The run's ``ragexp.traces`` tag says ``being logged`` before the first trace: a process killed (SIGKILL)
+    while its traces are written leaves a run that says its traces are not all there."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import mlflow
+
+    from ragexp.tracking.traces import BEING_LOGGED
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    script = ("import ragexp\n"
+              "records = [{'id': f'q{i}', 'query': f'question {i}?', 'answer': f'answer {i}', "
+              "'reference_answers': [f'answer {i % 7}']} for i in range(400)]\n"
+              f"ragexp.evaluate(records, metric='[answer_token_f1]', log={uri!r}, progress=False, "
+              "overrides=['tracking.traces=null', 'tracking.plots=false'])\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    tag, deadline = None, time.time() + 300
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+            try:
+                exp = mlflow.MlflowClient(uri).get_experiment_by_name("ragexp")
+                runs = mlflow.MlflowClient(uri).search_runs([exp.experiment_id]) if exp else []
+            except Exception:  # noqa: BLE001 - the store is being created
+                continue
+            tag = runs[0].data.tags.get("ragexp.traces") if runs else None
+            if tag:
+                break
+        assert proc.poll() is None, "the run ended before its traces were being logged"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert tag == BEING_LOGGED.format(chosen=400, samples=400)
+    exp = mlflow.MlflowClient(uri).get_experiment_by_name("ragexp").experiment_id
+    (run,) = mlflow.MlflowClient(uri).search_runs([exp])
+    assert run.data.tags["ragexp.traces"] == tag  # no count replaced it: the run says they did not all land
+    mlflow.set_tracking_uri(uri)
+    assert len(mlflow.search_traces(locations=[exp], run_id=run.info.run_id, return_type="list")) < 400

@@ -33,6 +33,8 @@ class TrackingSettings:
     plots: bool  # metrics.png and histograms.png
     traces: Any  # samples logged as traces: a cap, null for every one, 0 for none (checked by traces.check_cap)
     table_rows: int | None  # rows of per_sample.json (null: all)
+    sweep_traces: Any  # a sweep job's traces: at most this many, the same questions in every job (null: traces)
+    trace_assessments: str  # headline | all: which metrics are a trace's assessments (traces.check_assessments)
     tags: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     http_timeout_s: Any = None  # conf/tracking/server.yaml: MLflow's HTTP bounds (store.configure_http checks them)
     http_max_retries: Any = None

@@ -5,10 +5,13 @@ One trace per sample: a root span (inputs ``{"query": ...}``, the same bytes for
 run, so MLflow's comparison of two runs pairs the rows; outputs ``{"answer": ...}``), a ``RETRIEVER``
 span whose outputs are the passages in MLflow's document form, a span per pipeline stage with its
 measured duration when ragexp ran the pipeline, and the record id and dataset digest as trace tags. On
-it: each metric's per-sample value as feedback (a deterministic metric from a ``CODE`` source named by
-the metric, a judge metric from the judge model as ``LLM_JUDGE`` source with the judge's reasons as
-rationale, a status other than ``ok`` as feedback carrying that error and no value), the references as
-expectations, people's labels as ``HUMAN`` feedback.
+the root span: every metric's per-sample value as one attribute (``ragexp.scores``). On the trace, as
+assessments (``tracking.trace_assessments``): the run's headline metrics first, then any metric whose status is
+not ``ok`` (feedback carrying that error and no value) — or, with ``all``, every metric — each as feedback (a
+deterministic metric from a ``CODE`` source named by the metric, a judge metric from the judge model as
+``LLM_JUDGE`` source with the judge's reasons as rationale); the references as expectations, people's labels as
+``HUMAN`` feedback. MLflow stores assessments one row at a time, about half a trace's CPU at 43 of them
+(docs/performance.md, "Traces"), hence the headline default.
 
 The feedback is added while the trace is still open, so each trace reaches the store in one write
 with everything on it, in MLflow's background export (flushed every :data:`FLUSH_EVERY` traces, so
@@ -16,7 +19,9 @@ its queue never overflows and drops one). ``tracking.traces`` caps how many samp
 (:func:`choose`: every one up to the cap, above it a seeded sample stratified by status). Logging
 traces happens after the run is logged: a failure is recorded on the run (tag
 ``ragexp.traces_failed``) and said in one line, and never fails the run; the values stay in the
-per-sample table.
+per-sample table. The run's ``ragexp.traces`` tag says ``being logged`` while they are, and the count
+that landed once MLflow's export has drained (waited for at most :data:`WAIT_S`): a run stopped while logging
+them keeps the ``being logged`` value.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import logging
 import math
 import os
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +45,17 @@ from ragexp.tracking.settings import TrackingSettings
 #: Samples that become traces when ``tracking.traces`` is not set: conf/tracking/local.yaml's (docs/performance.md,
 #: "Traces": measured so a default run with traces stays within 1.5x the wall time of one without).
 DEFAULT_CAP = conf_file("tracking/local")["traces"]
+#: A sweep job's cap (``tracking.sweep_traces``): the same questions in every job (docs/traces.md).
+DEFAULT_SWEEP_CAP = conf_file("tracking/local")["sweep_traces"]
+#: Which metrics are each trace's assessments (``tracking.trace_assessments``): ``headline`` (the headline metrics
+#: and those whose status is not ``ok``) or ``all``.
+ASSESSMENTS = ("headline", "all")
+DEFAULT_ASSESSMENTS = conf_file("tracking/local")["trace_assessments"]
+#: Root span attribute: every metric's per-sample value (None where its status is not ``ok``).
+SCORES_ATTRIBUTE = "ragexp.scores"
+#: Seconds a run waits at its end for MLflow's export of its traces to drain; what has not landed by then is
+#: said on the run (tag ``ragexp.traces_failed`` and its description).
+WAIT_S = 120.0
 #: Traces started between two flushes of MLflow's export queue (its default size is 1,000: a trace
 #: put on a full queue is dropped).
 FLUSH_EVERY = 500
@@ -47,6 +64,8 @@ RECORD_TAG, DIGEST_TAG, RUN_TAG = "ragexp.record_id", "ragexp.dataset_digest", "
 TRACE_NAME = "ragexp"
 #: Run tags: how many samples became traces, and why some did not.
 COUNT_TAG, FAILED_TAG = "ragexp.traces", "ragexp.traces_failed"
+#: The ``ragexp.traces`` value while they are logged: a run that keeps it was stopped before they all landed.
+BEING_LOGGED = "being logged: {chosen} of {samples} (a run that keeps this value stopped before they all landed)"
 #: Trace tag of a sample with no timing: MLflow would show its trace's execution time as 0 s.
 DURATION_TAG, NOT_MEASURED = "ragexp.duration", "not measured (the record has no latency_s or timings)"
 #: Traces linked to a run per ``MlflowClient.link_traces_to_run`` call (MLflow's limit).
@@ -68,6 +87,7 @@ class TraceReport:
     failed: list[str] = field(default_factory=list)
     seconds: float = 0.0
     linked: int = 0
+    stratified: bool = True  # false: a sweep job's, the same seeded questions in every job
 
     def note(self, cap: int | None) -> str | None:
         """The sentence the run's description gets when not every sample is a trace."""
@@ -77,7 +97,9 @@ class TraceReport:
             return " ".join(parts) or None
         if self.chosen < self.samples:
             parts.append(f"Traces: {self.chosen} of {self.samples} samples (tracking.traces={cap}), a seeded "
-                         "sample stratified by status; every sample is in per_sample.parquet.")
+                         "sample stratified by status; every sample is in per_sample.parquet." if self.stratified else
+                         f"Traces: {self.chosen} of {self.samples} samples (tracking.sweep_traces={cap}), the same "
+                         "seeded questions in every job of the sweep; every sample is in per_sample.parquet.")
         if self.failed:
             parts.append(f"Traces: {self.chosen - self.logged} could not be logged ({self.failed[0]}); "
                          "their values are in per_sample.parquet.")
@@ -226,19 +248,26 @@ def source_of(records: Sequence[Any], per_sample: Mapping[str, list], dataset_di
 
 
 def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *, cap: int | None = DEFAULT_CAP,
-               seed: int = 0) -> TraceReport:
+               seed: int = 0, headline: Sequence[str] = (), assessments: str = DEFAULT_ASSESSMENTS,
+               started_tag: Any = None, stratify: bool = True) -> TraceReport:
     """Log the chosen samples of ``source`` as traces linked to run ``run_id``; return what was logged.
+    ``headline``: the run's headline metric keys (their assessments come first); ``assessments``: ``headline`` or
+    ``all`` (:func:`marked_keys`); ``started_tag(chosen, samples)``: called once the samples are chosen, before any
+    trace (the run's ``being logged`` tag); ``stratify`` false: the seeded sample ignores the status (a sweep's jobs
+    then trace the same questions).
 
     Never raises for a trace that could not be logged: the report says how many and why."""
     started = time.perf_counter()
     columns = source.columns
     keys = metric_keys(columns)
     n = len(columns.get("id", [])) if source.samples is None else source.samples
-    chosen = (choose(sample_status(columns, keys), cap, seed) if source.samples is None
-              else list(range(len(columns.get("id", [])))))
-    report = TraceReport(samples=n, chosen=len(chosen))
+    strata = sample_status(columns, keys) if stratify else ["ok"] * n
+    chosen = choose(strata, cap, seed) if source.samples is None else list(range(len(columns.get("id", []))))
+    report = TraceReport(samples=n, chosen=len(chosen), stratified=stratify)
     if not chosen:
         return report
+    if started_tag is not None:
+        started_tag(len(chosen), n)
     rows = scrub_columns({name: [values[i] for i in chosen] for name, values in columns.items()})
     try:
         import mlflow
@@ -257,22 +286,27 @@ def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *
     try:
         where = MlflowExperimentLocation(experiment_id)
         sources = _sources(keys, source.judges)  # built once: the same source objects on every trace
+        marked = marked_keys(keys, headline, assessments)
         apps = _app_traces(mlflow, rows)
         ids = []
         for j, i in enumerate(chosen):
             try:
-                marks = _assessments(rows, j, keys, sources)
+                marks = _assessments(rows, j, keys, sources, marked)
                 ids.append(_onto_app_trace(mlflow, apps[j], run_id, marks) if j in apps
-                           else _one_trace(mlflow, where, run_id, source, rows, j, i, marks))
+                           else _one_trace(mlflow, where, run_id, source, rows, j, i, marks, keys))
             except Exception as exc:  # noqa: BLE001 - one trace's failure is reported, never the run's
                 report.failed.append(f"record {rows['id'][j]}: {scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}")
             if (j + 1) % FLUSH_EVERY == 0:
                 mlflow.flush_trace_async_logging()
-        mlflow.flush_trace_async_logging()
+        drained = _drain(mlflow, WAIT_S)
         _at_exit_once(mlflow)
         report.linked = _link(mlflow.MlflowClient(uri), [apps[j].info.trace_id for j in apps], run_id, report.failed)
         lost = [m for m in failures.messages if "fail" in m.lower() or "discard" in m.lower()]
         report.logged = max(0, len(ids) - len(lost))
+        if not drained:  # what the store holds of this run's traces after the wait
+            report.logged = min(report.logged, _landed(mlflow.MlflowClient(uri), experiment_id, run_id))
+            report.failed.append(f"{len(ids) - report.logged} of {len(ids)} traces had not reached the store after "
+                                 f"{WAIT_S:.0f} s")
         if lost:
             report.failed.append(f"{len(lost)} of {len(ids)} traces did not reach the store: {scrub(lost[0])[:300]}")
     finally:
@@ -281,6 +315,76 @@ def log_traces(uri: str, experiment_id: str, run_id: str, source: TraceSource, *
         mlflow.set_tracking_uri(before)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def marked_keys(keys: Sequence[str], headline: Sequence[str], assessments: str) -> list[str]:
+    """The metric keys every trace carries as feedback, headline metrics first (MLflow's Traces tab shows the first
+    ones): with ``headline`` those of ``headline`` among ``keys`` (the first key when none is), with ``all`` every key.
+    A metric whose status on a sample is not ``ok`` is that sample's feedback either way (:func:`_assessments`).
+
+    >>> marked_keys(["a", "b", "c"], ["c", "a"], "headline"), marked_keys(["a", "b", "c"], ["c"], "all")
+    (['c', 'a'], ['c', 'a', 'b'])
+    >>> marked_keys(["a", "b"], ["x"], "headline")
+    ['a']
+    """
+    first = [k for k in headline if k in keys] or list(keys[:1])
+    return first + [k for k in keys if k not in first] if assessments == "all" else first
+
+
+def job_cap(cap: Any, per_job: Any) -> int | None:
+    """A sweep job's cap: ``tracking.sweep_traces`` (``per_job``) when set and below ``tracking.traces``.
+
+    >>> job_cap(50, 10), job_cap(None, 10), job_cap(5, 10), job_cap(50, None)
+    (10, 10, 5, 50)
+    """
+    cap, per_job = check_cap(cap), check_cap(per_job)
+    return cap if per_job is None else per_job if cap is None else min(cap, per_job)
+
+
+def check_assessments(value: Any) -> str:
+    """``tracking.trace_assessments`` checked: ``headline`` or ``all``.
+
+    >>> check_assessments("all")
+    'all'
+    >>> check_assessments("every")
+    Traceback (most recent call last):
+    ...
+    ragexp.errors.ConfigError: tracking.trace_assessments: expected one of headline, all, got 'every'
+    """
+    from ragexp.errors import ConfigError
+
+    if value in ASSESSMENTS:
+        return value
+    raise ConfigError(f"tracking.trace_assessments: expected one of {', '.join(ASSESSMENTS)}, got {value!r}")
+
+
+def _drain(mlflow: Any, seconds: float) -> bool:
+    """Wait for MLflow's export of the traces started so far, at most ``seconds``; whether it drained."""
+    done = threading.Event()
+
+    def flush() -> None:
+        try:
+            mlflow.flush_trace_async_logging()
+        finally:
+            done.set()
+
+    threading.Thread(target=flush, name="ragexp-trace-flush", daemon=True).start()
+    return done.wait(seconds)
+
+
+def _landed(client: Any, experiment_id: str, run_id: str) -> int:
+    """How many of the run's traces the store holds (after a wait that ran out)."""
+    try:
+        found, token = 0, None
+        while True:
+            page = client.search_traces(locations=[experiment_id], run_id=run_id, max_results=500,
+                                        page_token=token, include_spans=False)
+            found += len(page)
+            token = page.token
+            if not token:
+                return found
+    except Exception:  # noqa: BLE001 - unknown: count none as landed
+        return 0
 
 
 _EXIT: list[bool] = []
@@ -333,9 +437,9 @@ def duration(latency: Any, timings: Mapping[str, Any]) -> float | None:
 
 
 def _one_trace(mlflow: Any, where: Any, run_id: str, source: TraceSource, rows: Mapping[str, list], j: int,
-               i: int, marks: Sequence[Any]) -> str:
+               i: int, marks: Sequence[Any], keys: Sequence[str] = ()) -> str:
     """The trace of sample ``i`` (row ``j`` of the scrubbed ``rows``) with its assessments ``marks``; returns
-    its id. The root span lasts the record's :func:`duration` and the stage spans their measured seconds, one
+    its id; every metric of ``keys``'s value on the root span (:data:`SCORES_ATTRIBUTE`). The root span lasts the record's :func:`duration` and the stage spans their measured seconds, one
     after the other from the root's start, so MLflow's execution time and span durations are the record's."""
     from mlflow.entities import SpanType
 
@@ -354,6 +458,8 @@ def _one_trace(mlflow: Any, where: Any, run_id: str, source: TraceSource, rows: 
         session = cell(source.session_by) if source.session_by else None  # the conversation: MLflow's Sessions view
         mlflow.update_current_trace(tags=tags, client_request_id=request_id(run_id, record_id),
                                     session_id=str(session) if session is not None else None)
+        if keys:
+            root.set_attribute(SCORES_ATTRIBUTE, {k: cell(k) if cell(status_column(k)) == "ok" else None for k in keys})
         latency = cell("latency_s")
         if latency is not None:
             root.set_attribute("ragexp.latency_s", latency)
@@ -392,8 +498,10 @@ def _sources(keys: Sequence[str], judges: Mapping[str, str]) -> dict[str, Any]:
             else AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=key) for key in keys}
 
 
-def _assessments(rows: Mapping[str, list], j: int, keys: Sequence[str], sources: Mapping[str, Any]) -> list[Any]:
-    """Row ``j``'s assessments: each metric's feedback (an error, no value, when its status is not ``ok``), the
+def _assessments(rows: Mapping[str, list], j: int, keys: Sequence[str], sources: Mapping[str, Any],
+                 marked: Sequence[str] | None = None) -> list[Any]:
+    """Row ``j``'s assessments: the feedback of each metric of ``marked`` (default: every key), in its order, then of
+    each other metric whose status is not ``ok`` (an error, no value, as for any metric not ``ok``), the
     references as expectations (:func:`_expectations`), people's labels as ``HUMAN`` feedback."""
     from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, Expectation, Feedback
 
@@ -401,7 +509,8 @@ def _assessments(rows: Mapping[str, list], j: int, keys: Sequence[str], sources:
         return _plain(rows[name][j]) if name in rows else None
 
     out = []
-    for key in keys:
+    marked = list(keys) if marked is None else list(marked)
+    for key in marked + [k for k in keys if k not in marked and cell(status_column(k)) != "ok"]:
         status, detail, src = cell(status_column(key)), cell(detail_column(key)), sources[key]
         judged = src.source_type == AssessmentSourceType.LLM_JUDGE
         if status == "ok":
@@ -527,15 +636,18 @@ def check_cap(value: Any) -> int | None:
 
 def log_run_traces(uri: str, run_id: str, records: Sequence[Any], per_sample: Mapping[str, list], dataset_digest: str,
                    judges: Mapping[str, str], *, cap: int | None = DEFAULT_CAP, seed: int = 0,
-                   session_by: str | None = None) -> str | None:
+                   session_by: str | None = None, headline: Sequence[str] = (),
+                   assessments: str = DEFAULT_ASSESSMENTS, stratify: bool = True) -> str | None:
     """The traces of a logged run (:func:`log_traces`), with what they are on the run: tag ``ragexp.traces``
     (``50 of 50``), a sentence in its description when not every sample is a trace, ``ragexp.traces_failed``
     when some could not be logged. Returns the line to print when something is worth saying, else None.
     Never raises: the run is logged, and its values are in its per-sample table whatever happens here.
     ``session_by``: the per-sample column of each record's conversation (``stats.cluster_by``), each trace's
-    session (``mlflow.trace.session``), so that MLflow's Sessions view groups a conversation's questions."""
+    session (``mlflow.trace.session``), so that MLflow's Sessions view groups a conversation's questions.
+    ``headline``: the run's headline metric keys (``summary["headline"]``); ``assessments``:
+    ``tracking.trace_assessments`` (:func:`marked_keys`); ``stratify`` false in a sweep's job (:func:`job_cap`)."""
     return _traces_on_run(uri, run_id, source_of(records, per_sample, dataset_digest, judges, session_by),
-                          cap=cap, seed=seed)
+                          cap=cap, seed=seed, headline=headline, assessments=assessments, stratify=stratify)
 
 
 def log_folder_traces(folder: Path, uri: str, run_id: str) -> str | None:
@@ -563,30 +675,36 @@ def log_folder_traces(folder: Path, uri: str, run_id: str) -> str | None:
                              columns.get("context_scores"), _lists(columns.get("chunk_ids")),
                              session_by=_session_by(cfg, columns))
         seed = (cfg.get("stats") or {}).get("seed") or 0
+        headline = summary.get("headline") or ()
     except Exception as exc:  # noqa: BLE001 - the run is logged; its traces are extra
         return (f"warning: the traces of run {run_id} could not be logged to {redact_url(uri)} "
                 f"({scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}); every value is in its "
                 "per-sample table")
-    return _traces_on_run(uri, run_id, source, cap=cap, seed=seed)
+    return _traces_on_run(uri, run_id, source, cap=cap, seed=seed, headline=headline,
+                          assessments=tracking.trace_assessments)
 
 
 def log_streamed_traces(table: Path, timings: Mapping[str, Any], config: Mapping[str, Any], uri: str, run_id: str,
-                        dataset_digest: str) -> str | None:
+                        dataset_digest: str, in_sweep: bool = False) -> str | None:
     """The traces of a run scored in chunks: those :func:`log_run_traces` logs for the same records in memory,
     reading only what they need — each sample's status from ``per_sample.parquet`` a row group at a time, then the
     chosen rows, and their stage timings from the run's ``timings`` columns (stage → seconds, NaN where a record
     did not time it); cap, seed and judge from ``config``. Returns the line to print; never raises."""
     from ragexp.common.secrets import redact_url
+    from ragexp.core.headline import declared, headline_keys
     from ragexp.results.tables import parquet_names, read_parquet_groups, read_parquet_rows
 
     try:
-        cap = check_cap(TrackingSettings.from_config(config.get("tracking")).traces)
+        tracking = TrackingSettings.from_config(config.get("tracking"))
+        cap = job_cap(tracking.traces, tracking.sweep_traces) if in_sweep else check_cap(tracking.traces)
         seed = (config.get("stats") or {}).get("seed") or 0
         keys = metric_keys(parquet_names(table))
+        headline = headline_keys(declared(config.get("metric")), keys, (config.get("stats") or {}).get("primary"))
         strata: list[str] = []
         known: dict[str, str] = {}  # one string object per status, not one per sample
         for group in read_parquet_groups(table, ["id", *(status_column(k) for k in keys)]):
-            strata.extend(known.setdefault(s, s) for s in sample_status(group, keys))
+            strata.extend(known.setdefault(s, s) for s in sample_status(group, keys) if not in_sweep)
+            strata.extend(["ok"] * len(group["id"]) if in_sweep else [])
         chosen = choose(strata, cap, seed)
         columns = read_parquet_rows(table, chosen)
         stages = {stage: timings[stage][chosen] for stage in timings}
@@ -600,7 +718,8 @@ def log_streamed_traces(table: Path, timings: Mapping[str, Any], config: Mapping
         return (f"warning: the traces of run {run_id} could not be logged to {redact_url(uri)} "
                 f"({scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}); every value is in its "
                 "per-sample table")
-    return _traces_on_run(uri, run_id, source, cap=cap, seed=seed)
+    return _traces_on_run(uri, run_id, source, cap=cap, seed=seed, headline=headline,
+                          assessments=tracking.trace_assessments, stratify=not in_sweep)
 
 
 def _session_by(cfg: Mapping[str, Any], columns: Mapping[str, Any]) -> str | None:
@@ -626,17 +745,26 @@ def _lists(values: Sequence[Any] | None) -> list | None:
     return [json.loads(v) if isinstance(v, str) else v for v in values]
 
 
-def _traces_on_run(uri: str, run_id: str, source: TraceSource, *, cap: int | None, seed: int) -> str | None:
-    """:func:`log_run_traces`'s work on a built :class:`TraceSource`."""
+def _traces_on_run(uri: str, run_id: str, source: TraceSource, *, cap: int | None, seed: int,
+                   headline: Sequence[str] = (), assessments: str = DEFAULT_ASSESSMENTS,
+                   stratify: bool = True) -> str | None:
+    """:func:`log_run_traces`'s work on a built :class:`TraceSource`: the run's ``ragexp.traces`` tag says
+    :data:`BEING_LOGGED` before the first trace and how many landed after the last."""
     from ragexp.common.secrets import redact_url
     from ragexp.tracking.store import bounded_http, open_client, retrying
 
-    cap = check_cap(cap)
+    cap, assessments = check_cap(cap), check_assessments(assessments)
     try:
         with bounded_http():
             client = open_client(uri)
             run = retrying(client.get_run, run_id)
-            report = log_traces(uri, run.info.experiment_id, run_id, source, cap=cap, seed=seed)
+
+            def being_logged(chosen: int, samples: int) -> None:
+                retrying(client.set_tag, run_id, COUNT_TAG, BEING_LOGGED.format(chosen=chosen, samples=samples))
+
+            report = log_traces(uri, run.info.experiment_id, run_id, source, cap=cap, seed=seed,
+                                headline=list(headline or ()), assessments=assessments, started_tag=being_logged,
+                                stratify=stratify)
             tags = {COUNT_TAG: f"{report.logged} of {report.samples}"}
             note = report.note(cap)
             if note:

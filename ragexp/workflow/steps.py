@@ -369,9 +369,11 @@ def check_store_step(tracking: dict[str, Any]) -> None:
     if not tracking.get("enabled", True):
         return
     from ragexp.tracking.store import check_store, configure_http, resolve_uri
-    from ragexp.tracking.traces import check_cap
+    from ragexp.tracking.traces import DEFAULT_ASSESSMENTS, check_assessments, check_cap
 
     check_cap(tracking.get("traces"))  # tracking.traces: a bad cap said before any work
+    check_assessments(tracking.get("trace_assessments", DEFAULT_ASSESSMENTS))
+    check_cap(tracking.get("sweep_traces"))
 
     configure_http(tracking)  # tracking.http_timeout_s / http_max_retries, for this job's MLflow calls
     try:
@@ -414,17 +416,25 @@ def traces_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, summary: 
     Parquet file and its ``timings`` columns."""
     if not tracking.get("enabled", True) or not summary.get("run_id") or tracking.get("traces", 1) == 0:
         return
-    from ragexp.tracking.traces import DEFAULT_CAP, log_run_traces, log_streamed_traces
+    from ragexp.tracking.traces import (DEFAULT_ASSESSMENTS, DEFAULT_CAP, DEFAULT_SWEEP_CAP, job_cap, log_run_traces,
+                                        log_streamed_traces)
+
+    in_sweep = bool(_job_label())  # a sweep's job: tracking.sweep_traces, the same questions in every job
 
     if hasattr(per_sample, "finish"):
         line = log_streamed_traces(per_sample.path, timings, OmegaConf.to_container(cfg, resolve=True),
-                                   summary["tracking_uri"], summary["run_id"], summary["dataset_digest"])
+                                   summary["tracking_uri"], summary["run_id"], summary["dataset_digest"], in_sweep)
     else:
         judge_model = scrub(str(cfg.judge.get("model"))) if plan.judge is not None and cfg.get("judge") else None
         judges = {s.key: judge_model for s in plan.judge_specs} if judge_model else {}
         line = log_run_traces(summary["tracking_uri"], summary["run_id"], records, per_sample,
-                              summary["dataset_digest"], judges, cap=tracking.get("traces", DEFAULT_CAP),
-                              seed=plan.stats.get("seed") or 0, session_by=plan.stats.get("cluster_by"))
+                              summary["dataset_digest"], judges, stratify=not in_sweep,
+                              cap=job_cap(tracking.get("traces", DEFAULT_CAP),
+                                          tracking.get("sweep_traces", DEFAULT_SWEEP_CAP)) if in_sweep
+                              else tracking.get("traces", DEFAULT_CAP),
+                              seed=plan.stats.get("seed") or 0, session_by=plan.stats.get("cluster_by"),
+                              headline=summary.get("headline") or (),
+                              assessments=tracking.get("trace_assessments", DEFAULT_ASSESSMENTS))
     if line:
         print(line)
 
