@@ -66,7 +66,7 @@ class ParentRunCallback(Callback):
         tracking = TrackingSettings.from_config(config.tracking) if config.get("tracking") else None
         if tracking is None or not tracking.enabled:
             return  # tracking.enabled=false (or tracking=null): the jobs log nothing, so neither does the sweep
-        configure_http({"http_timeout_s": tracking.http_timeout_s, "http_max_retries": tracking.http_max_retries})
+        configure_http(tracking)
         self.uri = resolve_uri(tracking.uri)
         client, exp_id = _checked_store(self.uri, tracking.experiment)
         sweep_dir = Path(str(config.hydra.sweep.dir))

@@ -131,7 +131,8 @@ _HTTP_KEYS = {"http_max_retries": "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "http_timeo
 
 
 def configure_http(tracking: Any) -> None:
-    """Take ``http_max_retries`` / ``http_timeout_s`` from a tracking config node into :data:`HTTP_BOUNDS`
+    """Take ``http_max_retries`` / ``http_timeout_s`` from the tracking settings
+    (:class:`~ragexp.tracking.settings.TrackingSettings`, or a tracking config node) into :data:`HTTP_BOUNDS`
     (for this process; a value the user has set in the environment still wins). Absent keys keep the
     defaults; a bad value is a :class:`~ragexp.errors.ConfigError`.
 
@@ -140,7 +141,7 @@ def configure_http(tracking: Any) -> None:
     >>> configure_http({"http_timeout_s": 10})
     """
     for key, env in _HTTP_KEYS.items():
-        value = (tracking or {}).get(key)
+        value = getattr(tracking, key) if hasattr(tracking, key) else (tracking or {}).get(key)
         if value is None:
             continue
         low = 0 if key == "http_max_retries" else 1
