@@ -39,6 +39,12 @@ def test_the_real_file_whole(data_dir, capsys):
     assert c26.sessions[0].turns[0].id == "D1:1" and c26.sessions[0].summary
     obs = c26.sessions[0].observations[0]
     assert obs.turn_id == "D1:3" and obs.speaker == "Caroline"
+    # every observation cites turns of its conversation: one, a list, or several in one text (split)
+    for conv in ds.conversations.values():
+        turn_ids = {t.id for t in conv.turns()}
+        assert all(set(o.turn_ids) <= turn_ids for s in conv.sessions for o in s.observations), conv.id
+    cited = [o.turn_ids for s in ds.conversations["conv-44"].sessions for o in s.observations]
+    assert ("D26:14", "D26:34", "D26:42") in cited
 
 
 def test_recorded_answers_and_retrieval(tmp_path, data_dir):
