@@ -21,7 +21,7 @@ import pytest
 from mlflow.entities import Trace
 
 from ragexp.common.spans import MAX_DEPTH, read_trace
-from ragexp.errors import DataError, RagexpError
+from ragexp.errors import RagexpError
 
 from cli import run_cli
 
@@ -215,15 +215,3 @@ def test_every_trace_accounted_for_and_stores_refused(tmp_path, not_stores):
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert proc.stderr.count("\n") == 1 and any(w in proc.stderr for w in ("not an SQLite", "empty", "cannot be read"))
     assert {p: _sha(p) for p in not_stores} == shas
-
-
-def test_a_deleted_experiment_is_refused(tmp_path):
-    import mlflow
-
-    from ragexp.datasets.mlflow_traces import load_mlflow_traces
-
-    uri = f"sqlite:///{tmp_path / 'app.db'}"
-    client = mlflow.MlflowClient(uri)
-    client.delete_experiment(client.create_experiment("gone"))
-    with pytest.raises(DataError, match="experiment 'gone' .* is deleted"):
-        load_mlflow_traces("gone", tracking_uri=uri)
