@@ -13,7 +13,7 @@ from itertools import islice
 from typing import Any, Iterator
 
 from ragexp.metrics.base import Score
-from ragexp.common.records import FIELDS, cluster_labels
+from ragexp.common.records import cluster_labels
 
 
 #: The record fields of the per-sample table, in the order a reader wants them: the question, the
@@ -194,17 +194,6 @@ def _json_cell(value: Any) -> Any:
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy's int64, bool_, float32
         return _json_cell(value.item())
     return value
-
-
-def dataset_columns(records) -> dict[str, list]:
-    """The records' canonical fields as plain columns (a field no record holds is left out; blank where a
-    record lacks it), in the order they first appear: the run's MLflow dataset (its question fields)."""
-    names: dict[str, None] = {}
-    for r in records:
-        for f in FIELDS:
-            if f not in names and r.has(f):
-                names[f] = None
-    return {f: [getattr(r, f) if r.has(f) else None for r in records] for f in names}
 
 
 #: The fields a system under test does not write: runs that agree on them asked the same questions.

@@ -71,10 +71,11 @@ def table_rows(tracking: Mapping[str, Any]) -> int:
 @dataclass
 class RunResults:
     """What a run computed, as :func:`save_results` writes it. ``per_sample``: the plain per-sample columns, or
-    a streamed run's :class:`ragexp.results.tables.StreamedTable` (its Parquet file moved into the folder), which
-    gives ``dataset_shape`` instead of ``dataset_frame``. ``overrides``: those a config composed outside a Hydra
-    job was composed with (``ragexp.evaluate``), read as a job's are (:func:`ragexp.results.params.composed_context`).
-    ``agreement``: agreement with human labels (docs/judge-trust.md)."""
+    a streamed run's :class:`ragexp.results.tables.StreamedTable` (its Parquet file moved into the folder);
+    ``dataset_shape``: what the MLflow dataset input needs of the records (rows, kinds of value);
+    ``overrides``: those a config composed outside a Hydra job was composed with (``ragexp.evaluate``), read as
+    a job's are (:func:`ragexp.results.params.composed_context`); ``agreement``: agreement with human labels
+    (docs/judge-trust.md)."""
 
     config: Mapping[str, Any]
     tracking: Mapping[str, Any]
@@ -85,7 +86,6 @@ class RunResults:
     metrics: Mapping[str, float | None]
     extra_metrics: Mapping[str, float]
     summary: Mapping[str, Any]
-    dataset_frame: Mapping[str, list] | None = None
     dataset_shape: Mapping[str, Any] | None = None
     hydra_dir: Path | None = None
     sweep_dir: str | None = None
@@ -191,8 +191,7 @@ def _manifest(folder: Path, r: RunResults, note: str | None = None) -> dict[str,
     for k, v in (tracking.get("tags") or {}).items():
         tags[str(k)] = scrub(str(v))
     values = {k: float(v) for k, v in {**r.metrics, **r.extra_metrics}.items() if v is not None and math.isfinite(v)}
-    shape = r.dataset_shape if r.dataset_shape is not None else (
-        _dataset_shape(r.dataset_frame) if r.dataset_frame is not None else None)
+    shape = r.dataset_shape
     dataset = {"name": dataset_name, "digest": dataset_digest, "source": source, **shape} if shape is not None else None
     return {
         "tracking_uri": redact_url(uri),  # never its credentials: log_run restores them (docs/guarantees.md)

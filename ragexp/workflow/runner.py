@@ -25,13 +25,13 @@ from ragexp.core.scoring import MetricSpec, check_fields, score
 from ragexp.core.breakdown import attach
 from ragexp.core.tally import Tally, part_of
 from ragexp.common.records import Record, cluster_labels
-from ragexp.results.columns import dataset_columns, per_sample_columns
+from ragexp.results.columns import per_sample_columns
 from ragexp.common.paths import plain
 from ragexp.stats.settings import stats_settings
 from ragexp.workflow import streaming
 from ragexp.workflow.steps import (CORPUS_KEYS, Computed, Outcome, Plan, Scored, aggregate_step, check_store_step,
-                                   facts_of, judge_failed_step, labels_step, load_dataset, log_step, metrics_step,
-                                   print_step, provenance, save_step, summary_step, traces_step, trust_step,
+                                   judge_failed_step, labels_step, load_dataset, log_step, metrics_step,
+                                   print_step, save_step, summary_step, Survey, traces_step, trust_step,
                                    uncertainty_step)
 
 __all__ = ["CORPUS_KEYS", "Outcome", "execute", "load_dataset", "run"]
@@ -61,7 +61,7 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
         done = in_memory(cfg, tracking, dataset, bars)
     plan, scored, intervals = done.plan, done.scored, done.intervals
     try:
-        summary = summary_step(cfg, plan, scored, intervals, done.facts, done.provenance)
+        summary = summary_step(cfg, plan, scored, intervals, done.survey)
         cluster_by = plan.stats.get("cluster_by")  # a run with clusters is held in memory: its table has their column
         attach(scored.tally.breakdown, scored.tally.values, summary, scored.extra, intervals,
                clusters=done.per_sample.get(cluster_by) if cluster_by and isinstance(done.per_sample, dict) else None)
@@ -70,14 +70,12 @@ def execute(cfg: DictConfig, *, dataset: Dataset | None = None, save: bool = Tru
         summary["seconds"] = round(time.perf_counter() - started, 3)
         folder = None
         if save:
-            shape = {"dataset_shape": done.shape} if done.shape is not None else {
-                "dataset_frame": dataset_columns(done.records)}
-            folder = save_step(cfg, tracking, plan, scored, intervals, summary, done.per_sample, shape, done.folder,
-                               overrides, record)
+            folder = save_step(cfg, tracking, plan, scored, intervals, summary, done.per_sample,
+                               done.survey.dataset_shape(), done.folder, overrides, record)
         elif done.folder is not None:  # a streamed run's table, in a folder of its own for the caller
             done.per_sample.finish(done.folder / "per_sample.parquet")
         if show:
-            print_step(plan, done.facts.n, scored, intervals, summary, folder,
+            print_step(plan, done.survey.n, scored, intervals, summary, folder,
                        show_all=bool(OmegaConf.select(cfg, "report.all", default=False)))
         outcome = Outcome(summary, done.per_sample, intervals, done.records, folder)
         judge_failed_step(plan, scored, folder, outcome)
@@ -100,11 +98,9 @@ def in_memory(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | None
     intervals = uncertainty_step(plan, scored.tally, clusters)
     trust_step(plan, scored, records, clusters)
     per_sample = per_sample_columns(records, scored.scores, st["cluster_by"])  # no pandas
-    stages = {s for r in records for s in (r.timings or {})}
-    depth = max((len(r.context_ids or r.contexts or ()) for r in records), default=0)
-    answered = not records or any(r.answer is not None for r in records)
-    return Computed(plan, scored, intervals, facts_of(records), provenance(plan, stages, depth, answered), per_sample,
-                    records)
+    survey = Survey()
+    survey(records)  # the records as one chunk: what a streamed run's check pass takes
+    return Computed(plan, scored, intervals, survey, per_sample, records)
 
 
 def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | None = None) -> Plan:

@@ -18,13 +18,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.version import __version__
 from ragexp.report.console import print_job_line, print_summary
-from ragexp.datasets.base import Dataset
+from ragexp.datasets.base import Dataset, RecordSink
 from ragexp.errors import ConfigError, JudgeFailed, TrackingError
 from ragexp.core.scoring import MetricSpec, build_metrics
 from ragexp.metrics.base import Score
-from ragexp.common.records import Record, present_fields
+from ragexp.common.records import FIELDS, Record
 from ragexp.core.headline import declared, headline_keys
-from ragexp.results.columns import answers_digest, outputs_digest, questions_digest
+from ragexp.results.columns import ANSWER_FIELDS, OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
 from ragexp.common.paths import conf_dir, launch_dir, plain
 from ragexp.common.targets import build, resolve
 from ragexp.common.secrets import redact_url, scrub
@@ -101,20 +101,71 @@ class Scored:
     tally: Any = None  # ragexp.core.tally.Tally: what the run's numbers were computed from
 
 
-@dataclass
-class Facts:
-    """What the summary says of the records: how many, which fields, the two digests (:func:`facts_of`)."""
+class Survey(RecordSink):
+    """What the summary, the MLflow dataset and the checks need of every record, taken chunk by chunk and keeping
+    none: a streamed run's check pass, and a run in memory's records as one chunk."""
 
-    n: int
-    fields: list[str]
-    inputs: str  # ragexp.results.columns.questions_digest
-    outputs: str  # ragexp.results.columns.outputs_digest
-    answers: str | None = None  # ragexp.results.columns.answers_digest: jobs that share it share their answers
+    def __init__(self, size: int = 0) -> None:
+        self.size = size
+        self.n = 0
+        self.present: set[str] = set()
+        self.questions, self.outputs = FieldsDigest(QUESTION_FIELDS), FieldsDigest(("id", *OUTPUT_FIELDS))
+        self.answers = FieldsDigest(ANSWER_FIELDS)
+        self.shape: dict[str, list] = {}  # field → [first truthy value, first non-None value, a record lacks it]
+        self.labelled = False
+        self.human: dict[str, int] = {}  # the keys of people's labels of metrics (record.human) → their first row
+        self.stages: set[str] = set()  # pipeline stages a record timed
+        self.depth = 0  # the most passages a record has
+
+    def __call__(self, chunk: list) -> None:
+        self.questions.update(chunk)
+        self.outputs.update(chunk)
+        self.answers.update(chunk)
+        for f in FIELDS:
+            if f not in self.present and any(r.present(f) for r in chunk):
+                self.present.add(f)
+        for r in chunk:
+            for f in FIELDS:
+                if f not in self.shape and r.has(f):
+                    self.shape[f] = [None, None, self.n > 0]
+            for f, s in self.shape.items():
+                v = getattr(r, f) if r.has(f) else None
+                if v is None:
+                    s[2] = True
+                else:
+                    if s[1] is None:
+                        s[1] = v
+                    if s[0] is None and v:
+                        s[0] = v
+            for key in r.human or {}:
+                self.human.setdefault(key, self.n + 1)
+            self.n += 1
+        self.labelled = self.labelled or any(r.label is not None or r.human for r in chunk)
+        self.stages.update(s for r in chunk for s in (r.timings or {}))
+        self.depth = max(self.depth, max((len(r.context_ids or r.contexts or ()) for r in chunk), default=0))
+
+    def fields(self) -> list[str]:
+        return [f for f in FIELDS if f in self.present]
+
+    def dataset_shape(self) -> dict[str, Any]:
+        """What ``ragexp.tracking.log`` keeps of the MLflow dataset input (``RunResults.dataset_shape``)."""
+        kinds = {}
+        for f, (truthy, first, lacking) in self.shape.items():
+            if f in QUESTION_FIELDS:
+                v = truthy if truthy is not None else first
+                kind = "" if isinstance(v, str) else [""] if v else []
+                kinds[f] = [kind, None if lacking else kind]
+        return {"rows": self.n, "kinds": kinds}
 
 
-def facts_of(records: list[Record]) -> Facts:
-    return Facts(len(records), present_fields(records), questions_digest(records), outputs_digest(records),
-                 answers_digest(records))
+class Present:
+    """A stand-in record for :func:`ragexp.core.scoring.check_fields`: the fields some record has."""
+
+    def __init__(self, fields: list[str]) -> None:
+        self._fields = set(fields)
+
+    def present(self, f: str) -> bool:
+        return f in self._fields
 
 
 @dataclass
@@ -136,11 +187,9 @@ class Computed:
     plan: Plan
     scored: Scored
     intervals: dict[str, Any]
-    facts: Facts
-    provenance: dict[str, Any]
+    survey: Survey  # what the summary and the MLflow dataset say of the records
     per_sample: Any  # plain columns, or a streamed run's ragexp.results.tables.StreamedTable
     records: list[Record]  # a streamed run keeps none
-    shape: dict[str, Any] | None = None  # a streamed run's dataset shape (in memory: read from the records)
     folder: Path | None = None  # where a streamed run writes its table as it goes
     execution: dict[str, Any] | None = None  # how a streamed run was carried out (summary.json's "execution")
     cleanup: Any = None  # called when the run is over (a streamed run's columns on disk)
@@ -212,20 +261,21 @@ def trust_step(plan: Plan, scored: Scored, records: Sequence[Record] | None = No
         scored.extra.update(trust_metrics(scored.trust))
 
 
-def summary_step(cfg: DictConfig, plan: Plan, scored: Scored, intervals: dict[str, Any], facts: Facts,
-                 provenance: dict[str, Any]) -> dict[str, Any]:
-    """``summary.json``: the aggregates with their intervals and counts, what they were computed on (``facts``)
-    and where contexts, answers and latencies came from (:func:`provenance`)."""
-    inputs = facts.inputs
+def summary_step(cfg: DictConfig, plan: Plan, scored: Scored, intervals: dict[str, Any], survey: Survey
+                 ) -> dict[str, Any]:
+    """``summary.json``: the aggregates with their intervals and counts, what they were computed on (the
+    records' :class:`Survey`) and where contexts, answers and latencies came from (:func:`provenance`)."""
+    inputs = survey.questions.hexdigest()
     summary: dict[str, Any] = {
         "dataset": plan.dataset.name,
         "dataset_source": plan.dataset.source,
         "dataset_digest": inputs,  # the inputs: the run's MLflow dataset digest
         "questions_digest": inputs,  # the same value, the name compare reads
-        "outputs_digest": facts.outputs,  # what the system produced: contexts, their ids, answers
-        "answers_digest": facts.answers,  # the answers alone: a sweep's jobs share their answers when it is equal
-        "n_samples": facts.n,
-        "fields": facts.fields,
+        "outputs_digest": survey.outputs.hexdigest(),  # what the system produced: contexts, their ids, answers
+        # the answers alone: a sweep's jobs share their answers when it is equal
+        "answers_digest": survey.answers.hexdigest(),
+        "n_samples": survey.n,
+        "fields": survey.fields(),
         "metrics": scored.values,
         # the keys every report leads with: stats.primary, then the suite's _headline_ (ragexp.core.headline)
         "headline": headline_keys(declared(cfg.get("metric")), list(scored.values), plan.stats.get("primary")),
@@ -250,19 +300,18 @@ def summary_step(cfg: DictConfig, plan: Plan, scored: Scored, intervals: dict[st
     if plan.judge is not None and plan.judge.example_ids:  # judge.examples: which records the judge was shown
         summary["judge_examples"] = {"k": plan.judge.settings.examples, "ids": plan.judge.example_ids,
                                      "drawn_from": "dev"}
-    summary["provenance"] = provenance
+    summary["provenance"] = provenance(plan, survey)
     if scored.trust:
         summary["agreement"] = scored.trust["agreement"]
     return summary
 
 
-def provenance(plan: Plan, stages: set[str], depth: int, answered: bool) -> dict[str, Any]:
+def provenance(plan: Plan, survey: Survey) -> dict[str, Any]:
     """Where this run's contexts, answers and ``avg_latency`` came from: ``"pipeline"`` (this run's stages,
     named) or ``"dataset"`` (recorded by the system that produced the file), and the most passages a question
-    got. ``stages``: the stages the records timed; ``depth``: the most passages a record has; ``answered``:
-    some record has an answer."""
+    got (the records' :class:`Survey`)."""
     produced = set(plan.pipeline.produces) if plan.pipeline is not None else set()
-    stages = sorted(stages - {"total"})
+    stages, depth = sorted(survey.stages - {"total"}), survey.depth
     stage_names = {}
     for stage in ("retriever", "compressor", "generator"):
         name = getattr(getattr(plan.pipeline, stage, None), "name", None)
@@ -270,7 +319,7 @@ def provenance(plan: Plan, stages: set[str], depth: int, answered: bool) -> dict
             stage_names[stage] = str(name)
     return {"contexts": "pipeline" if "contexts" in produced else "dataset",
             # None: no answers at all (SQuAD's questions with a retriever alone)
-            "answers": "pipeline" if "answer" in produced else "dataset" if answered else None,
+            "answers": "pipeline" if "answer" in produced else "dataset" if "answer" in survey.present else None,
             "latency": "pipeline" if "latency_s" in produced else "dataset", "latency_stages": stages,
             "stages": stage_names, "max_passages": depth or None}
 #: keys of a run's extra numbers that are settings it ran with, not measurements: in summary.json and MLflow, not
@@ -313,11 +362,11 @@ def print_step(plan: Plan, n: int, scored: Scored, intervals: dict[str, Any],
 
         print_breakdown(intervals, summary["breakdown"]["by"], summary.get("headline") or [], plan.stats)
 def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, scored: Scored, intervals: dict[str, Any],
-              summary: dict[str, Any], per_sample: Any, dataset: dict[str, Any], folder: Path | None = None,
+              summary: dict[str, Any], per_sample: Any, shape: dict[str, Any], folder: Path | None = None,
               overrides: Sequence[str] | None = None, record: Any = None) -> Path:
     """Write the results folder (summary, per-sample table, config, what to log) before any logging: an MLflow
-    failure at the end loses nothing. ``dataset``: ``{"dataset_frame": columns}`` of the records, or a streamed
-    run's ``{"dataset_shape": ...}``; ``folder``: where a streamed run already writes its table."""
+    failure at the end loses nothing. ``shape``: the MLflow dataset's (:meth:`Survey.dataset_shape`);
+    ``folder``: where a streamed run already writes its table."""
     from ragexp.tracking.log import RunResults, save_results
 
     hydra_dir, sweep_dir, job_name = _hydra_paths()
@@ -329,7 +378,7 @@ def save_step(cfg: DictConfig, tracking: dict[str, Any], plan: Plan, scored: Sco
         run_name=cfg.get("run_name") or job_name, dataset_name=plan.dataset.name,
         dataset_digest=summary["dataset_digest"], per_sample=per_sample, metrics=scored.values,
         extra_metrics={**scored.extra, **interval_metrics(intervals)}, summary=summary, hydra_dir=hydra_dir,
-        sweep_dir=sweep_dir, overrides=overrides, agreement=scored.trust, **dataset))
+        sweep_dir=sweep_dir, overrides=overrides, agreement=scored.trust, dataset_shape=shape))
     summary["results_folder"] = str(folder)
     return folder
 

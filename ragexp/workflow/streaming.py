@@ -36,13 +36,11 @@ from omegaconf import DictConfig
 
 from ragexp.common.paths import conf_file, plain
 from ragexp.common.processes import fork_pool, processes_for
-from ragexp.common.records import FIELDS
-from ragexp.results.columns import ANSWER_FIELDS, OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
 from ragexp.core.tally import ChunkPart, Tally, score_chunk, streamable
 from ragexp.datasets.base import RecordSink, streamed
 from ragexp.errors import RagexpError
-from ragexp.workflow.steps import (Computed, Facts, Plan, aggregate_step, check_store_step, labels_step, load_dataset,
-                                   metrics_step, provenance, results_folder, trust_step, uncertainty_step)
+from ragexp.workflow.steps import (Computed, Plan, Present, Survey, aggregate_step, check_store_step, labels_step,
+                                   load_dataset, metrics_step, results_folder, trust_step, uncertainty_step)
 
 
 def settings(cfg: DictConfig) -> dict[str, Any]:
@@ -75,72 +73,6 @@ def why_not(cfg: DictConfig, dataset: Any) -> str | None:
     if (plain(cfg.get("memory_layer")) or {}).get("name", "none") != "none":  # each conversation and its questions
         return "memory_layer"
     return None
-
-
-class _Survey(RecordSink):
-    """The check pass: what the checks and the summary need of every record, keeping none."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.n = 0
-        self.present: set[str] = set()
-        self.questions, self.outputs = FieldsDigest(QUESTION_FIELDS), FieldsDigest(("id", *OUTPUT_FIELDS))
-        self.answers = FieldsDigest(ANSWER_FIELDS)
-        self.shape: dict[str, list] = {}  # field → [first truthy value, first non-None value, a record lacks it]
-        self.labelled = False
-        self.human: dict[str, int] = {}  # the keys of people's labels of metrics (record.human) → their first row
-        self.stages: set[str] = set()  # pipeline stages a record timed
-        self.depth = 0  # the most passages a record has
-
-    def __call__(self, chunk: list) -> None:
-        self.questions.update(chunk)
-        self.outputs.update(chunk)
-        self.answers.update(chunk)
-        for f in FIELDS:
-            if f not in self.present and any(r.present(f) for r in chunk):
-                self.present.add(f)
-        for r in chunk:
-            for f in FIELDS:
-                if f not in self.shape and r.has(f):
-                    self.shape[f] = [None, None, self.n > 0]
-            for f, s in self.shape.items():
-                v = getattr(r, f) if r.has(f) else None
-                if v is None:
-                    s[2] = True
-                else:
-                    if s[1] is None:
-                        s[1] = v
-                    if s[0] is None and v:
-                        s[0] = v
-            for key in r.human or {}:
-                self.human.setdefault(key, self.n + 1)
-            self.n += 1
-        self.labelled = self.labelled or any(r.label is not None or r.human for r in chunk)
-        self.stages.update(s for r in chunk for s in (r.timings or {}))
-        self.depth = max(self.depth, max((len(r.context_ids or r.contexts or ()) for r in chunk), default=0))
-
-    def fields(self) -> list[str]:
-        return [f for f in FIELDS if f in self.present]
-
-    def dataset_shape(self) -> dict[str, Any]:
-        """What ``ragexp.tracking.log`` keeps of the MLflow dataset input (its ``_dataset_shape``)."""
-        kinds = {}
-        for f, (truthy, first, lacking) in self.shape.items():
-            if f in QUESTION_FIELDS:
-                v = truthy if truthy is not None else first
-                kind = "" if isinstance(v, str) else [""] if v else []
-                kinds[f] = [kind, None if lacking else kind]
-        return {"rows": self.n, "kinds": kinds}
-
-
-class _Present:
-    """A stand-in record for :func:`ragexp.core.scoring.check_fields`: the fields some record has."""
-
-    def __init__(self, fields: list[str]) -> None:
-        self._fields = set(fields)
-
-    def present(self, f: str) -> bool:
-        return f in self._fields
 
 
 _SPECS: list = []
@@ -333,12 +265,12 @@ def score_streamed(cfg: DictConfig, tracking: dict[str, Any], dataset: Any, *, s
         judge, why = _judge_settings(cfg, specs)
         if why is not None:
             return _in_memory(ex, f"{why} needs every record at once")
-    survey = _Survey(max(1, int(ex["chunk_records"])))
+    survey = Survey(max(1, int(ex["chunk_records"])))
     with streamed(survey):  # every record read and checked, none kept
         dataset = load_dataset(cfg.dataset)
     if build_pipeline(cfg, dataset) is not None:
         return _in_memory(ex, "a pipeline needs every record at once")
-    specs, skipped = check_fields(specs, [_Present(survey.fields())], dataset.name, all_that_apply)
+    specs, skipped = check_fields(specs, [Present(survey.fields())], dataset.name, all_that_apply)
     labels_step(specs, dataset, rows=survey.human)
     stats_cfg = stats_settings(plain(cfg.get("stats")))
     check_store_step(tracking)
@@ -346,7 +278,7 @@ def score_streamed(cfg: DictConfig, tracking: dict[str, Any], dataset: Any, *, s
     return _score_pass(cfg, ex, plan, survey, judge, tracking, save=save, bar=show)
 
 
-def _score_pass(cfg: DictConfig, ex: dict[str, Any], plan: Plan, survey: _Survey, judge: Any,
+def _score_pass(cfg: DictConfig, ex: dict[str, Any], plan: Plan, survey: Survey, judge: Any,
                 tracking: dict[str, Any], *, save: bool, bar: bool) -> Computed:
     """The second pass: chunks scored (here, in forked processes or on Ray), their rows written to the table as
     they come back, the run's numbers kept in its :class:`~ragexp.core.tally.Tally` and aggregated."""
@@ -387,8 +319,6 @@ def _score_pass(cfg: DictConfig, ex: dict[str, Any], plan: Plan, survey: _Survey
     scored = aggregate_step(plan, tally)
     intervals = uncertainty_step(plan, tally)
     trust_step(plan, scored)
-    facts = Facts(survey.n, survey.fields(), survey.questions.hexdigest(), survey.outputs.hexdigest(),
-                  survey.answers.hexdigest())
     execution = {"mode": ex["mode"] if ex["mode"] == "ray" else "stream", "chunk_records": size,
                  "processes": scorer.processes}
     if isinstance(scorer, _RayScorer):
@@ -403,9 +333,7 @@ def _score_pass(cfg: DictConfig, ex: dict[str, Any], plan: Plan, survey: _Survey
         table.plot_columns = {}
         clear_text_caches()  # the caller's process keeps no text of the run (docs/performance.md, "Scale")
 
-    return Computed(plan, scored, intervals, facts,
-                    provenance(plan, survey.stages, survey.depth, "answer" in survey.fields()), table, [],
-                    survey.dataset_shape(), folder, execution, cleanup)
+    return Computed(plan, scored, intervals, survey, table, [], folder, execution, cleanup)
 
 
 def _in_memory(ex: dict[str, Any], why: str) -> None:
