@@ -265,10 +265,10 @@ class ParquetStream:
 
 
 class ColumnFiles(Mapping):
-    """The columns a streamed run keeps (:class:`ragexp.core.streaming.Tally`) on disk, a file per column
+    """The columns a streamed run keeps (:class:`ragexp.core.tally.Tally`) on disk, a file per column
     in ``folder``: each chunk appended, a column read whole when asked for (a new numpy array each
     time), so that the run's memory does not grow with its records (docs/performance.md, "Scale").
-    The same interface as :class:`ragexp.core.streaming.Columns`; :meth:`remove` deletes the files."""
+    The same interface as :class:`ragexp.core.tally.Columns`; :meth:`remove` deletes the files."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
