@@ -23,7 +23,9 @@ retrieved is 0 (LoCoMo's code stops with an error there); a question without a r
 value (``missing_field``), where LoCoMo's code writes 1. Two choices are LoCoMo's, kept for equality: a question without evidence (4 in the
 file) scores 1, and an entry naming no turn (``D8:6; D9:17``) is read as written — never matched at turn
 level, matched by its session number (``8``) at session level. ``recall_at_k``, ``mrr`` and ``ndcg`` in
-``metric=locomo`` read the same ids at turn level only: with session ids retrieved they are 0.
+``metric=locomo`` read the ids at the retrieval's granularity (their option ``group_ids``): with session ids
+retrieved, each evidence turn counts as its session, the sessions counted once each
+(docs/metrics.md#ranked-ids-of-two-granularities).
 """
 
 from __future__ import annotations
