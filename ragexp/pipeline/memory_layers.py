@@ -114,7 +114,8 @@ def build_memory_pipeline(layer: dict[str, Any], cfg: Any, dataset: Any) -> "Mem
         if kind in ("sessions", "summaries"):
             _say(f"memory_layer={kind} retrieves sessions (ids S<n>): evidence recall is then session-level, as "
                  "LoCoMo's scoring reads S ids (a session counts for every evidence turn in it), higher than a "
-                 "turn-level memory's for the same search (docs/memory-layers.md)")
+                 "turn-level memory's for the same search; recall_at_k, mrr and ndcg of metric=locomo rank the "
+                 "evidence's sessions (docs/memory-layers.md)")
     pipe = plain(cfg.get("pipeline")) or {}
     cache_dir = pipe.get("cache_dir", ".ragexp_cache/index")
     recorded = sum(1 for r in dataset.records if r.context_ids is not None or r.contexts is not None)
