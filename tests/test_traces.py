@@ -412,3 +412,21 @@ def test_a_run_killed_while_logging_its_traces_keeps_saying_they_are_being_logge
     assert run.data.tags["ragexp.traces"] == tag  # no count replaced it: the run says they did not all land
     mlflow.set_tracking_uri(uri)
     assert len(mlflow.search_traces(locations=[exp], run_id=run.info.run_id, return_type="list")) < 400
+
+
+def test_the_run_waits_for_its_traces_at_most_its_bound():
+    import time
+
+    from ragexp.tracking.traces import _drain
+
+    class Export:  # MLflow's flush, taking as long as a store that is slow to write
+        def __init__(self, seconds):
+            self.seconds = seconds
+
+        def flush_trace_async_logging(self):
+            time.sleep(self.seconds)
+
+    started = time.perf_counter()
+    assert _drain(Export(5.0), 0.3) is False  # not drained: the run says which traces did not land
+    assert time.perf_counter() - started < 2.0
+    assert _drain(Export(0.05), 5.0) is True
