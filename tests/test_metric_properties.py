@@ -72,6 +72,9 @@ OPTION_VALUES = {
     "tokenizer": ["cl100k_base"],
     "stage": ["search", "answer"],
     "percentile": ["p0", "p50", "p95", "p100"],
+    # ids of two granularities (docs/metrics.md, "Ranked ids of two granularities"): the random ids match neither
+    # pattern, or both when a strategy draws D<n>:<m> / S<n>; either way the properties must hold
+    "group_ids": [None, [r"^D(\d+):", r"^S(\d+)$"]],
 }
 AGAINST = {"token_precision": ["reference_answers", "gt_contexts"], "token_recall": ["reference_answers", "gt_contexts"],
            "token_f1": ["reference_answers", "gt_contexts"], "avg_coverage": ["answer", "reference"]}
