@@ -17,7 +17,7 @@ CONF = Path(__file__).resolve().parents[1] / "conf"
 
 OPTIONS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml"))
 #: options that need a file from the user (dataset.path=FILE); tested on files made here
-NEEDS_PATH = {"records", "mapped"}
+NEEDS_PATH = {"records", "mapped", "conversations"}
 
 
 @pytest.fixture
@@ -396,6 +396,16 @@ def _e2e_overrides(option: str, tmp_path: Path, data_dir: Path) -> list[str]:
         f.write_text(json.dumps({"query": "q", "answer": "a b", "reference_answers": ["a b c"],
                                  "contexts": ["a b"]}) + "\n", encoding="utf-8")
         return [f"dataset.path={f}"]
+    if option == "locomo":  # questions about conversations: a memory layer retrieves, the answers are recorded (none)
+        return ["memory_layer=turns", "retriever=bm25", "metric=locomo"]
+    if option == "conversations":  # ragexp's JSONL, one conversation a line (docs/datasets.md, "Conversations")
+        f = tmp_path / "c.jsonl"
+        f.write_text(json.dumps({"id": "c1", "sessions": [
+            {"time": "2024-03-01T10:00", "turns": [{"id": "a1", "speaker": "Ann", "text": "I moved to Oslo."},
+                                                   {"id": "a2", "speaker": "Bo", "text": "Nice!"}]}],
+            "questions": [{"question": "Where does Ann live?", "answer": "Oslo", "evidence": ["a1"], "category": 4,
+                           "prediction": "In Oslo", "prediction_context": ["a1"]}]}) + "\n", encoding="utf-8")
+        return [f"dataset.path={f}", "metric=locomo"]
     if option == "mapped":
         return [f"dataset.path={data_dir}/continuous_eval/correctness_sm.jsonl",
                 "dataset.columns={query: question, reference_answers: ground_truths}"]
@@ -437,7 +447,8 @@ def test_every_option_is_covered():
     assert NEEDS_PATH <= set(OPTIONS)
     assert {"demo", "squad2", "tonic_qa_pairs", "tonic_run", "continuous_eval", "continuous_eval_correctness",
             "autorag", "autorag_result", "autorag_ko", "halueval", "ragchecker", "memory_eval_true",
-            "memory_eval_false", "records", "mapped", "expertqa", "mlflow_traces"} == set(OPTIONS)
+            "memory_eval_false", "records", "mapped", "expertqa", "mlflow_traces", "locomo",
+            "conversations"} == set(OPTIONS)
 
 
 def test_common_column_names_are_read_and_said_and_a_missing_question_names_the_columns(tmp_path, capsys):
