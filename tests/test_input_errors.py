@@ -123,8 +123,9 @@ CASES = [
     # --- the column mapping
     case("mapping_unknown_field", "mapped", "run.csv", CSV_RUN,
          "{f}: dataset.columns names an unknown field 'contxts': expected canonical fields (id, query, contexts, "
-         "context_ids, gt_contexts, gt_context_ids, answer, reference_answers, label, latency_s, timings, human, or "
-         "human.<metric key>) mapped to the file's column names", "dataset.columns={query: question, contxts: retrieved}"),
+         "context_ids, gt_contexts, gt_context_ids, answer, reference_answers, label, latency_s, timings, human, "
+         "category, context_sources, or human.<metric key>) mapped to the file's column names",
+         "dataset.columns={query: question, contxts: retrieved}"),
     case("mapping_unknown_column", "mapped", "run.csv", CSV_RUN,
          "{f}, field 'contexts': column 'retreived' (mapped to field 'contexts') not found: the file's columns are "
          "question, retrieved, gold", "dataset.columns={query: question, contexts: retreived}"),
