@@ -34,6 +34,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from ragexp.common.files import remove_leftovers
 from ragexp.common.paths import conf_file, plain
 from ragexp.common.processes import fork_pool, processes_for
 from ragexp.core.tally import ChunkPart, Tally, score_chunk, streamable
@@ -294,7 +295,8 @@ def _score_pass(cfg: DictConfig, ex: dict[str, Any], plan: Plan, survey: Survey,
                           rows=table_rows(tracking))
     bar = _bar(bar, survey.n)
     # the per-sample numbers the statistics need, on disk: memory does not grow with the records
-    kept = Path(tempfile.mkdtemp(prefix="ragexp_columns_"))
+    remove_leftovers(Path(tempfile.gettempdir()), "ragexp_columns_")  # a run killed with kill -9 could not
+    kept = Path(tempfile.mkdtemp(prefix=f"ragexp_columns_{os.getpid()}_"))
     atexit.register(shutil.rmtree, kept, True)
     columns = {group: ColumnFiles(kept / group) for group in ("values", "ratios", "timings", "verdicts", "pairs")}
     if ex["mode"] == "ray":
