@@ -51,7 +51,8 @@ def test_the_cut_off_line_is_said_only_when_deeper_cut_offs_were_left_out(demo, 
     s = demo.summary
     print_summary("t", s["metrics"], s["status_counts"], s["n_samples"], [], headline=s["headline"],
                   depth=s["provenance"]["max_passages"])
-    assert "cut-offs beyond the 4 passages a question got at most repeat the last one" in capsys.readouterr().out
+    assert ("cut-offs beyond the 4 passages a question got at most add no passage: recall and hit rate repeat the "
+            "last one, precision falls with k") in capsys.readouterr().out
     answers = {k: v for k, v in s["metrics"].items() if "/" not in k and k != "context_recall"}  # no cut-offs at all
     print_summary("t", answers, s["status_counts"], s["n_samples"], [], headline=["answer_token_f1"], depth=1)
     out = capsys.readouterr().out

@@ -486,3 +486,26 @@ def test_common_column_names_are_read_and_said_and_a_missing_question_names_the_
     with pytest.raises(DataError) as e:
         load_records(str(csv))
     assert "(a .csv file: dataset=mapped reads it, its columns named by dataset.columns)" in str(e.value)
+
+
+def test_a_pandas_written_csv_of_lists_is_read(tmp_path):
+    """pandas' to_csv writes a list cell as Python writes it (['a', "b's"]), as Ragas' exports do: read as the list."""
+    import pandas as pd
+
+    from ragexp.datasets.mapped import load_mapped
+
+    csv = tmp_path / "ragas_export.csv"
+    pd.DataFrame({"question": ["What is tea?"], "response": ["A drink."],
+                  "retrieved_contexts": [["Tea is a drink.", "It's brewed from leaves."]]}).to_csv(csv, index=False)
+    assert "\"['Tea is a drink.', " in csv.read_text()  # Python's repr of the list, not JSON
+    (record,) = load_mapped(str(csv)).records
+    assert record.contexts == ["Tea is a drink.", "It's brewed from leaves."]
+
+
+def test_conversations_scored_without_the_locomo_suite_say_which_suite_scores_them(compose, capsys):
+    cfg = compose("dataset=locomo", "dataset.limit=5", "memory_layer=turns", "retriever=bm25", "tracking.enabled=false")
+    run(cfg)
+    assert "questions about conversations are scored LoCoMo's way by metric=locomo" in capsys.readouterr().err
+    run(compose("dataset=locomo", "dataset.limit=5", "memory_layer=turns", "retriever=bm25", "metric=locomo",
+                "tracking.enabled=false"))
+    assert "scored LoCoMo's way" not in capsys.readouterr().err

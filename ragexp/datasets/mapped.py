@@ -50,6 +50,22 @@ def aliased(names: Iterable[str], mapping: dict[str, str]) -> dict[str, str]:
     return found
 
 
+def python_literal(text: str) -> list | dict | None:
+    """A list or dict written as Python writes it (``str(['a', 'b'])``, what ``pandas.DataFrame.to_csv`` puts in a
+    cell of lists: Ragas' exports), read safely (:func:`ast.literal_eval`: literals only); None for anything else.
+
+    >>> python_literal(str(["Tea is a drink.", "It's brewed."])), python_literal("[1, 2"), python_literal("print(1)")
+    (['Tea is a drink.', "It's brewed."], None, None)
+    """
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, (list, dict)) else None
+
+
 def with_aliases(source: str, names: Iterable[str], mapping: dict[str, str]) -> dict[str, str]:
     """``mapping`` with the fields the columns ``names`` give by a common name (:func:`aliased`), said in one line."""
     found = aliased(names, mapping)
@@ -173,6 +189,9 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
                     try:
                         raw[f] = json.loads(v)
                     except json.JSONDecodeError as exc:
+                        if (literal := python_literal(v)) is not None:  # pandas' to_csv of a list: ['a', 'b']
+                            raw[f] = literal
+                            continue
                         raise DataError(f"expected JSON text ({'a list' if f not in ('timings', 'human') else 'an object'}), "
                                         f"got {v[:40]!r}: {exc.msg}", path=source, row=row, field=f) from None
                     except RecursionError:

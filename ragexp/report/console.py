@@ -206,7 +206,8 @@ def print_summary(title: str, metrics: Mapping[str, float | None], counts: Mappi
             which += ("; " if which else "") + f"the other cut-offs of {', '.join(cut[:4])}" + (" …" if len(cut) > 4 else "")
         deep = depth and any((_cutoff(k) or 0) > depth for k in hidden)  # only when such cut-offs were hidden
         most = "the 1 passage" if depth == 1 else f"the {depth} passages"
-        beyond = f"; cut-offs beyond {most} a question got at most repeat the last one" if deep else ""
+        beyond = (f"; cut-offs beyond {most} a question got at most add no passage: recall and hit rate repeat the "
+                  "last one, precision falls with k" if deep else "")
         hint = "" if show_all else " (report.all=true prints them)"
         console.print(f"[dim]{len(hidden)} more values in summary.json and MLflow{hint}: {which}{beyond}[/dim]",
                       highlight=False, soft_wrap=True)

@@ -139,8 +139,10 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
         if mixed_granularity(present):
             board["granularity"] = ("Some jobs retrieved sessions (memory_layer=sessions or summaries, ids S<n>) and "
                                     "some turns: LoCoMo's evidence recall counts a retrieved session for every evidence "
-                                    "turn in it, and the id metrics match no turn with a session id, so the two kinds "
-                                    "of jobs are not comparable on them (docs/memory-layers.md).")
+                                    "turn in it, and under metric=locomo recall@k, MRR and nDCG rank the evidence's "
+                                    "sessions for those jobs (under other suites their ids match no turn), so a session "
+                                    "job and a turn job are not comparable on them: compare each kind among its own "
+                                    "(docs/memory-layers.md).")
         on_disk = unlogged_jobs(sweep_dir, children)
         if on_disk:
             board["not_ranked"] = (f"{len(on_disk) - len(children)} job(s) of this sweep saved results but have no "

@@ -12,6 +12,7 @@ Hydra sweeper (Optuna) can optimise it. Only the workflow and :mod:`ragexp.track
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from typing import Any, Sequence
@@ -119,6 +120,10 @@ def check_step(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | Non
         for f in produced:
             setattr(r, f, None)
     specs, skipped = check_fields(specs, records, dataset.name, all_that_apply, provided=produced)
+    if dataset.conversations and not any(s.key.startswith("locomo_") for s in specs):  # a memory's own scores
+        print(f"[ragexp] dataset {dataset.name}: questions about conversations are scored LoCoMo's way by "
+              "metric=locomo (locomo_qa, locomo_evidence_recall, recall@k/MRR/nDCG at the memory's granularity); "
+              "this run's suite has none of them", file=sys.stderr)
     stats_cfg = stats_settings(plain(cfg.get("stats")))  # one check for the run and the compare
     cluster_labels(records, stats_cfg["cluster_by"], dataset=dataset.name, source=dataset.source)
     labels_step(specs, dataset, records)
