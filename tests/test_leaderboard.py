@@ -179,3 +179,18 @@ def test_the_printed_board_wraps_labels_between_overrides_and_keeps_every_column
     for label in labels:
         for override in label.split(","):
             assert override in words, (override, out)
+
+
+def test_a_board_of_clustered_runs_says_its_p_values_are_not(capsys):
+    """LoCoMo's runs resample 10 conversations for their intervals, but the paired tests take each question as
+    independent: the board says so (G11's walkthrough: every gap showed p 0.0006 with 10 clusters)."""
+    from ragexp.core.leaderboard import clusters_note
+    from ragexp.report.console import print_leaderboard
+
+    note = clusters_note([{"stats": {"cluster_by": "conversation_id"}}, {"stats": {"cluster_by": "conversation_id"}}])
+    assert note.startswith("The intervals are clustered by conversation_id, but the paired p-values treat every "
+                           "question as independent")
+    assert clusters_note([{"stats": {"cluster_by": None}}, {}]) is None
+    rows = [{"run_id": "a", "run_name": "a", "label": "k=5", "mean": 0.5, "n": 10, "best": True}]
+    print_leaderboard({"metric": "locomo_evidence_recall", "rows": rows, "clusters": note})
+    assert "the paired p-values treat every question as independent" in " ".join(capsys.readouterr().out.split())

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ragexp.metrics.base import direction, load_all
 from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED
@@ -192,3 +192,21 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
             "best": best.name if best else None, "comparison": "paired over sample ids, Holm-adjusted",
             **({"corrected_with_labels": True} if corrected else {}),
             "rows": rows}
+
+
+def clusters_note(summaries: Sequence[Mapping[str, Any]]) -> str | None:
+    """The board's note when its runs' intervals are clustered (``stats.cluster_by``) while its paired p-values
+    treat every question as independent (docs/uncertainty.md); None when no run is clustered.
+
+    >>> clusters_note([{"stats": {"cluster_by": "conversation_id"}}, {"stats": {"cluster_by": None}}])[:58]
+    'The intervals are clustered by conversation_id, but the pa'
+    >>> clusters_note([{"stats": {}}]) is None
+    True
+    """
+    clustered = sorted({str((s.get("stats") or {}).get("cluster_by")) for s in summaries
+                        if (s.get("stats") or {}).get("cluster_by")})
+    if not clustered:
+        return None
+    return (f"The intervals are clustered by {', '.join(clustered)}, but the paired p-values treat every question "
+            "as independent: with few clusters they are optimistic, so read a 'differs' near the threshold with the "
+            "intervals (docs/uncertainty.md).")

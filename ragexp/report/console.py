@@ -294,6 +294,8 @@ def print_leaderboard(board: Mapping[str, Any]) -> None:
         console.print(board["chosen_by"], highlight=False, soft_wrap=True)
     if board.get("recorded_answers"):
         console.print(f"[yellow]note: {board['recorded_answers']}[/yellow]", highlight=False, soft_wrap=True)
+    if board.get("clusters"):
+        console.print(f"[yellow]note: {board['clusters']}[/yellow]", highlight=False, soft_wrap=True)
     if board.get("granularity"):
         console.print(f"[yellow]note: {board['granularity']}[/yellow]", highlight=False, soft_wrap=True)
     if board.get("not_ranked"):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ragexp.core.leaderboard import (Entry, answers_recorded, choose_metric, headline_columns, higher_is_better,
-                                     mixed_granularity, other_headlines, rank)
+                                     mixed_granularity, other_headlines, rank, clusters_note)
 
 LEADERBOARD_FILE = "leaderboard.json"
 PLOT_FILE = "leaderboard.png"
@@ -136,6 +136,8 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
         if answers_recorded(present):
             board["recorded_answers"] = ("Every job kept the dataset's recorded answers (generator=precomputed): the "
                                          "answer metrics cannot differ between them; only the retrieval was swept.")
+        if note := clusters_note(present):  # the intervals resample clusters; the paired tests do not
+            board["clusters"] = note
         if mixed_granularity(present):
             board["granularity"] = ("Some jobs retrieved sessions (memory_layer=sessions or summaries, ids S<n>) and "
                                     "some turns: LoCoMo's evidence recall counts a retrieved session for every evidence "
