@@ -196,6 +196,19 @@ def headline_metrics(keys: list[str], *, primary: str | None = None, objective: 
     return list(dict.fromkeys(ordered))[:limit]
 
 
+def bar_order(keys: list[str], named: list[str], ranges: dict[str, Any]) -> list[str]:
+    """``metrics.png``'s rows: the run's headline metrics first (as every view leads with them), then the other
+    bounded metrics in the suite's order; unbounded ones (a latency) are not bars.
+
+    >>> bar_order(["token_f1", "bleu", "avg_latency", "answer_token_f1"], ["answer_token_f1", "answer_token_f1"],
+    ...           {"token_f1": (0, 1), "bleu": (0, 100), "avg_latency": None, "answer_token_f1": (0, 1)})
+    ['answer_token_f1', 'token_f1', 'bleu']
+    """
+    bounded = [k for k in keys if ranges[k] is not None]
+    first = [k for k in dict.fromkeys(named) if k in bounded]
+    return first + [k for k in bounded if k not in first]
+
+
 def run_plots(folder: str | Path, per_sample: Any, summary: dict[str, Any], *,
               objective: str | None = None) -> list[Path]:
     """A single run's pictures in ``folder``: ``metrics.png`` (every bounded metric's mean with its
@@ -212,8 +225,7 @@ def run_plots(folder: str | Path, per_sample: Any, summary: dict[str, Any], *,
     out = []
     # blue for the run's own headline metrics only, not the others a picture fills its rows with
     named = [k for k in (primary, objective, *(summary.get("headline") or ())) if k and k in keys] or headline[:1]
-    bars = metric_bars(intervals, [k for k in keys if ranges[k] is not None], named, title,
-                       folder / METRICS_PLOT, confidence=float((summary.get("stats") or {}).get("confidence", CONFIDENCE)),
+    bars = metric_bars(intervals, bar_order(keys, named, ranges), named, title, folder / METRICS_PLOT, confidence=float((summary.get("stats") or {}).get("confidence", CONFIDENCE)),
                        samples=n)
     if bars is not None:
         out.append(bars)
@@ -286,7 +298,7 @@ def metric_bars(intervals: dict[str, Any], keys: list[str], headline: list[str],
     _fraction_axis(ax, f"mean (bar, value at the right) with its {level:g}% CI (whisker), as a fraction of the "
                        f"metric's range", 9)
     over = f"; each over all {samples} samples unless n= says" if samples is not None else ""
-    _title(fig, height, f"{title}: every metric, the headline ones blue{over}")
+    _title(fig, height, f"{title}: every metric, the headline ones first and blue{over}")
     return _save(fig, path, dpi=100)
 
 
