@@ -218,7 +218,7 @@ def test_cli_a_judge_that_failed_every_sample_exits_non_zero(tmp_path, data_dir)
     assert proc.returncode == 2, proc.stderr[-2000:]
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("ragexp: error:")]
     assert len(errors) == 1 and "every judge metric failed on every sample" in errors[0]
-    assert "api_error" in errors[0] and "per_sample.json" in errors[0]
+    assert "api_error" in errors[0] and "per_sample.parquet" in errors[0]  # every sample's reason (json is cut)
     assert "Traceback" not in proc.stderr
 
 

@@ -74,8 +74,16 @@ def test_a_one_verdict_judge_in_a_comparison_is_said_not_measured():
     section = compare_agreement(cols_b, cols_c, ["answer_consistency_binary"], resamples=200)
     entry = section["answer_consistency_binary"]
     assert entry["one_verdict"] == {"baseline": {"value": 1, "share": 1.0, "n": 40}}
-    for lines in (comparison_lines(section), judges_lines(section, 0.95)):
+    fact = ("the baseline judge gave 1 to 100% of the 40 samples it scored: its κ is 0 by construction, not a "
+            "measure of agreement")
+    judged = [x for x in judges_lines(section, 0.95) if x.startswith("answer_consistency_binary:")]
+    assert len(judged) == 1 and judged[0].startswith("answer_consistency_binary: the candidate judge agrees better "
+                                                     "with people (κ ") and judged[0].endswith("; " + fact), judged
+    assert f"answer_consistency_binary: {fact}" in comparison_lines(section)
+    both = {**entry, "one_verdict": {"baseline": entry["one_verdict"]["baseline"],
+                                     "candidate": {"value": 0, "share": 1.0, "n": 40}}}
+    for lines in (comparison_lines({"answer_consistency_binary": both}), judges_lines({"answer_consistency_binary": both}, 0.95)):
         said = [x for x in lines if x.startswith("answer_consistency_binary:")]
-        assert said == ["answer_consistency_binary: the baseline judge gave 1 to 100% of the 40 samples it scored: "
-                        "its κ is 0 by construction, not a measure of agreement, so the two judges' agreement is "
-                        "not compared"], lines
+        assert said == ["answer_consistency_binary: the baseline judge gave 1 to 100% of the 40 samples it scored and "
+                        "the candidate judge gave 0 to 100% of the 40 samples it scored: their κ is 0 by construction, "
+                        "not a measure of agreement, so the two judges' agreement is not compared"], lines

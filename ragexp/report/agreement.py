@@ -137,7 +137,7 @@ def judges_lines(section: Mapping[str, Any], confidence: float) -> list[str]:
         if not d:
             continue
         sym = SYMBOLS[d["statistic"]]
-        if e.get("one_verdict"):
+        if len(e.get("one_verdict") or ()) == 2:  # neither judge tells the samples apart: nothing to compare
             lines.append(one_verdict_line(key, e["one_verdict"], sym))
             continue
         p = d.get("p_value")
@@ -148,10 +148,12 @@ def judges_lines(section: Mapping[str, Any], confidence: float) -> list[str]:
         else:
             lines.append(f"{key}: no detectable difference in agreement with people ({sym} {_num(d['baseline'])} → "
                          f"{_num(d['candidate'])}" + ("" if p is None else f", p = {p:.3g}") + ")")
+        if e.get("one_verdict"):  # one judge of (nearly) one verdict: its statistic is not a measure of agreement
+            lines[-1] += "; " + one_verdict_line(key, e["one_verdict"], sym, compared=True).split(": ", 1)[1]
     return lines
 
 
-def one_verdict_line(key: str, said: Mapping[str, Mapping[str, Any]], sym: str) -> str:
+def one_verdict_line(key: str, said: Mapping[str, Mapping[str, Any]], sym: str, compared: bool = False) -> str:
     """A compared judge of (nearly) one verdict: its agreement is not a measure (the run flags it the same way).
 
     >>> one_verdict_line("x", {"baseline": {"value": 1, "share": 1.0, "n": 40}}, "κ")
@@ -162,6 +164,8 @@ def one_verdict_line(key: str, said: Mapping[str, Mapping[str, Any]], sym: str) 
     constant = all(o["share"] == 1.0 for o in said.values())
     what = f"its {sym} is 0 by construction" if constant and len(said) == 1 else \
         f"their {sym} is 0 by construction" if constant else f"its {sym} says little"
+    if compared:  # one judge of one verdict against one that tells samples apart: the other agrees better by far
+        return f"{key}: {' and '.join(parts)}: {what}, not a measure of agreement"
     return (f"{key}: {' and '.join(parts)}: {what}, not a measure of agreement, so the two judges' agreement is "
             f"not compared")
 
@@ -171,13 +175,15 @@ def comparison_lines(section: Mapping[str, Any]) -> list[str]:
     lines = []
     for key, e in section.items():
         d = e.get("agreement")
-        if d and e.get("one_verdict"):
+        if d and len(e.get("one_verdict") or ()) == 2:
             lines.append(one_verdict_line(key, e["one_verdict"], SYMBOLS[d["statistic"]]))
         elif d:
             ci = "" if d["ci_low"] is None else f" [{_num(d['ci_low'])}, {_num(d['ci_high'])}]"
             p = "" if d["p_value"] is None else f", p = {d['p_value']:.3g}"
             lines.append(f"{key}: agreement with people ({SYMBOLS[d['statistic']]}) {_num(d['baseline'])} → "
                          f"{_num(d['candidate'])}, difference {d['diff']:+.2f}{ci}{p} over {d['n']} labels")
+            if e.get("one_verdict"):
+                lines.append(one_verdict_line(key, e["one_verdict"], SYMBOLS[d["statistic"]], compared=True))
             per = e.get("per_class") or {}
             if per:
                 lines.append(f"{key}: the judge matches " + "; ".join(
