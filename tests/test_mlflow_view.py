@@ -19,7 +19,7 @@ KIND_TAG, MODEL_DEVELOPMENT = "mlflow.experimentKind", "custom_model_development
 DEMO_SOURCE = "ragexp:demo/questions.jsonl"
 #: the demo with every default: each group's option, nothing else
 DEMO_PARAMS = {"dataset": "demo", "metric": "default", "matcher": "rouge_sentence", "pipeline": "default",
-               "chunker": "none", "retriever": "none", "compressor": "none", "generator": "precomputed",
+               "chunker": "none", "retriever": "none", "compressor": "none", "generator": "precomputed", "memory_layer": "none",
                "stats": "default", "gate": "none", "judge": "null"}
 RECORDS = [
     {"id": "a", "query": "What is the capital of France?", "answer": "Paris", "reference_answers": ["Paris"]},
