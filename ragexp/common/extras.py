@@ -34,7 +34,7 @@ def launcher_ready(target: str) -> bool:
     """Whether the launcher ``target`` has what it needs here (when not, the launcher itself says which extra, in
     one line, as it starts: a sweep opens nothing before that).
 
-    >>> launcher_ready("hydra._internal.core_plugins.basic_launcher.BasicLauncher")
+    >>> launcher_ready("hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher")  # needs no extra here
     True
     """
     return all(installed(module) for prefix, module in LAUNCHERS.items() if target.startswith(prefix))
