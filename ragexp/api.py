@@ -254,8 +254,10 @@ def _data_source(data: Any, conf: Path) -> tuple[Any, str | None, str | None]:
             return None, text, None
         if p.exists() or p.suffix or os.sep in text:
             return None, "mapped", str(p.resolve()) if p.exists() else text
-        options = sorted(f.stem for f in (conf / "dataset").glob("*.yaml"))
-        raise ConfigError(f"data={text!r} is neither a file nor a dataset config name ({', '.join(options)})")
+        from ragexp.common.paths import conf_options
+
+        raise ConfigError(f"data={text!r} is neither a file nor a dataset config name "
+                          f"({', '.join(conf_options('dataset'))})")
     raise ConfigError(f"data: expected a pandas DataFrame, a list of dicts, a file path or a dataset config name, "
                       f"got {type(data).__name__}")
 

@@ -126,14 +126,6 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C during the judge's work; the message says what was received and where it is kept."""
 
 
-def _group_options(group: str) -> list[str]:
-    """The options of config group ``group``: the YAML files of ``conf/<group>/`` (none for a group that is none)."""
-    from ragexp.common.paths import conf_dir
-
-    folder = conf_dir() / group
-    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
-
-
 def _suggestion(option: str, options: list[str]) -> str:
     """What follows "no option 'x' in group 'g'": the closest options first (a typo, or a name inside a longer one:
     ``faithfulness`` → ``claim_faithfulness``), then every option when there are few, else how to list them.
@@ -158,7 +150,9 @@ def _suggestion(option: str, options: list[str]) -> str:
 def _unchosen_group(group: str, key: str) -> str | None:
     """``judge.cache_backend=…`` with no judge chosen: the group to choose first, with its options (None: ``group``
     is no config group of ragexp)."""
-    options = _group_options(group)
+    from ragexp.common.paths import conf_options
+
+    options = conf_options(group)
     if not options:
         return None
     return (f"{group}.{key} sets an option of the {group}, but no {group} is chosen: add {group}=<name> before it "
@@ -177,7 +171,9 @@ def config_error_line(exc: BaseException) -> str:
 
     missing, options = getattr(exc, "missing_cfg_file", None), getattr(exc, "options", None)
     if missing and "/" in str(missing) and options is None:  # an option inside a list (metric=[a,b]): Hydra names none
-        options = _group_options(str(missing).rpartition("/")[0])
+        from ragexp.common.paths import conf_options
+
+        options = conf_options(str(missing).rpartition("/")[0])
     if missing and options:
         group, _, option = str(missing).rpartition("/")
         if group == "metric" and current_key(option) != option:  # an old key: say its new name

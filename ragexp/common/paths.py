@@ -27,6 +27,16 @@ def conf_dir() -> Path:
     return _PACKAGE / "conf"
 
 
+def conf_options(group: str) -> list[str]:
+    """The options of config group ``group``, sorted: the YAML files of ``conf/<group>/`` (none for no such group).
+
+    >>> conf_options("retriever")
+    ['bm25', 'dense', 'hybrid', 'none']
+    """
+    folder = conf_dir() / group
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
 def conf_file(name: str) -> dict[str, Any]:
     """``conf/<name>.yaml``'s values (its Hydra defaults list left out): for a default whose one place is a config."""
     import yaml

@@ -93,9 +93,9 @@ def _group_options(group: str) -> list[str]:
     hydra = GlobalHydra.instance()
     if hydra.is_initialized():
         return hydra.config_loader().get_group_options(group)
-    from ragexp.common.paths import conf_dir
+    from ragexp.common.paths import conf_options
 
-    return sorted(f.stem for f in (conf_dir() / group).glob("*.yaml"))
+    return conf_options(group)
 
 
 def _base(choices: Mapping[str, Any]) -> dict[str, Any]:
