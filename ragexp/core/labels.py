@@ -227,20 +227,15 @@ def _judge_warnings(entry: dict[str, Any], p: Mapping[str, Any], clusters: Seque
     """Flag a judge that says (nearly) the same thing to everything, or whose verdicts do not follow people's,
     and for a 0/1 metric add the per-class agreement (the share of people's 0s, and of their 1s, the judge
     gives the same value, with intervals clustered like the run's). docs/judge-trust.md, "A useless judge"."""
-    from collections import Counter
-
     from ragexp.stats.intervals import mean_interval
 
     values = list(p["judge"]) + list(p["unlabelled"])
     warnings: list[str] = []
     who = f"the {entry['metric'].replace('_', ' ')}" if p.get("against") else "the judge"  # a verdict is no judge
-    value, count = Counter(values).most_common(1)[0]
-    share = count / len(values)
     stats = entry["statistics"]
-    if share >= ONE_VERDICT:
-        from ragexp.stats.agreement import level
-
-        warnings.append(f"{who} gave {level(value)} to {share:.0%} of the {len(values):,} samples it scored: "
+    if one := one_verdict(values):
+        share = one["share"]
+        warnings.append(f"{who} gave {one['value']} to {share:.0%} of the {one['n']:,} samples it scored: "
                         f"it barely tells them apart, so its agreement statistics say little")
         entry["degenerate"] = True
         for name in ("kappa", "kappa_quadratic", "ac1", "alpha_ordinal", "spearman", "kendall_tau_b"):
