@@ -89,6 +89,8 @@ class MetricInfo:
     #: verdict(*fields, **options) -> 1.0 judged correct, 0.0, or None where it gives none)``
     label_verdict: tuple[str, Callable[..., float | None]] | None = None
     bounds: tuple[float, float] = (0.0, 1.0)
+    #: what an unbounded value counts, said beside it in the run's table (``s``: seconds; ``tokens``)
+    unit: str = ""
     higher_is_better: bool = True
     variant_params: tuple[str, ...] = ()
     uses_matcher: bool = False
@@ -149,7 +151,7 @@ _BY_FUNCTION: dict[Callable[..., Any], MetricInfo] = {}
 def register(*, fields: Sequence[str] | None = None, fields_for: Callable[[dict[str, Any]], Sequence[str]] | None = None,
              **settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a metric function under its own name; ``settings`` are :class:`MetricInfo`'s (``level``,
-    ``judge``, ``binary``, ``option_rules``, ``ratio``, ``bounds``, ``higher_is_better``, ``variant_params``,
+    ``judge``, ``binary``, ``option_rules``, ``ratio``, ``bounds``, ``unit``, ``higher_is_better``, ``variant_params``,
     ``resolve``, ``prepare``, ``prepare_options``, ``finish``).
 
     ``fields`` defaults to the names of the function's positional parameters; ``fields_for``

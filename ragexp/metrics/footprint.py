@@ -16,7 +16,7 @@ _PERCENTILE = {"percentile": (lambda v: isinstance(v, str) and v[:1] == "p" and 
                "stage": (lambda v: isinstance(v, str) and v != "", lambda: "a stage name such as 'search' (or a list)")}
 
 
-@register(bounds=(0.0, math.inf), higher_is_better=False)
+@register(bounds=(0.0, math.inf), unit="tokens", higher_is_better=False)
 def context_tokens(contexts: list[str], *, tokenizer: str = "cl100k_base") -> float:
     """Tokens of the retrieved passages, summed (what the answer's prompt must carry); nothing retrieved is 0.
     ``tokenizer``: a tiktoken encoding name or a path to a ``tokenizer.json``.
@@ -42,7 +42,8 @@ def interpolated_percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
-@register(level="dataset", bounds=(0.0, math.inf), higher_is_better=False, variant_params=("stage", "percentile"),
+@register(level="dataset", bounds=(0.0, math.inf), unit="s", higher_is_better=False,
+          variant_params=("stage", "percentile"),
           option_rules=_PERCENTILE)
 def stage_latency(timings: list[Any], *, stage: Any = "search", percentile: Any = "p50") -> float | Score:
     """A percentile of one pipeline stage's seconds over the records that timed it (``timings[stage]``);

@@ -86,13 +86,19 @@ def family(key: str) -> str:
 
 def scale(key: str) -> str:
     """A row's scale where it is not a share in [0, 1]: ``0–100`` (BLEU), ``0–5`` (a 0–5 judge score),
-    ``s`` (seconds), ``count``."""
+    ``s`` (seconds), ``count``, a metric's own unit.
+
+    >>> scale("stage_latency/search/p95"), scale("context_tokens"), scale("latency/search"), scale("bleu"), scale("mrr")
+    ('s', 'tokens', 's', '0–100', '')
+    """
     base = key.split("/", 1)[0]
     if base in ("latency", "avg_latency"):
         return "s"
     if base in ("judge", "pipeline"):
         return "count" if not key.endswith("cost_usd") else "US$"
     info = REGISTRY.get(base) or (None if ": " in key else load_all().get(base))
+    if info is not None and info.unit:
+        return info.unit
     if info is None or info.bounds == (0.0, 1.0):
         return ""
     lo, hi = info.bounds
