@@ -127,3 +127,30 @@ def test_bad_locomo_conversations(tmp_path, data_dir, edit, field, words):
     message = str(err.value)
     assert "conversation 'conv-30'" in message and "row 2" in message and f"field '{field}'" in message
     assert words in message
+
+
+def test_a_sweeps_jobs_say_a_files_quirks_once(tmp_path, compose, capsys):
+    """An evidence entry naming no turn is said each time a run loads the file, but once in a sweep whose jobs
+    load it in one process (Hydra's basic launcher: every job of ``python -m ragexp -m ...``)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    path = tmp_path / "c.jsonl"
+    path.write_text(_line(questions=[{"question": "Where?", "answer": "Oslo", "evidence": ["a1", "a9"]}]) + "\n")
+    name = f"quirks_{tmp_path.name}"
+
+    def lines() -> list[str]:
+        return [x for x in capsys.readouterr().err.splitlines() if "evidence entry names no turn" in x]
+
+    for _ in range(2):
+        load_conversations(str(path), name=name)
+    assert len(lines()) == 2 and not HydraConfig.initialized()  # two runs (ragexp.evaluate twice): said twice
+    config = compose("hydra.mode=MULTIRUN", return_hydra_config=True)
+    hydra_config = HydraConfig.instance()
+    try:
+        hydra_config.set_config(config)
+        for _ in range(3):  # three jobs of one sweep
+            load_conversations(str(path), name=name)
+        said = lines()
+        assert len(said) == 1 and "c1/0 'a9'" in said[0], said
+    finally:
+        hydra_config.cfg = None  # back to no Hydra job, as the tests after this one expect

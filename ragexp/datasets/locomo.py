@@ -10,10 +10,10 @@ every session) stops the run with one line naming the conversation and the field
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ragexp.common.notes import say_once_per_sweep
 from ragexp.errors import DataError
 from ragexp.datasets.base import Dataset, build, existing, iter_jsonl, read_json
 from ragexp.datasets.conversations import (CONVERSATION_KEY, TIME_KEY, Conversation, Observation, Session, Turn,
@@ -254,17 +254,16 @@ def _dataset(name: str, path: Path, conversations: Iterable[tuple[int, Any]], re
 
 def _say(name: str, questions: _Questions) -> None:
     """One line each for the evidence that names no turn (kept as written: LoCoMo's scoring reads it as it is) and for
-    recorded contexts that name ids the conversation lacks (no context texts for those records)."""
+    recorded contexts that name ids the conversation lacks (no context texts for those records); once in a sweep."""
     if questions.malformed:
         n = len(questions.malformed)
-        print(f"[ragexp] dataset {name}: {n} evidence entr{'y names' if n == 1 else 'ies name'} no turn of its "
-              f"conversation, kept as written and read as LoCoMo's scoring reads them (a miss at turn level): "
-              f"{'; '.join(questions.malformed)}",
-              file=sys.stderr, flush=True)
+        say_once_per_sweep(f"[ragexp] dataset {name}: {n} evidence entr{'y names' if n == 1 else 'ies name'} no "
+                           f"turn of its conversation, kept as written and read as LoCoMo's scoring reads them (a "
+                           f"miss at turn level): {'; '.join(questions.malformed)}")
     if questions.unresolved:
-        print(f"[ragexp] dataset {name}: {questions.unresolved} question(s) have a recorded "
-              f"'{questions.key}_context' naming an id that is no turn or session of the conversation: their "
-              "ids are scored, their context texts left out", file=sys.stderr, flush=True)
+        say_once_per_sweep(f"[ragexp] dataset {name}: {questions.unresolved} question(s) have a recorded "
+                           f"'{questions.key}_context' naming an id that is no turn or session of the conversation: "
+                           "their ids are scored, their context texts left out")
 
 
 def load_locomo(path: str, *, name: str = "locomo", prediction_key: str = "prediction", limit: int | None = None,
