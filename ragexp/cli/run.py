@@ -26,6 +26,8 @@ from ragexp.tracking.log import RunRecord, interrupt_report
 
 # ${ragexp_launch_id:} in conf/config.yaml's output folders: unique per launch, the same in joblib's workers
 OmegaConf.register_new_resolver("ragexp_launch_id", launch_id, replace=True)
+# ${ragexp_conf_dir:} in --help (conf/hydra/help/ragexp.yaml): the folder of the YAML files this install reads
+OmegaConf.register_new_resolver("ragexp_conf_dir", lambda: str(conf_dir()), replace=True)
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
