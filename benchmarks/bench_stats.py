@@ -9,7 +9,9 @@ Times, in this process:
    permutation p-values, exact McNemar for the 0/1 metrics, MDE) plus ``holm``;
 2. the whole ``compare_tables`` — pairing two per-sample tables by id, status checks, the
    statistics, Holm, verdicts, the most regressed samples;
-3. a plain-Python loop doing the same resampling one metric and one resample at a time. It
+3. the statistics over clusters (``stats.cluster_by``): the same values in 500 clusters of 20 samples
+   (random sign patterns) and in 10 clusters of 1,000 (every pattern enumerated), against 1;
+4. a plain-Python loop doing the same resampling one metric and one resample at a time. It
    is far too slow to run in full, so it runs a few resamples of two metrics and is
    extrapolated linearly (its cost is exactly proportional to resamples × metrics); the
    printed ratio says so.
@@ -110,6 +112,8 @@ def main() -> int:
     broken = "--broken" in sys.argv[1:]
     base, cand = as_table("baseline", b, broken), as_table("candidate", c, broken)
     whole_s, whole_cpu, out = timed(lambda: compare_tables(base, cand, resamples=RESAMPLES, min_match_fraction=1.0))
+    clustered = {g: timed(lambda g=g: paired_compare_columns(b, c, clusters=np.arange(N) % g, resamples=RESAMPLES))
+                 for g in (500, 10)}
     wrong = measured(out, stats)
     if wrong:
         print(f"bench_stats: measured nothing worth printing: {wrong}", file=sys.stderr)
@@ -127,6 +131,9 @@ def main() -> int:
           f"{stats_s:.2f} s wall (medians of 3)")
     print(f"  whole compare_tables (pairing by id, statuses, statistics, Holm, regressions): {whole_cpu:.2f} s CPU, "
           f"{whole_s:.2f} s wall (medians of 3; target ≤ 2 s on one core)")
+    for g, (wall, cpu_s, res) in clustered.items():
+        print(f"  over {g} clusters ({res[0].test}): {cpu_s:.2f} s CPU, {wall:.2f} s wall (medians of 3): "
+              f"{cpu_s / stats_cpu:.2f}× the unclustered statistics' CPU")
     print(f"  plain-Python loop baseline: {per_cpu * 1e3:.2f} ms CPU per metric·resample (measured on 10 resamples "
           f"× 2 metrics, EXTRAPOLATED to {RESAMPLES:,} × {METRICS}): {loop_cpu:,.0f} s CPU, {loop_s:,.0f} s wall")
     print(f"  ratio (CPU): vectorised statistics {loop_cpu / stats_cpu:,.0f}× faster than the loop; whole "

@@ -407,4 +407,4 @@ def _run_table(side: Any, role: str) -> Any:
     metrics = {k: v for k, v in side.summary["metrics"].items() if v is not None}
     return RunTable(name=str(name), columns=[str(c) for c in df.columns], rows=rows, run_id=side.run_id,
                     questions_digest=side.summary.get("questions_digest"), dataset=side.summary.get("dataset"),
-                    metrics=metrics)
+                    metrics=metrics, cluster_by=(side.summary.get("stats") or {}).get("cluster_by"))

@@ -412,3 +412,42 @@ def test_too_few_resamples_for_holm_are_called_out(capsys):
     print_comparison(enough)
     assert all(r["verdict"] == "better" for r in enough["metrics"].values())
     assert "raise stats.resamples" not in capsys.readouterr().out
+
+
+def test_a_clustered_comparison_tests_over_its_clusters_and_says_so(capsys):
+    """With stats.cluster_by the comparison's p-value flips whole clusters' total differences (as scipy's one-sample
+    permutation_test does on those totals), no McNemar, no two-stage; the output names the clusters and their count."""
+    from scipy import stats
+
+    from ragexp.report.comparison import print_comparison
+
+    rng = np.random.default_rng(8)
+    conv = [f"conv{i % 6}" for i in range(36)]  # 6 conversations of 6 questions
+    keys = ("token_f1", "exact_match")
+    rows_b = [(f"s{i}", f"q{i}", {"token_f1": float(rng.random()), "exact_match": float(i % 2)}) for i in range(36)]
+    rows_c = [(sid, q, {"token_f1": min(1.0, v["token_f1"] + 0.1 * (int(conv[i][-1]) - 1)),
+                        "exact_match": float(i % 3 == 0)}) for i, (sid, q, v) in enumerate(rows_b)]
+
+    def clustered(name, rows):
+        t = table(name, rows, keys)
+        return RunTable(**{**t.__dict__, "columns": [*t.columns, "conversation_id"],
+                           "rows": [[*r, c] for r, c in zip(t.rows, conv)], "cluster_by": "conversation_id"})
+
+    result = compare_tables(clustered("b", rows_b), clustered("c", rows_c))
+    for key in keys:
+        row = result["metrics"][key]
+        d = np.array([c[2][key] - b[2][key] for b, c in zip(rows_b, rows_c)])
+        totals = np.array([d[[x == f"conv{g}" for x in conv]].sum() for g in range(6)])
+        theirs = stats.permutation_test((totals,), np.mean, permutation_type="samples", vectorized=True).pvalue
+        assert (row["test"], row["clusters"]) == ("cluster permutation", 6)
+        assert row["p_value"] == pytest.approx(theirs, abs=1e-12) and row["p_value"] >= 2 / 2 ** 6
+    assert result["method"]["cluster_by"] == "conversation_id" and result["method"]["clusters"] == 6
+    print_comparison(result)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "sign-flip permutation of the 6 clusters of conversation_id" in out and "McNemar" not in out
+    assert "over its 6 clusters" in out and "no p-value is below 0.031 before Holm" in out  # 2 / 2**6
+    plain = compare_tables(table("b", rows_b, keys), table("c", rows_c, keys))
+    assert plain["metrics"]["exact_match"]["test"] == "mcnemar" and "cluster_by" not in plain["method"]
+    assert "clusters" not in plain["metrics"]["token_f1"]
+    with pytest.raises(DataError, match="stats.cluster_by='lang': neither run's per-sample table has a 'lang' column"):
+        compare_tables(table("b", rows_b, keys), table("c", rows_c, keys), cluster_by="lang")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -181,16 +182,34 @@ def test_the_printed_board_wraps_labels_between_overrides_and_keeps_every_column
             assert override in words, (override, out)
 
 
-def test_a_board_of_clustered_runs_says_its_p_values_are_not(capsys):
-    """LoCoMo's runs resample 10 conversations for their intervals, but the paired tests take each question as
-    independent: the board says so (G11's walkthrough: every gap showed p 0.0006 with 10 clusters)."""
+def test_a_board_of_clustered_runs_tests_over_its_clusters_and_says_so(capsys):
+    """LoCoMo's runs resample 10 conversations for their intervals; the board's paired tests are over the same
+    clusters (G11's walkthrough: every gap showed p 0.0006 with the questions taken as independent), and the note
+    says how many and the smallest p-value they allow."""
     from ragexp.core.leaderboard import clusters_note
     from ragexp.report.console import print_leaderboard
 
-    note = clusters_note([{"stats": {"cluster_by": "conversation_id"}}, {"stats": {"cluster_by": "conversation_id"}}])
-    assert note.startswith("The intervals are clustered by conversation_id, but the paired p-values treat every "
-                           "question as independent")
-    assert clusters_note([{"stats": {"cluster_by": None}}, {}]) is None
-    rows = [{"run_id": "a", "run_name": "a", "label": "k=5", "mean": 0.5, "n": 10, "best": True}]
-    print_leaderboard({"metric": "locomo_evidence_recall", "rows": rows, "clusters": note})
-    assert "the paired p-values treat every question as independent" in " ".join(capsys.readouterr().out.split())
+    ids = [f"q{i}" for i in range(30)]
+    conv = {i: f"conv{k % 10}" for k, i in enumerate(ids)}  # 10 conversations of 3 questions
+    best = Entry("a", "k=5", "FINISHED", {"mean": 0.6, "n": 30}, {i: 0.6 + 0.01 * (k % 7) for k, i in enumerate(ids)},
+                 cluster_by="conversation_id", clusters=conv)
+    other = Entry("b", "k=1", "FINISHED", {"mean": 0.4, "n": 30}, {i: 0.4 + 0.02 * (k % 5) for k, i in enumerate(ids)},
+                  cluster_by="conversation_id", clusters=conv)
+    board = rank([best, other], metric="locomo_evidence_recall")
+    row = board["rows"][1]
+    totals = [sum(other.values[i] - best.values[i] for i in ids if conv[i] == f"conv{g}") for g in range(10)]
+    theirs = stats.permutation_test((np.array(totals),), np.mean, permutation_type="samples", n_resamples=10_000,
+                                    vectorized=True).pvalue  # every flip of the 10 conversations' totals: exact
+    assert (row["test"], row["clusters"]) == ("cluster permutation", 10)
+    assert row["p_value"] == pytest.approx(theirs, abs=1e-12) and row["p_value"] >= 2 / 2 ** 10
+    assert board["cluster_by"] == "conversation_id" and "10 clusters of conversation_id" in board["comparison"]
+    note = clusters_note(board, [{"stats": {"cluster_by": "conversation_id"}}] * 2)
+    assert note.startswith("The intervals and the paired tests are clustered by conversation_id: each test is over "
+                           "its 10 clusters") and "no p-value can fall below 0.002" in note
+    assert clusters_note(rank([best, other], metric="x"), [{"stats": {"cluster_by": None}}, {}]) is None
+    plain = rank([Entry("a", "k=5", "FINISHED", best.interval, best.values),
+                  Entry("b", "k=1", "FINISHED", other.interval, other.values)], metric="x")
+    assert plain["comparison"] == "paired over sample ids, Holm-adjusted" and "clusters" not in plain["rows"][1]
+    assert plain["rows"][1]["p_value"] < row["p_value"]  # 30 independent questions claim more than 10 conversations
+    print_leaderboard({"metric": "locomo_evidence_recall", "rows": board["rows"], "clusters": note})
+    assert "each test is over its 10 clusters" in " ".join(capsys.readouterr().out.split())

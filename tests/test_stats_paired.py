@@ -131,3 +131,88 @@ def test_holm_hand_computation():
     out = holm([0.02, float("nan"), 0.04])  # NaN stays NaN and is not counted
     assert math.isnan(out[1]) and out[0] == pytest.approx(0.02 * 2) and out[2] == pytest.approx(max(0.04 * 1, 0.02 * 2))
     assert holm([]) == []
+
+
+# clustered paired comparison (stats.cluster_by): the cluster is the unit of the interval, the test and the MDE
+
+def _clustered_data(g=12, seed=21, shift=0.05):
+    """g clusters of 1–7 pairs with a cluster-level shift each (what clustering is about), as arrays and labels."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 8, g)
+    labels = np.repeat([f"conv{k}" for k in range(g)], sizes)
+    b = rng.random(len(labels))
+    c = np.clip(b + shift + np.repeat(rng.normal(0, 0.2, g), sizes) + rng.normal(0, 0.1, len(labels)), 0, 1)
+    return b, c, labels
+
+
+def _cluster_totals(b, c, labels):
+    keys = sorted(set(labels))
+    d = np.asarray(c) - np.asarray(b)
+    return (np.array([d[np.asarray(labels) == k].sum() for k in keys]),
+            np.array([float((np.asarray(labels) == k).sum()) for k in keys]))
+
+
+def _scipy_sign_flip(x, resamples, seed=0):
+    # one sample with permutation_type="samples": scipy flips the signs of its observations
+    return stats.permutation_test((x,), np.mean, permutation_type="samples", vectorized=True, n_resamples=resamples,
+                                  alternative="two-sided", rng=seed).pvalue
+
+
+def test_clustered_p_equals_scipys_sign_flip_of_cluster_totals():
+    b, c, labels = _clustered_data(g=12)
+    totals, _ = _cluster_totals(b, c, labels)
+    ours = paired_compare(b, c, clusters=list(labels))
+    # 2**12 = 4,096 sign patterns <= 10,000 resamples: both enumerate every flip of the 12 totals
+    assert ours.p_value == pytest.approx(_scipy_sign_flip(totals, 10_000), abs=1e-12)
+    assert (ours.test, ours.clusters, ours.n) == ("cluster permutation", 12, len(labels))
+    assert ours.diff == pytest.approx(totals.sum() / len(labels))  # the mean difference is over pairs, as before
+    assert ours.p_value >= 2 / 2 ** 12  # no two-sided p below 2 of the 4,096 patterns
+
+
+def test_clustered_p_close_to_scipy_when_drawn():
+    b, c, labels = _clustered_data(g=40, seed=5, shift=0.02)
+    totals, _ = _cluster_totals(b, c, labels)
+    ours = paired_compare(b, c, clusters=labels, resamples=20_000, seed=1).p_value
+    theirs = _scipy_sign_flip(totals, 20_000, seed=2)
+    sd = 2 * math.sqrt(max(theirs / 2 * (1 - theirs / 2), 1e-4) / 20_000)  # as in the unclustered test above
+    assert abs(ours - theirs) <= 4 * math.sqrt(2) * sd + 1 / 20_000
+
+
+def test_clustered_hand_count_and_one_pair_per_cluster():
+    # d = (1, 1 | 2 | 3): totals (2, 2, 3); of the 8 flips only "none" reaches the mean 7/4 -> p = 2 · 1/8
+    r = paired_compare([0, 0, 0, 0], [1, 1, 2, 3], clusters=["a", "a", "b", "c"])
+    assert (r.p_value, r.clusters, r.diff) == (2 / 8, 3, 7 / 4)
+    # one pair per cluster: the same sign flips as the unclustered test (not McNemar on 0/1 values)
+    b, c = [0, 1, 0, 0, 1, 0, 0, 0], [1, 1, 1, 1, 0, 1, 1, 0]
+    alone = paired_compare(b, c, clusters=list("abcdefgh"))
+    assert alone.test == "cluster permutation"
+    assert alone.p_value == pytest.approx(_scipy_sign_flip(np.subtract(c, b).astype(float), 10_000), abs=1e-12)
+
+
+def test_clustered_interval_close_to_scipys_cluster_bootstrap():
+    b, c, labels = _clustered_data(g=60, seed=9)
+    totals, sizes = _cluster_totals(b, c, labels)
+    ours = paired_compare(b, c, clusters=labels, resamples=20_000, confidence=0.9, seed=3)
+    theirs = stats.bootstrap((totals, sizes), lambda s, k, axis: s.sum(axis=axis) / k.sum(axis=axis), paired=True,
+                             vectorized=True, n_resamples=20_000, confidence_level=0.9, method="percentile",
+                             rng=4).confidence_interval
+    mean = totals.sum() / sizes.sum()
+    se = math.sqrt(60 / 59 * ((totals - sizes * mean) ** 2).sum()) / sizes.sum()
+    assert ours.ci_low == pytest.approx(theirs.low, abs=0.1 * se)  # as the unclustered test: ~4.7 Monte-Carlo sd
+    assert ours.ci_high == pytest.approx(theirs.high, abs=0.1 * se)
+    # the clustered MDE: (z_.95 + z_.8) · SE, SE the clustered standard error (G/(G−1) corrected)
+    assert ours.mde == pytest.approx((stats.norm.ppf(0.95) + stats.norm.ppf(0.8)) * se)
+
+
+def test_clustered_columns_equal_one_at_a_time_and_unclustered_unchanged():
+    b, c, labels = _clustered_data(g=15, seed=2)
+    bb, cc = np.column_stack([b, b[::-1]]), np.column_stack([c, (c[::-1] > 0.5).astype(float)])
+    bb[:, 1] = bb[:, 1] > 0.5
+    together = paired_compare_columns(bb, cc, clusters=labels, resamples=3000, seed=4)
+    for j in range(2):
+        alone = paired_compare(bb[:, j], cc[:, j], clusters=labels, resamples=3000, seed=4)
+        assert (together[j].p_value, together[j].test) == (alone.p_value, "cluster permutation")
+        assert together[j].ci_low == pytest.approx(alone.ci_low, abs=1e-6)
+    assert paired_compare(b, c).clusters is None and paired_compare(b, c).test == "permutation"
+    with pytest.raises(ValueError, match="one label per pair"):
+        paired_compare(b, c, clusters=labels[:-1])

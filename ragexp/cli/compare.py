@@ -46,7 +46,7 @@ def compare_runs(cfg: DictConfig) -> dict[str, Any]:
     result = compare_tables(baseline, candidate, resamples=stats["resamples"],
                             confidence=confidence, seed=stats["seed"],
                             min_match_fraction=min_match, regressions=regressions,
-                            correct_with_labels=stats["correct_with_labels"])
+                            correct_with_labels=stats["correct_with_labels"], cluster_by=stats.get("cluster_by"))
     result["tracking_uri"] = redact_url(uri)  # the store's address without credentials
     from ragexp.core.headline import headline_keys
 

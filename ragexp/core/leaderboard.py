@@ -7,7 +7,8 @@ interval are the ones the child computed (its ``summary.json`` ``intervals``). T
 is the one with the highest mean (the lowest for a lower-is-better metric such as
 ``avg_latency``). Every other child is compared with the best one **paired over sample ids**
 (the ids where both have an ``ok`` value) with :func:`ragexp.stats.paired.paired_compare`, and
-the p-values are Holm-adjusted across the comparisons; a child ``differs`` from the best when
+the p-values are Holm-adjusted across the comparisons (over clusters when the best run declared
+``stats.cluster_by``: its clusters are resampled and sign-flipped whole); a child ``differs`` from the best when
 its adjusted p-value is below ``1 − stats.confidence``. With ``stats.correct_with_labels=true`` and
 people's labels on the metric, each child's judge-corrected mean (PPI++) is ranked instead, and the
 paired test is the corrected difference over the same items (docs/judge-trust.md).
@@ -36,6 +37,8 @@ class Entry:
     values: dict[str, float] = field(default_factory=dict)  # sample id → ok value of the metric
     problem: str | None = None  # why the child has no value (failed run, metric absent)
     human: dict[str, float] = field(default_factory=dict)  # sample id → people's label of the metric
+    cluster_by: str | None = None  # the run's stats.cluster_by
+    clusters: dict[str, Any] = field(default_factory=dict)  # sample id → its cluster (the run's cluster_by column)
 
 
 def choose_metric(primary: str | None, objective: str | None, summaries: list[Mapping[str, Any]]) -> str | None:
@@ -172,13 +175,16 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
             else:
                 row["note"] = f"only {len(ids)} sample ids with an ok value in both runs: not compared"
         rows.append(row)
+    by = best.cluster_by if best is not None and best.clusters else None
     for ids, group in paired.items():  # the children paired on the same ids share one resampling
         b = np.array([[best.values[i]] * len(group) for i in ids])
         c = np.array([[e.values[i] for _, e in group] for i in ids])
-        for (k, _), r in zip(group, paired_compare_columns(b, c, resamples=resamples, confidence=confidence,
-                                                           seed=seed)):
+        labels = [best.clusters.get(i) for i in ids] if by else None
+        for (k, _), r in zip(group, paired_compare_columns(b, c, clusters=labels, resamples=resamples,
+                                                           confidence=confidence, seed=seed)):
             rows[k].update(diff_vs_best=r.diff, diff_ci_low=r.ci_low, diff_ci_high=r.ci_high, p_value=r.p_value,
-                           test=r.test, wins=r.wins, ties=r.ties, losses=r.losses)
+                           test=r.test, wins=r.wins, ties=r.ties, losses=r.losses,
+                           **({"clusters": r.clusters} if r.clusters is not None else {}))
             tests.append((k, r.p_value))
     tests.sort()
     for (i, _), adjusted in zip(tests, holm([p for _, p in tests]) if tests else []):
@@ -189,24 +195,53 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
             rows.append({"run_id": e.run_id, "run_name": e.name, "status": e.status, "mean": None,
                          "note": e.problem or f"no value of {metric}"})
     return {"metric": metric, "higher_is_better": higher, "confidence": confidence,
-            "best": best.name if best else None, "comparison": "paired over sample ids, Holm-adjusted",
+            "best": best.name if best else None, "comparison": comparison_method(by, rows),
+            **({"cluster_by": by} if by else {}),
             **({"corrected_with_labels": True} if corrected else {}),
             "rows": rows}
 
 
-def clusters_note(summaries: Sequence[Mapping[str, Any]]) -> str | None:
-    """The board's note when its runs' intervals are clustered (``stats.cluster_by``) while its paired p-values
-    treat every question as independent (docs/uncertainty.md); None when no run is clustered.
+def comparison_method(cluster_by: str | None, rows: Sequence[Mapping[str, Any]]) -> str:
+    """How the board's paired tests were made, in words (``leaderboard.json``'s ``comparison``).
 
-    >>> clusters_note([{"stats": {"cluster_by": "conversation_id"}}, {"stats": {"cluster_by": None}}])[:58]
-    'The intervals are clustered by conversation_id, but the pa'
-    >>> clusters_note([{"stats": {}}]) is None
+    >>> comparison_method(None, [])
+    'paired over sample ids, Holm-adjusted'
+    >>> comparison_method("conversation_id", [{"clusters": 10}, {"clusters": 10}])
+    'paired over sample ids, over the 10 clusters of conversation_id (each resampled and sign-flipped whole), Holm-adjusted'
+    """
+    counts = sorted({int(r["clusters"]) for r in rows if r.get("clusters") is not None})
+    if not cluster_by or not counts:
+        return "paired over sample ids, Holm-adjusted"
+    return (f"paired over sample ids, over the {'/'.join(map(str, counts))} clusters of {cluster_by} "
+            "(each resampled and sign-flipped whole), Holm-adjusted")
+
+
+def clusters_note(board: Mapping[str, Any], summaries: Sequence[Mapping[str, Any]], resamples: int = RESAMPLES
+                  ) -> str | None:
+    """The board's note when its runs are clustered (``stats.cluster_by``): its paired tests are over clusters,
+    how many, and the smallest p-value so few clusters allow (docs/uncertainty.md); None when no run is clustered.
+
+    >>> board = {"cluster_by": "conversation_id", "rows": [{"best": True}, {"clusters": 10}]}
+    >>> clusters_note(board, [{"stats": {"cluster_by": "conversation_id"}}])[:102]
+    'The intervals and the paired tests are clustered by conversation_id: each test is over its 10 clusters'
+    >>> clusters_note({"rows": []}, [{"stats": {}}]) is None
     True
     """
+    from ragexp.stats.intervals import FEW_CLUSTERS
+
     clustered = sorted({str((s.get("stats") or {}).get("cluster_by")) for s in summaries
                         if (s.get("stats") or {}).get("cluster_by")})
     if not clustered:
         return None
-    return (f"The intervals are clustered by {', '.join(clustered)}, but the paired p-values treat every question "
-            "as independent: with few clusters they are optimistic, so read a 'differs' near the threshold with the "
-            "intervals (docs/uncertainty.md).")
+    by = board.get("cluster_by")
+    counts = sorted({int(r["clusters"]) for r in board.get("rows") or () if r.get("clusters") is not None})
+    if not by or not counts:  # clustered runs, but nothing was tested over clusters (one run, no shared ids)
+        return f"The intervals are clustered by {', '.join(clustered)} (docs/uncertainty.md)."
+    note = (f"The intervals and the paired tests are clustered by {by}: each test is over its "
+            f"{'/'.join(map(str, counts))} clusters, resampled and sign-flipped whole, not over the questions")
+    few = counts[0]
+    if few < FEW_CLUSTERS:
+        floor = 2 / 2 ** few if 2 ** few <= resamples else 2 / (resamples + 1)
+        note += (f"; with {few} clusters no p-value can fall below {floor:.2g} before Holm, "
+                 "and a real difference may not reach significance")
+    return note + " (docs/uncertainty.md)."

@@ -1,6 +1,6 @@
 """The pure part of ``python -m ragexp.compare``: two runs' per-sample tables in, the comparison out —
-pairing by sample id (refusals), per-metric :func:`ragexp.stats.paired.paired_compare` with Holm,
-two-stage rows for judge metrics with k > 1 verdicts. Definitions: docs/uncertainty.md, "Comparing
+pairing by sample id (refusals), per-metric :func:`ragexp.stats.paired.paired_compare` with Holm (over the
+clusters of ``stats.cluster_by`` when declared), two-stage rows for judge metrics with k > 1 verdicts. Definitions: docs/uncertainty.md, "Comparing
 two runs"; docs/judge-trust.md, "Judge noise". Finding and reading the runs is
 :mod:`ragexp.tracking.runs`; printing, :mod:`ragexp.report.comparison`.
 """
@@ -36,6 +36,8 @@ class RunTable:
     metrics: dict[str, float] = field(default_factory=dict)
     #: the metrics the run leads with (its summary.json ``headline``; ragexp.core.headline)
     headline: list[str] = field(default_factory=list)
+    #: the run's ``stats.cluster_by`` (its per-sample table holds that column)
+    cluster_by: str | None = None
 
 
 def _index(table: RunTable, role: str) -> dict[str, int]:
@@ -70,7 +72,8 @@ def _numbers(values: tuple) -> Any:
 
 def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
                    seed: int = SEED, min_match_fraction: float = COMPARE["min_match_fraction"],
-                   regressions: int = COMPARE["regressions"], correct_with_labels: bool = False) -> dict[str, Any]:
+                   regressions: int = COMPARE["regressions"], correct_with_labels: bool = False,
+                   cluster_by: str | None = None) -> dict[str, Any]:
     """Pair two runs' per-sample tables by id and compare every shared metric (module docstring).
 
     Returns the comparison as plain data (``comparison.json``): ``samples`` (the pairing),
@@ -78,13 +81,17 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
     extra keys), ``regressions`` (per metric, the samples that got most worse), ``not_compared``
     (dataset-level metrics) and ``method``; with people's labels in both tables (``human/<key>``),
     ``agreement``: :func:`ragexp.core.labels.compare_agreement` (corrected means with ``correct_with_labels``).
+    ``cluster_by`` (else the baseline's, else the candidate's ``stats.cluster_by``): the column of each sample's
+    cluster; the intervals, p-values and MDEs are then over clusters (:mod:`ragexp.stats.paired`).
     """
     shared, cols_b, cols_c = _pair(baseline, candidate, min_match_fraction)
     rows, both = _metric_rows(baseline, candidate)
     values_b, values_c, ok = _usable_values(cols_b, cols_c, both, rows)
-    _test(values_b, values_c, ok, both, rows, resamples=resamples, confidence=confidence, seed=seed)
-    _two_stage(cols_b, cols_c, values_b, values_c, ok, both, rows, resamples=resamples, confidence=confidence,
-               seed=seed)
+    by, clusters = _clusters(cluster_by, baseline, candidate, cols_b, cols_c)
+    _test(values_b, values_c, ok, both, rows, resamples=resamples, confidence=confidence, seed=seed, clusters=clusters)
+    if clusters is None:  # the two-stage bootstrap resamples samples: with clusters, the cluster test stands
+        _two_stage(cols_b, cols_c, values_b, values_c, ok, both, rows, resamples=resamples, confidence=confidence,
+                   seed=seed)
     compared = _verdicts(rows, 1 - confidence)
     n = len(shared)
     from ragexp.core.labels import compare_agreement, judges_only
@@ -106,7 +113,8 @@ def compare_tables(baseline: RunTable, candidate: RunTable, *, resamples: int = 
                    "ci": "paired bootstrap, percentile", "p_value": "two-sided: sign-flip permutation of the mean "
                    "difference; exact McNemar (binomial on discordant pairs) for 0/1 metrics",
                    "adjustment": f"Holm across the {len(compared)} metrics compared",
-                   "significant": f"Holm-adjusted p < {1 - confidence:g}", "mde": "80% power, two-sided"},
+                   "significant": f"Holm-adjusted p < {1 - confidence:g}", "mde": "80% power, two-sided",
+                   **(_clustered_method(by, rows) if clusters is not None else {})},
         "metrics": rows,
         "regressions": _regressions(values_b, values_c, ok, both, rows, shared, queries, regressions),
     }
@@ -179,10 +187,38 @@ def _usable_values(cols_b: dict[str, tuple], cols_c: dict[str, tuple], both: lis
     return values_b, values_c, ok
 
 
+def _clusters(cluster_by: str | None, baseline: RunTable, candidate: RunTable, cols_b: dict[str, tuple],
+              cols_c: dict[str, tuple]) -> tuple[str | None, Any]:
+    """The cluster column and each shared sample's label in it (None when no cluster is declared); a declared
+    column neither table holds is refused."""
+    import numpy as np
+
+    by = cluster_by or baseline.cluster_by or candidate.cluster_by
+    if not by:
+        return None, None
+    labels = cols_b.get(by) or cols_c.get(by)
+    if labels is None:
+        raise DataError(f"stats.cluster_by='{by}': neither run's per-sample table has a '{by}' column "
+                        f"(baseline '{baseline.name}', candidate '{candidate.name}'); "
+                        "name a column they hold or set stats.cluster_by=null")
+    return by, np.array([str(v) for v in labels], dtype=object)
+
+
+def _clustered_method(by: str, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The method's words for a comparison over clusters: which column, how many clusters."""
+    counts = sorted({r["clusters"] for r in rows.values() if r.get("clusters") is not None})
+    many = "/".join(map(str, counts)) or "0"
+    return {"cluster_by": by, "clusters": counts[-1] if counts else 0,
+            "ci": f"cluster bootstrap over the {many} clusters of {by}, percentile",
+            "p_value": f"two-sided: sign-flip permutation of the {many} clusters' total differences ({by}); "
+                       "no McNemar (it takes the pairs as independent)",
+            "mde": f"80% power, two-sided, clustered standard error ({many} clusters)"}
+
+
 def _test(values_b: Any, values_c: Any, ok: Any, both: list[str], rows: dict[str, dict[str, Any]], *,
-          resamples: int, confidence: float, seed: int) -> None:
+          resamples: int, confidence: float, seed: int, clusters: Any = None) -> None:
     """The paired statistics of every shared metric, into its row. Metrics with the same usable
-    samples share one set of resamples (one matrix product for all of them)."""
+    samples share one set of resamples (one matrix product for all of them); ``clusters``: each sample's."""
     import numpy as np
 
     from ragexp.stats.paired import paired_compare_columns
@@ -197,10 +233,11 @@ def _test(values_b: Any, values_c: Any, ok: Any, both: list[str], rows: dict[str
                 rows[both[j]].update(note="no sample is ok in both runs")
             continue
         results = paired_compare_columns(values_b[mask][:, cols], values_c[mask][:, cols], resamples=resamples,
-                                         confidence=confidence, seed=seed)
+                                         confidence=confidence, seed=seed,
+                                         clusters=None if clusters is None else clusters[mask])
         for j, r in zip(cols, results):
             row = rows[both[j]]
-            row.update({k: v for k, v in asdict(r).items() if k != "n"})
+            row.update({k: v for k, v in asdict(r).items() if k != "n" and not (k == "clusters" and v is None)})
             row["mde"] = None if math.isnan(r.mde) else r.mde
             row["better"], row["worse"] = (r.wins, r.losses) if row["higher_is_better"] else (r.losses, r.wins)
 

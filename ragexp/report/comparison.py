@@ -74,9 +74,9 @@ def _table(result: Mapping[str, Any]) -> tuple[Any, list[str]]:
     table = Table(title=f"ragexp.compare · baseline {b['name']} → candidate {c['name']} · {s['matched']} paired samples",
                   title_justify="left", caption_justify="left",
                   caption=(f"Headline metrics first{' (' + ', '.join(headline) + ')' if headline else ''}. "
-                           f"diff = candidate − baseline with its {level:g}% paired bootstrap CI "
-                           f"({method['resamples']:,} resamples, seed {method['seed']}); p: sign-flip permutation, "
-                           f"† exact McNemar for 0/1 metrics, {method['adjustment']}; "
+                           f"diff = candidate − baseline with its {level:g}% {_resampled(method)} "
+                           f"({method['resamples']:,} resamples, seed {method['seed']}); p: {_flipped(method)}, "
+                           f"{method['adjustment']}; "
                            f"▲/▼ = significantly better/worse ({method['significant']}), direction-aware; "
                            f"+/=/− = samples better, tied, worse; MDE = smallest difference these samples detect "
                            f"with 80% power" + ("; over = samples ok in both runs" if partial else
@@ -120,10 +120,14 @@ def _lines_below(result: Mapping[str, Any]) -> list[str]:
         lines.append("↓ = lower is better")
     if any(not r.get("direction_known", True) for r in result["metrics"].values()):
         lines.append("? = not a registered metric: higher is taken as better")
-    permuted = sum(1 for r in result["metrics"].values() if r.get("test") == "permutation")
+    permuted = sum(1 for r in result["metrics"].values() if r.get("test") in ("permutation", "cluster permutation"))
     compared = sum(1 for r in result["metrics"].values() if "p_value" in r)
     floor = 2 / (method["resamples"] + 1)  # the smallest p-value a random-pattern permutation test gives
-    if permuted and compared * floor >= 1 - method["confidence"]:
+    if method.get("cluster_by"):
+        lines.append(_clusters_line(method))
+        if 2 ** method["clusters"] <= method["resamples"]:  # every sign pattern enumerated: the floor is theirs
+            floor = 2 / 2 ** method["clusters"]
+    if permuted and compared * floor >= 1 - method["confidence"] and not method.get("cluster_by"):
         lines.append(f"with {method['resamples']:,} resamples no permutation p-value is below {floor:.2g}, and "
                      f"Holm over {compared} metrics cannot bring it under {1 - method['confidence']:g}: "
                      f"raise stats.resamples (e.g. stats.resamples={round(20 * compared / (1 - method['confidence'])):,})")
@@ -132,6 +136,29 @@ def _lines_below(result: Mapping[str, Any]) -> list[str]:
         lines.append("not compared (one value per run, nothing to pair): " + ", ".join(
             f"{k} {number(v['baseline'])} → {number(v['candidate'])}" for k, v in whole.items()))
     return lines
+
+
+def _resampled(method: Mapping[str, Any]) -> str:
+    return "cluster bootstrap CI" if method.get("cluster_by") else "paired bootstrap CI"
+
+
+def _flipped(method: Mapping[str, Any]) -> str:
+    if method.get("cluster_by"):
+        return f"sign-flip permutation of the {method['clusters']} clusters of {method['cluster_by']}"
+    return "sign-flip permutation, † exact McNemar for 0/1 metrics"
+
+
+def _clusters_line(method: Mapping[str, Any]) -> str:
+    """The line saying that the comparison is over clusters, how many, and the smallest p-value they allow.
+
+    >>> print(_clusters_line({"cluster_by": "conversation_id", "clusters": 10, "resamples": 10_000})[89:])
+    10 clusters, each cluster's differences resampled and sign-flipped together; with 10 clusters no p-value is below 0.002 before Holm
+    """
+    g, b = method["clusters"], method["resamples"]
+    floor = 2 / 2 ** g if 2 ** g <= b else 2 / (b + 1)
+    return (f"clustered by {method['cluster_by']} (stats.cluster_by): the CIs, p-values and MDEs are over its {g} "
+            f"clusters, each cluster's differences resampled and sign-flipped together; with {g} clusters no p-value "
+            f"is below {floor:.2g} before Holm")
 
 
 def shown(value: Any) -> Any:

@@ -1,5 +1,7 @@
 """Paired comparison of two runs over the same samples: the difference, its paired bootstrap interval,
 the p-value (exact McNemar for 0/1 values, else sign-flip permutation), wins/ties/losses, the MDE, Holm.
+With ``clusters`` (``stats.cluster_by``) the interval, the p-value and the MDE are over clusters: each cluster's
+total difference is resampled and sign-flipped as one unit (McNemar is not used: it assumes independent pairs).
 Definitions: docs/uncertainty.md, "Comparing two runs". ``wins``/``losses`` are raw (above/below), not
 direction-aware: ``ragexp.core.pairing`` turns them into better/worse. :func:`paired_compare_columns`
 shares one resample-count matrix and one sign matrix across metrics (float32, in chunks).
@@ -19,11 +21,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED, check_settings
+from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED, check_settings, units_of
 from ragexp.stats.resampling import CHUNK_CELLS, count_matrix, generator
 
 #: power of the minimum detectable difference
@@ -46,21 +48,24 @@ class PairedResult:
     ties: int
     losses: int
     mde: float
+    #: the number of clusters the interval and the test are over; None when the samples are independent
+    clusters: int | None = None
 
 
-def paired_compare(baseline: Sequence[float], candidate: Sequence[float], *, resamples: int = RESAMPLES,
-                   confidence: float = CONFIDENCE, seed: int = SEED) -> PairedResult:
-    """Compare one metric's paired per-sample values (see the module docstring)."""
+def paired_compare(baseline: Sequence[float], candidate: Sequence[float], *, clusters: Sequence[Any] | None = None,
+                   resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED) -> PairedResult:
+    """Compare one metric's paired per-sample values (see the module docstring); ``clusters``: one label per pair."""
     b = np.asarray(baseline, dtype=np.float64).reshape(-1, 1)
     c = np.asarray(candidate, dtype=np.float64).reshape(-1, 1)
     if b.shape != c.shape:
         raise ValueError(f"paired values must have one length: baseline has {b.shape[0]}, "
                          f"candidate has {c.shape[0]}")
-    return paired_compare_columns(b, c, resamples=resamples, confidence=confidence, seed=seed)[0]
+    return paired_compare_columns(b, c, clusters=clusters, resamples=resamples, confidence=confidence, seed=seed)[0]
 
 
-def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, resamples: int = RESAMPLES,
-                           confidence: float = CONFIDENCE, seed: int = SEED) -> list[PairedResult]:
+def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, clusters: Sequence[Any] | None = None,
+                           resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED
+                           ) -> list[PairedResult]:
     """Compare many metrics at once: column j of the two ``(n, m)`` arrays is metric j.
 
     Every column shares the same pairs, the same bootstrap resamples and the same sign
@@ -80,6 +85,10 @@ def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, resam
     if not (np.isfinite(b).all() and np.isfinite(c).all()):
         raise ValueError("paired values must be finite numbers (leave out samples that are not ok)")
     check_settings(confidence, "percentile", resamples)
+    if clusters is not None:
+        if len(clusters) != n:
+            raise ValueError(f"clusters must have one label per pair ({n}), got {len(clusters)}")
+        return _clustered(b, c, clusters, resamples=resamples, confidence=confidence, seed=seed)
     use_mcnemar = ((b == 0) | (b == 1)).all(axis=0) & ((c == 0) | (c == 1)).all(axis=0)
 
     d = c - b
@@ -116,6 +125,63 @@ def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, resam
                          wins=int(wins[j]), ties=int(ties[j]), losses=int(losses[j]),
                          mde=float(mde[j]))
             for j in range(m)]
+
+
+def _clustered(b: np.ndarray, c: np.ndarray, clusters: Sequence[Any], *, resamples: int, confidence: float,
+               seed: int) -> list[PairedResult]:
+    """:func:`paired_compare_columns` over G clusters: with S_g a cluster's total difference and n_g its size,
+
+    - the interval resamples whole clusters: each resample's mean difference is ``sum(S) / sum(n)`` over the
+      clusters drawn (the cluster bootstrap of :mod:`ragexp.stats.intervals`);
+    - the p-value flips the sign of whole clusters' totals (:func:`_sign_flip_p_values` on S: its mean is the
+      mean difference times n/G, so the tails are the same), exact when 2^G is at most the resamples;
+    - the MDE is (z₁₋α/₂ + z₀.₈) · SE with SE the clustered standard error of the mean difference (Miller 2024,
+      with the G/(G−1) correction: with one pair per cluster it is sd / √n); empty below 2 clusters.
+    """
+    from scipy.special import ndtri
+
+    d = c - b
+    n, m = d.shape
+    unit = units_of(clusters, n)
+    g = int(unit.max()) + 1
+    sums = np.zeros((g, m))
+    np.add.at(sums, unit, d)
+    sizes = np.bincount(unit, minlength=g).astype(np.float64)
+    diff = d.mean(axis=0)
+    wins, losses = (d > 0).sum(axis=0), (d < 0).sum(axis=0)
+
+    seq_boot, seq_perm = np.random.SeedSequence(seed).spawn(2)
+    alpha = 1 - confidence
+    boot = _bootstrap_cluster_diffs(sums, sizes, diff, resamples, generator(seq_boot))
+    ci_low, ci_high = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
+    p = _sign_flip_p_values(sums, resamples, np.random.default_rng(seq_perm))
+
+    residual = sums - sizes[:, None] * diff
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt(g / (g - 1) * (residual ** 2).sum(axis=0)) / n if g > 1 else np.zeros(m)
+        mde = np.where(se > 0, (ndtri(1 - alpha / 2) + ndtri(_POWER)) * se, np.nan)
+    return [PairedResult(n=int(n), mean_baseline=float(b[:, j].mean()), mean_candidate=float(c[:, j].mean()),
+                         diff=float(diff[j]), ci_low=float(ci_low[j]), ci_high=float(ci_high[j]), p_value=float(p[j]),
+                         test="cluster permutation", wins=int(wins[j]), ties=int(n - wins[j] - losses[j]),
+                         losses=int(losses[j]), mde=float(mde[j]), clusters=g)
+            for j in range(m)]
+
+
+def _bootstrap_cluster_diffs(sums: np.ndarray, sizes: np.ndarray, centre: np.ndarray, resamples: int,
+                             rng: np.random.Generator) -> np.ndarray:
+    """``(resamples, m)`` cluster-bootstrap mean differences: clusters drawn with replacement, each resample's
+    mean is its drawn clusters' total difference over their total size (centred first, as in
+    :func:`_bootstrap_mean_diffs`)."""
+    g, m = sums.shape
+    centred = (sums - sizes[:, None] * centre).astype(np.float32)
+    out = np.empty((resamples, m), dtype=np.float64)
+    step = _chunk_rows(g, resamples)
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        counts = count_matrix(rng, g, rows)
+        out[start:start + rows] = (counts @ centred) / (counts.astype(np.float64) @ sizes)[:, None]
+    out += centre
+    return out
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -42,9 +42,10 @@ def _child_entry(child: Any, metric: str, summary: Mapping[str, Any] | None, rea
     fixed = (((summary.get("agreement") or {}).get(metric) or {}).get("corrected") or {}) if corrected else {}
     if fixed.get("mean") is not None:  # stats.correct_with_labels: the judge-corrected mean is the child's
         entry.interval = {**fixed, "n": fixed.get("n_total"), "method": "ppi++"}
+    by = (summary.get("stats") or {}).get("cluster_by")
     try:
         table = read_parquet_columns(read(child.info.run_id, FULL_TABLE_FILE),
-                                     ["id", metric, status_column(metric), f"human/{metric}"])
+                                     ["id", metric, status_column(metric), f"human/{metric}", *([by] if by else [])])
     except Exception as exc:  # noqa: BLE001 - said in the row, the rest of the board still stands
         entry.problem = f"{FULL_TABLE_FILE} unreadable ({type(exc).__name__}): not compared"
         return entry
@@ -54,6 +55,8 @@ def _child_entry(child: Any, metric: str, summary: Mapping[str, Any] | None, rea
             ok = status is None or status[k] == "ok"
             if ok and value is not None and not (isinstance(value, float) and math.isnan(value)):
                 entry.values[str(ids[k])] = float(value)
+        if by and table.get(by) is not None:  # the paired tests resample these clusters (core.leaderboard.rank)
+            entry.cluster_by, entry.clusters = str(by), dict(zip(map(str, ids), table[by]))
         labels = table.get(f"human/{metric}")
         if fixed and labels is not None:
             entry.human = {str(i): float(h) for i, h in zip(ids, labels) if h is not None}
@@ -136,7 +139,7 @@ def log_leaderboard(client: Any, parent_run_id: str, children: list[Any], *, pri
         if answers_recorded(present):
             board["recorded_answers"] = ("Every job kept the dataset's recorded answers (generator=precomputed): the "
                                          "answer metrics cannot differ between them; only the retrieval was swept.")
-        if note := clusters_note(present):  # the intervals resample clusters; the paired tests do not
+        if note := clusters_note(board, present, int(stats["resamples"])):  # the tests are over clusters: how many
             board["clusters"] = note
         if mixed_granularity(present):
             board["granularity"] = ("Some jobs retrieved sessions (memory_layer=sessions or summaries, ids S<n>) and "

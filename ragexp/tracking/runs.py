@@ -105,7 +105,8 @@ def load_run(client: Any, run: Any, role: str) -> RunTable:
     return RunTable(name=name, columns=current_columns(table["columns"]), rows=table["data"], run_id=run.info.run_id,
                     experiment_id=run.info.experiment_id, questions_digest=summary.get("questions_digest"),
                     dataset=run.data.tags.get("ragexp.dataset"), metrics=current_keys(run.data.metrics),
-                    headline=[current_key(k) for k in summary.get("headline") or []])
+                    headline=[current_key(k) for k in summary.get("headline") or []],
+                    cluster_by=(summary.get("stats") or {}).get("cluster_by"))
 
 
 def _full_table(client: Any, run_id: str, tmp: str) -> dict[str, Any] | None:
