@@ -77,24 +77,33 @@ def test_tiny_runs_still_draw(tmp_path, n):
     assert len(run_plots(tmp_path, frame, summary)) == 2
 
 
-def test_the_sweep_heatmap_colours_a_child_within_the_noise_as_the_best(tmp_path):
-    """A child the paired test cannot tell from the best gets the best's colour (and '≈ best'); one that differs
-    keeps a lighter shade, even when its mean is close (issue 42: the heat map coloured noise like a difference)."""
-    from ragexp.report.plots import cell_shade, sweep_heatmap
+def test_the_sweep_heatmap_shades_only_what_the_test_found(tmp_path):
+    """Issue 42: a child the paired test cannot tell from its column's best is drawn neutral (hatched, '≈ best'), not
+    coloured as a difference; a column no test covered is not shaded at all; only 'differs' cells sit on the scale."""
+    from ragexp.report.plots import cell_kinds, cell_shade, sweep_heatmap
 
-    board = {"metric": "answer_token_f1", "rows": [
+    board = {"metric": "answer_token_f1", "headline": ["answer_token_f1", "context_recall"], "rows": [
         {"run_id": "a", "run_name": "a", "label": "k=10", "best": True, "mean": 0.50,
          "also": {"context_recall": {"mean": 0.9, "best": False, "differs": True}}},
         {"run_id": "b", "run_name": "b", "label": "k=5", "differs": False, "mean": 0.49,
          "also": {"context_recall": {"mean": 0.95, "best": True, "differs": None}}},
         {"run_id": "c", "run_name": "c", "label": "k=1", "differs": True, "mean": 0.30,
          "also": {"context_recall": {"mean": 0.6, "best": False, "differs": True}}}]}
-    summaries = {r: {"metrics": {"answer_token_f1": m, "context_recall": c},
-                     "intervals": {"answer_token_f1": {"mean": m, "n": 50}, "context_recall": {"mean": c, "n": 50}}}
-                 for r, m, c in (("a", 0.50, 0.9), ("b", 0.49, 0.95), ("c", 0.30, 0.6))}
+    summaries = {r: {"metrics": {"answer_token_f1": m, "context_recall": c, "token_f1": t},
+                     "intervals": {"answer_token_f1": {"mean": m, "n": 50}, "context_recall": {"mean": c, "n": 50},
+                                   "token_f1": {"mean": t, "n": 50}}}
+                 for r, m, c, t in (("a", 0.50, 0.9, 0.7), ("b", 0.49, 0.95, 0.6), ("c", 0.30, 0.6, 0.4))}
     path = sweep_heatmap(board, summaries, "answer_token_f1", tmp_path / "heatmap.png")
     assert path is not None and _png_size(path)[0] > 400
+    marks = [{"answer_token_f1": "best", "context_recall": "differs"},
+             {"answer_token_f1": "noise", "context_recall": "best"},
+             {"answer_token_f1": "differs", "context_recall": "differs"}]
+    assert cell_kinds(["answer_token_f1", "context_recall", "token_f1"], marks) == [
+        ["best", "differs", "not tested"], ["noise", "best", "not tested"], ["differs", "differs", "not tested"]]
     lo, hi = 0.30, 0.50
-    assert cell_shade(0.49, lo, hi, True, "noise") == cell_shade(0.50, lo, hi, True, "best") == 0.9
-    assert cell_shade(0.49, lo, hi, True, None) == pytest.approx(0.15 + 0.75 * (0.49 - 0.30) / (0.50 - 0.30))
+    assert cell_shade(0.50, lo, hi, True, "best") == 0.9
+    assert cell_shade(0.49, lo, hi, True, "noise") is None  # neutral: no colour for a gap within the noise
+    assert cell_shade(0.7, 0.4, 0.7, True, "not tested") is None
     assert cell_shade(0.30, lo, hi, True, "differs") == 0.15
+    assert cell_shade(0.9, 0.6, 0.95, True, "differs") == pytest.approx(0.15 + 0.5 * (0.9 - 0.6) / (0.95 - 0.6))
+    assert cell_shade(0.2, 0.1, 0.3, False, "differs") == pytest.approx(0.15 + 0.5 * (0.3 - 0.2) / (0.3 - 0.1))

@@ -376,31 +376,42 @@ def histograms(per_sample: dict[str, list], keys: list[str], title: str, path: s
     return _save(fig, path, dpi=100)
 
 
-def cell_shade(value: float, lo: float, hi: float, higher: bool, mark: str | None) -> float:
+def cell_shade(value: float, lo: float, hi: float, higher: bool, mark: str | None) -> float | None:
     """A heat-map cell's place on the colour scale (0.15 light … 0.9 dark, dark = better), from its value within
-    its column's [lo, hi] — unless the sweep's paired test says the child cannot be told apart from the column's
-    best (``mark`` ``"best"`` or ``"noise"``): then the best's own shade, so no colour shows a difference that is
-    within the noise. ``"differs"`` keeps the value's shade, below the best's.
+    its column's [lo, hi] and what the sweep's paired test says of the child against the column's best (``mark``):
+    ``"best"`` the darkest; ``"differs"`` its value's place in [lo, hi] on 0.15 … 0.65, well apart from the best's;
+    ``"noise"`` (not significantly
+    different from the best) and no mark (not tested) get no place on the scale (None): they are drawn neutral,
+    so that no colour shows a difference the test did not find.
 
-    >>> cell_shade(0.49, 0.48, 0.5, True, "noise"), cell_shade(0.49, 0.48, 0.5, True, None)
-    (0.9, 0.525)
+    >>> cell_shade(0.5, 0.48, 0.5, True, "best"), cell_shade(0.49, 0.48, 0.5, True, "noise")
+    (0.9, None)
     >>> cell_shade(0.5, 0.2, 0.5, True, "differs")  # a tie in value, yet the test says it differs
-    0.75
+    0.65
+    >>> cell_shade(0.35, 0.2, 0.5, True, "differs"), cell_shade(0.35, 0.2, 0.5, True, None)  # 0.15 + 0.5 * 0.5
+    (0.4, None)
     """
-    if mark in ("best", "noise"):
+    if mark == "best":
         return 0.9
-    shade = 0.15 + 0.75 * ((value - lo) / (hi - lo) if higher else (hi - value) / (hi - lo)) if hi > lo else 0.5
-    return round(min(shade, 0.75) if mark == "differs" else shade, 6)
+    if mark != "differs":
+        return None
+    share = ((value - lo) / (hi - lo) if higher else (hi - value) / (hi - lo)) if hi > lo else 0.5
+    return round(0.15 + 0.5 * share, 6)
+
+
+#: how the heat map draws a cell the test found within the noise of its column's best, and an untested one
+_NOISE_FILL, _NOISE_HATCH, _UNTESTED_FILL = "0.93", "////", "white"
 
 
 def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], title: str,
             path: str | Path, marks: list[dict[str, str]] | None = None) -> Path | None:
-    """A sweep as a table of colours: one row per child (its label), one column per headline metric,
-    each cell the child's mean, annotated. Colour per column, from that column's worst (light) to its
-    best (dark) child, direction-aware (a lower latency is darker); a child without the value is blank.
-    ``marks``: per row, per key, what the sweep's paired test says of the child against that metric's best
-    (``best``, ``noise``, ``differs``): a child within the noise of the best gets the best's colour and "≈ best"
-    (:func:`cell_shade`). The column heading gives n when every child has the same, else each cell does."""
+    """A sweep as a table: one row per child (its label), one column per headline metric, each cell the child's
+    mean, annotated. ``marks``: per row, per key, what the sweep's paired test says of the child against that
+    metric's best (``best``, ``noise``, ``differs``). In a column the test covered, the best is dark, a child that
+    differs is shaded by its value (lighter is worse, direction-aware), a child within the noise of the best is
+    grey and hatched ("≈ best"), a child not compared white; a column no test covered is white throughout and
+    its heading says "not tested" (:func:`cell_shade`). A legend under the table says so. A child without the
+    value is blank. The column heading gives n when every child has the same, else each cell does."""
     if not rows or not keys:
         return None
     import matplotlib
@@ -410,11 +421,13 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
     means = [[((iv or {}).get(k) or {}).get("mean") for k in keys] for _, iv in rows]
     ns = [[((iv or {}).get(k) or {}).get("n") for k in keys] for _, iv in rows]
     width = max(6.0, 1.25 * len(keys) + 2.8)
-    ax = (fig := _figure(width, 1.3 + 0.42 * len(rows))).subplots()
-    headings = []
+    ax = (fig := _figure(width, 1.3 + 0.42 * len(rows))).subplots()  # the legend is added under it (tight)
+    headings, untested = [], 0
+    kinds = cell_kinds(keys, marks or [{} for _ in rows])
     for j, key in enumerate(keys):
         column = [m[j] for m in means if m[j] is not None]
         col_ns = {n[j] for n, m in zip(ns, means) if m[j] is not None}
+        tested = any(k[j] != "not tested" for k in kinds)
         higher = direction(key)[0]
         lo, hi = (min(column), max(column)) if column else (0.0, 1.0)
         for i, m in enumerate(means):
@@ -422,14 +435,12 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="white", edgecolor="0.85"))
                 ax.text(j, i, "—", ha="center", va="center", fontsize=8, color="0.5")
                 continue
-            mark = (marks[i] if marks else {}).get(key)
-            rgba = cmap(cell_shade(m[j], lo, hi, higher, mark))
-            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=rgba, edgecolor="white"))
-            dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
-            text = _num(m[j]) + (" ≈ best" if mark == "noise" else "") + (f"\nn={ns[i][j]}" if len(col_ns) > 1 else "")
-            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+            _cell(ax, j, i, cmap, cell_shade(m[j], lo, hi, higher, kinds[i][j]), kinds[i][j],
+                  _num(m[j]) + (f"\nn={ns[i][j]}" if len(col_ns) > 1 else ""))
+        untested += not tested or any(k[j] == "not compared" for k in kinds)
         arrow = "" if higher else " ↓"
-        headings.append(f"{key}{arrow}" + (f"\nn={col_ns.pop()}" if len(col_ns) == 1 else ""))
+        headings.append(f"{key}{arrow}" + (f"\nn={col_ns.pop()}" if len(col_ns) == 1 else "")
+                        + ("" if tested else "\nnot tested"))
     ax.set_xlim(-0.5, len(keys) - 0.5)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xticks(range(len(keys)))
@@ -440,10 +451,57 @@ def heatmap(rows: list[tuple[str, dict[str, Any] | None]], keys: list[str], titl
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
-    said = "; ≈ best: within the noise of the column's best (paired, Holm), so coloured as it" if marks else ""
-    ax.set_title(f"{title}\nmean per child; colour per column, darker is better (↓: lower is better){said}",
-                 fontsize=9.5, loc="left", pad=12)
+    ax.set_title(f"{title}\nmean per child; in a tested column the colour says where the child stands against the "
+                 "column's best (paired test, Holm-adjusted); ↓: lower is better", fontsize=9.5, loc="left", pad=12)
+    _heatmap_legend(ax, cmap, untested)
     return _save(fig, path, dpi=120, tight=True)
+
+
+def cell_kinds(keys: list[str], marks: list[dict[str, str]]) -> list[list[str]]:
+    """Per row, per key, what a heat-map cell shows: ``best``, ``differs`` or ``noise`` (``marks``: the sweep's paired
+    test against the column's best), ``not compared`` (a child the test left out, in a column it covered) or
+    ``not tested`` (a column no test covered: a lone best is no test).
+
+    >>> cell_kinds(["f1", "recall"], [{"f1": "best", "recall": "best"}, {"f1": "noise"}, {}])
+    [['best', 'not tested'], ['noise', 'not tested'], ['not compared', 'not tested']]
+    """
+    tested = {k for k in keys if any(m.get(k) in ("differs", "noise") for m in marks)}
+    return [[m.get(k) or "not compared" if k in tested else "not tested" for k in keys] for m in marks]
+
+
+def _cell(ax: Any, x: int, y: int, cmap: Any, shade: float | None, kind: str, text: str) -> None:
+    """One heat-map cell: coloured by ``shade``, else neutral (hatched grey within the noise, white untested)."""
+    from matplotlib.patches import Rectangle
+
+    if shade is not None:
+        rgba = cmap(shade)
+        ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=rgba, edgecolor="white"))
+        dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
+        ax.text(x, y, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+        return
+    noise = kind == "noise"
+    ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=_NOISE_FILL if noise else _UNTESTED_FILL,
+                           edgecolor="0.75", hatch=_NOISE_HATCH if noise else None, linewidth=0.6))
+    said = " ≈ best" if noise else "\nnot compared" if kind == "not compared" else ""
+    ax.text(x, y, text.replace("\n", said + "\n", 1) if "\n" in text and noise else text + said, ha="center",
+            va="center", fontsize=8, color="black" if noise else "0.25",
+            bbox={"facecolor": _NOISE_FILL, "edgecolor": "none", "pad": 1.5} if noise else None)
+
+
+def _heatmap_legend(ax: Any, cmap: Any, untested: int) -> None:
+    """The heat map's key, under the table: what each kind of cell means."""
+    from matplotlib.patches import Patch
+
+    handles = [Patch(facecolor=cmap(0.9), label="best in its column"),
+               Patch(facecolor=cmap(0.45), label="differs from the best (significant); lighter is further behind"),
+               Patch(facecolor=_NOISE_FILL, hatch=_NOISE_HATCH, edgecolor="0.6",
+                     label="≈ best: the difference from the best is not significant (within the noise)")]
+    if untested:
+        handles.append(Patch(facecolor=_UNTESTED_FILL, edgecolor="0.6",
+                             label="not tested (no paired test on this column, or the child was left out): "
+                                   "values only, not shaded"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, -0.02), ncol=1, fontsize=8, frameon=False,
+              handlelength=2.4, handleheight=1.3)
 
 
 def sweep_heatmap(board: dict[str, Any], summaries: dict[str, dict[str, Any] | None], metric: str,
@@ -457,7 +515,7 @@ def sweep_heatmap(board: dict[str, Any], summaries: dict[str, dict[str, Any] | N
             for r in board["rows"]]
     marks = [{k: "best" if o.get("best") else "differs" if o.get("differs") else "noise"
               for k, o in {board.get("metric", metric): r, **(r.get("also") or {})}.items()
-              if o.get("best") or o.get("differs") is not None} for r in board["rows"]]
+              if o.get("best") or o.get("differs") is not None} for r in board["rows"]]  # none: not tested
     return heatmap(rows, headline_metrics(keys, primary=metric, lead=board.get("headline")), f"Sweep of {len(rows)} runs",
                    path, marks)
 
