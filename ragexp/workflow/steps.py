@@ -101,6 +101,11 @@ class Scored:
     tally: Any = None  # ragexp.core.tally.Tally: what the run's numbers were computed from
 
 
+def _held(value: Any) -> bool:
+    """:meth:`ragexp.common.records.Record.has` of a field's value: not None, and not an empty text, list or mapping."""
+    return value is not None and not (isinstance(value, (str, list, dict)) and len(value) == 0)
+
+
 class Survey(RecordSink):
     """What the summary, the MLflow dataset and the checks need of every record, taken chunk by chunk and keeping
     none: a streamed run's check pass, and a run in memory's records as one chunk."""
@@ -121,28 +126,41 @@ class Survey(RecordSink):
         self.questions.update(chunk)
         self.outputs.update(chunk)
         self.answers.update(chunk)
-        for f in FIELDS:
-            if f not in self.present and any(r.present(f) for r in chunk):
-                self.present.add(f)
-        for r in chunk:
-            for f in FIELDS:
-                if f not in self.shape and r.has(f):
-                    self.shape[f] = [None, None, self.n > 0]
-            for f, s in self.shape.items():
-                v = getattr(r, f) if r.has(f) else None
-                if v is None:
+        # field by field over the chunk's column (list.count at C speed), not record by record
+        columns = {f: [getattr(r, f) for r in chunk] for f in FIELDS}
+        added: dict[str, tuple[int, list]] = {}  # a field no earlier record held → (its first record here, shape)
+        for f, values in columns.items():
+            absent, s = values.count(None), self.shape.get(f)
+            if absent == len(values):
+                if s is not None:
                     s[2] = True
-                else:
-                    if s[1] is None:
-                        s[1] = v
-                    if s[0] is None and v:
-                        s[0] = v
-            for key in r.human or {}:
-                self.human.setdefault(key, self.n + 1)
-            self.n += 1
-        self.labelled = self.labelled or any(r.label is not None or r.human for r in chunk)
-        self.stages.update(s for r in chunk for s in (r.timings or {}))
-        self.depth = max(self.depth, max((len(r.context_ids or r.contexts or ()) for r in chunk), default=0))
+                continue
+            self.present.add(f)
+            if s is not None and s[0] is not None and s[2]:
+                continue  # its kinds, and that a record lacks it, are known
+            start = 0 if s is not None else next((i for i, v in enumerate(values) if _held(v)), None)
+            if start is None:
+                continue
+            rest = values[start:] if start else values
+            if s is None:
+                s = [None, rest[0], self.n + start > 0]
+                added[f] = (start, s)
+            if not s[2]:  # held by every record so far: does one here lack it (None, or empty)?
+                s[2] = bool(rest.count(None) if start else absent) or any(map(rest.count, ("", [], {})))
+            if s[0] is None:
+                s[0] = next((v for v in rest if v), None)
+        # in the order record by record would add them: by first record, then as FIELDS lists them
+        for f, (_, s) in sorted(added.items(), key=lambda kv: kv[1][0]):
+            self.shape[f] = s
+        humans = columns["human"]
+        for i, labels in enumerate(humans):
+            for key in labels or ():
+                self.human.setdefault(key, self.n + i + 1)
+        self.n += len(chunk)
+        self.labelled = self.labelled or columns["label"].count(None) < len(chunk) or any(humans)
+        self.stages.update(s for t in columns["timings"] if t for s in t)
+        self.depth = max(self.depth, max((len(ids or texts or ()) for ids, texts
+                                          in zip(columns["context_ids"], columns["contexts"])), default=0))
 
     def fields(self) -> list[str]:
         return [f for f in FIELDS if f in self.present]
