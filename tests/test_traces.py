@@ -228,6 +228,20 @@ def test_a_sweeps_jobs_trace_the_same_questions_whatever_their_statuses():
     assert len(choose(["ok"] * 100, job_cap(50, 10), seed=3)) == 10
 
 
+def test_the_printed_traces_line_names_the_key_that_set_the_cap_and_one_that_lifts_it():
+    from ragexp.tracking.traces import TraceReport, job_cap
+
+    # a sweep's job is capped by tracking.sweep_traces: the line said 'tracking.traces=10; tracking.traces=null
+    # logs every one', yet tracking.traces=null left every job at 10 (H8's walkthrough)
+    sweep = TraceReport(samples=50, chosen=10, logged=10, stratified=False).console(job_cap(50, 10))
+    assert sweep.startswith("Traces: 10 of 50 samples (tracking.sweep_traces=10,") and "tracking.traces=10" not in sweep
+    assert "tracking.sweep_traces=null tracking.traces=null logs every one" in sweep
+    assert job_cap(None, 10) == 10 and job_cap(None, None) is None  # traces=null alone keeps 10; the pair lifts it
+    assert len(choose(["ok"] * 50, job_cap(None, None), seed=0)) == 50
+    single = TraceReport(samples=50, chosen=7, logged=7).console(7)
+    assert single == "Traces: 7 of 50 samples (tracking.traces=7; tracking.traces=null logs every one)"
+
+
 @pytest.mark.slow
 def test_an_apps_own_traces_get_ragexps_scores_and_are_linked_to_the_run(tmp_path):
     """dataset=mlflow_traces on a LangChain app's autologged traces, the run logged to the app's store and

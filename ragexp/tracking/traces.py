@@ -105,6 +105,19 @@ class TraceReport:
                          "their values are in per_sample.parquet.")
         return " ".join(parts)
 
+    def console(self, cap: int | None) -> str:
+        """The line a run prints when not every sample became a trace: the key that set the cap, and the
+        override that traces every sample (in a sweep's job ``tracking.traces`` alone changes nothing).
+
+        >>> TraceReport(samples=50, chosen=10, logged=10, stratified=False).console(10)[:71]
+        'Traces: 10 of 50 samples (tracking.sweep_traces=10, the same questions '
+        """
+        if self.stratified:
+            return (f"Traces: {self.logged} of {self.samples} samples (tracking.traces={cap}; "
+                    "tracking.traces=null logs every one)")
+        return (f"Traces: {self.logged} of {self.samples} samples (tracking.sweep_traces={cap}, the same questions "
+                "in every job; tracking.sweep_traces=null tracking.traces=null logs every one)")
+
 
 def sample_status(columns: Mapping[str, list], keys: Sequence[str]) -> list[str]:
     """Each sample's stratum: ``ok`` when every metric is ``ok``, else its first other status."""
@@ -805,6 +818,5 @@ def _traces_on_run(uri: str, run_id: str, source: TraceSource, *, cap: int | Non
     if report.failed:
         return f"warning: {note}"
     if report.chosen < report.samples:
-        return (f"Traces: {report.logged} of {report.samples} samples (tracking.traces={cap}; "
-                "tracking.traces=null logs every one)")
+        return report.console(cap)
     return None
