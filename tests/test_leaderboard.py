@@ -50,11 +50,17 @@ def test_demo_sweep_ranks_strong_first_and_weak_differs(tmp_path):
 
 @pytest.mark.integration
 def test_a_sweep_that_names_no_metric_says_which_one_ranks_it_and_how_to_choose(tmp_path):
+    # also, a process run of a clustered board: the children's cluster column (the demo's 2 languages) is read back
+    # from their per-sample tables and the paired test is over those 2 clusters, whose floor is p 0.5
     proc = run_cli("-m", "dataset.system=strong,weak", "metric=answer", "stats.resamples=1000", "progress=false",
-                   *NO_TRACES, "tracking.plots=false", cwd=tmp_path)
+                   "stats.cluster_by=lang", *NO_TRACES, "tracking.plots=false", cwd=tmp_path)
+    out = " ".join(proc.stdout.split())
     assert "sweep leaderboard · answer_token_f1" in proc.stdout  # the suite's headline, not its first metric
     assert ("Ranked by answer_token_f1, the suite's first headline metric; to rank by another, add "
-            "stats.primary=<metric key>.") in " ".join(proc.stdout.split())
+            "stats.primary=<metric key>.") in out
+    assert ("The intervals and the paired tests are clustered by lang: each test is over its 2 clusters, resampled "
+            "and sign-flipped whole, not over the questions; with 2 clusters no p-value can fall below 0.5") in out
+    assert "tested over the clusters of lang" in out and "within noise │" in out and "differs │" not in out
 
 
 @pytest.mark.integration
