@@ -240,13 +240,14 @@ def describe_children(client: Any, board: Mapping[str, Any], retrying: Any) -> N
 
 def share_view(client: Any, parent_run_id: str, board: Mapping[str, Any], retrying: Any) -> None:
     """The experiment's saved view of this sweep (MLflow's shared view state, opened by ``python -m ragexp.ui``):
-    its children unfolded, sorted best first on the board's metric; as columns, each headline metric's mean with
-    its interval (:func:`interval_tag`), then its value; its chart view led by :func:`headline_charts`."""
+    this sweep's children only (:func:`sweep_filter`), sorted best first on the board's metric; as columns, each
+    headline metric's mean with its interval (:func:`interval_tag`), then its value; its chart view led by
+    :func:`headline_charts`."""
     experiment = client.get_run(parent_run_id).info.experiment_id
     keys = list(board.get("headline") or [board["metric"]])
     tags = [f"tags.`{interval_tag(k)}`" for k in keys]
     columns = [f"metrics.`{k}`" for k in keys]
-    view = {"searchFilter": "", "orderByKey": f"metrics.`{board['metric']}`",
+    view = {"searchFilter": sweep_filter(parent_run_id), "orderByKey": f"metrics.`{board['metric']}`",
             "orderByAsc": not board.get("higher_is_better", True), "startTime": "ALL", "lifecycleFilter": "Active",
             "selectedColumns": ["attributes.`Run Name`", *tags, *columns], "runsExpanded": {parent_run_id: True},
             # MLflow applies the widths of the columns its saved order names (and that order): the intervals first
@@ -255,6 +256,15 @@ def share_view(client: Any, parent_run_id: str, board: Mapping[str, Any], retryi
                              **{c: 10 * len(k) + 40 for c, k in zip(columns, keys)}},
             **headline_charts(keys)}
     retrying(client.set_experiment_tag, experiment, VIEW_TAG, json.dumps(view))
+
+
+def sweep_filter(parent_run_id: str) -> str:
+    """MLflow's search filter for a sweep's children (the saved view's): earlier runs in the experiment stay out.
+
+    >>> sweep_filter("e662")
+    "tags.`mlflow.parentRunId` = 'e662'"
+    """
+    return f"tags.`mlflow.parentRunId` = '{parent_run_id}'"
 
 
 #: The chart view's first section: the sweep's headline metrics, each beside its interval's ends

@@ -190,7 +190,8 @@ def _manifest(folder: Path, r: RunResults, note: str | None = None) -> dict[str,
         tags["mlflow.parentRunId"] = parent
     for k, v in (tracking.get("tags") or {}).items():
         tags[str(k)] = scrub(str(v))
-    values = {k: float(v) for k, v in {**r.metrics, **r.extra_metrics}.items() if v is not None and math.isfinite(v)}
+    values = headline_first({k: float(v) for k, v in {**r.metrics, **r.extra_metrics}.items()
+                             if v is not None and math.isfinite(v)}, summary.get("headline") or [])
     shape = r.dataset_shape
     dataset = {"name": dataset_name, "digest": dataset_digest, "source": source, **shape} if shape is not None else None
     return {
@@ -204,6 +205,19 @@ def _manifest(folder: Path, r: RunResults, note: str | None = None) -> dict[str,
         "hydra_dir": _relative(r.hydra_dir, folder) if r.hydra_dir is not None else None,
         "logged": None,
     }
+
+
+def headline_first(values: Mapping[str, float], headline: list[str]) -> dict[str, float]:
+    """The run's metric values in the order they are logged: each headline metric with the ends of its interval
+    first, then the rest as computed. MLflow's GenAI *Evaluation runs* table and a run's metrics list show the
+    keys in the order they were logged (docs/tracking.md), so the numbers a user came for lead there.
+
+    >>> list(headline_first({"token_precision": 0.1, "answer_token_f1": 0.5, "answer_token_f1/n": 50.0,
+    ...     "answer_token_f1/ci_low": 0.4, "answer_token_f1/ci_high": 0.6}, ["answer_token_f1"]))
+    ['answer_token_f1', 'answer_token_f1/ci_low', 'answer_token_f1/ci_high', 'token_precision', 'answer_token_f1/n']
+    """
+    lead = [k + part for k in headline for part in ("", "/ci_low", "/ci_high") if k + part in values]
+    return {**{k: values[k] for k in lead}, **{k: v for k, v in values.items() if k not in lead}}
 
 
 def _relative(path: Path, folder: Path) -> str:
