@@ -16,12 +16,13 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from collections import Counter
 
 from ragexp.common.caches import text_cache
 from ragexp.common.segmentation import segment
 
 _PUNCT = set(string.punctuation)
+#: str.translate's table deleting SQuAD's punctuation: the same text as keeping the characters not in _PUNCT
+_NO_PUNCT = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_RUN = re.compile(f"[{_CJK}]+")
@@ -32,10 +33,12 @@ _WORD_OR_HAN = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+(?:_+[^\\W_{_CJK}]+)*")
 
 def squad_normalize(text: str) -> str:
     """SQuAD's official ``normalize_answer``: lower, strip punctuation and articles, fix spaces."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
+    return " ".join(_squad_words(text))
+
+
+def _squad_words(text: str) -> list[str]:
+    """:func:`squad_normalize`'s words, before they are joined by single spaces."""
+    return _ARTICLES.sub(" ", text.lower().translate(_NO_PUNCT)).split()
 
 
 #: the characters a text is segmented one by one for (docs/metrics.md, "Keywords and Chinese text"):
@@ -75,9 +78,13 @@ def answer_normalize(text: str) -> str:
 
 @text_cache(per_char=16)  # bytes an entry holds: docs/performance.md, "Scale"
 def _squad_tokens(text: str) -> tuple[str, ...]:
-    if has_cjk(text):
-        return tuple(mixed_tokens(text))
-    return tuple(squad_normalize(text).split())
+    return tuple(_token_list(text))
+
+
+def _token_list(text: str) -> list[str]:
+    """:func:`squad_tokens`, uncached: :func:`mixed_tokens` for a text with CJK, else the words of
+    ``squad_normalize(text)`` (not joined and split again)."""
+    return mixed_tokens(text) if has_cjk(text) else _squad_words(text)
 
 
 def squad_tokens(text: str) -> list[str]:
@@ -88,9 +95,13 @@ def squad_tokens(text: str) -> list[str]:
 @text_cache(per_char=26)
 def squad_counts(text: str) -> tuple[dict[str, int], int]:
     """The SQuAD tokens of ``text`` counted (token → occurrences), and how many there are (cached: a
-    run meets the same reference in several metrics)."""
-    toks = _squad_tokens(text)
-    return dict(Counter(toks)), len(toks)
+    run meets the same reference in several metrics; the tokens themselves are not kept)."""
+    toks = _token_list(text)
+    counts: dict[str, int] = {}  # what dict(Counter(toks)) holds, without a Counter made and copied
+    get = counts.get
+    for t in toks:
+        counts[t] = get(t, 0) + 1
+    return counts, len(toks)
 
 
 def overlap(a: dict, b: dict) -> int:

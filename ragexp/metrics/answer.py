@@ -77,7 +77,11 @@ def squad_f1(prediction: str, reference: str) -> float:
     >>> squad_f1("the cat sat", "a cat sat down") == 2 * (2/2 * 2/3) / (2/2 + 2/3)
     True
     """
-    (p_counts, p_len), (r_counts, r_len) = squad_counts(prediction), squad_counts(reference)
+    return _f1(*squad_counts(prediction), *squad_counts(reference))
+
+
+def _f1(p_counts: dict, p_len: int, r_counts: dict, r_len: int) -> float:
+    """:func:`squad_f1` from the two texts' counted tokens (:func:`ragexp.common.text.squad_counts`)."""
     if not p_len or not r_len:
         return float(p_len == r_len)
     # token_prf's arithmetic, without its cache of pairs: an answer meets each reference once
@@ -89,7 +93,8 @@ def squad_f1(prediction: str, reference: str) -> float:
 
 
 def _answer_token_f1(prepared: tuple[str, list[str]], **_) -> float:
-    return max(squad_f1(prepared[0], r) for r in prepared[1])
+    answer = squad_counts(prepared[0])  # counted once for all its references
+    return max(_f1(*answer, *squad_counts(r)) for r in prepared[1])
 
 
 @register(prepare=_references, finish=_answer_token_f1)
