@@ -114,13 +114,13 @@ def test_a_child_without_the_metric_is_listed_not_dropped():
 
 
 def test_which_metric_and_direction():
-    summaries = [{"metrics": {"token_precision": 0.1, "hit_rate/hit_rate_at_1": 0.9}}]
-    assert choose_metric("ndcg/ndcg_at_10", "mrr/mrr_at_5", summaries) == "ndcg/ndcg_at_10"
-    assert choose_metric(None, "mrr/mrr_at_5", summaries) == "mrr/mrr_at_5"
+    summaries = [{"metrics": {"token_precision": 0.1, "hit_rate/k1": 0.9}}]
+    assert choose_metric("ndcg/k10", "mrr/k5", summaries) == "ndcg/k10"
+    assert choose_metric(None, "mrr/k5", summaries) == "mrr/k5"
     assert choose_metric(None, None, summaries) == "token_precision"
     headed = [{"metrics": {"token_precision": 0.1, "answer_token_f1": 0.5}, "headline": ["answer_token_f1"]}]
     assert choose_metric(None, None, headed) == "answer_token_f1"  # the suite's headline before its first metric
-    assert higher_is_better("ndcg/ndcg_at_10") and not higher_is_better("avg_latency")
+    assert higher_is_better("ndcg/k10") and not higher_is_better("avg_latency")
     assert not higher_is_better("latency/generate")
 
 
@@ -213,6 +213,12 @@ def test_a_board_of_clustered_runs_tests_over_its_clusters_and_says_so(capsys):
     assert note.startswith("The intervals and the paired tests are clustered by conversation_id: each test is over "
                            "its 10 clusters") and "no p-value can fall below 0.002" in note
     assert clusters_note(rank([best, other], metric="x"), [{"stats": {"cluster_by": None}}, {}]) is None
+    # a PPI++ (judge-corrected) test is over the labelled questions: the note does not claim it for the clusters
+    ppi = {"rows": [{"best": True}, {"p_value": 0.01, "test": "ppi++ (corrected difference)"}]}
+    assert "the paired tests take the questions as independent" in clusters_note(ppi, [{"stats": {"cluster_by": "c"}}])
+    mixed = {"cluster_by": "c", "rows": [{"best": True}, {"p_value": 0.01, "clusters": 30}, {"p_value": 0.2}]}
+    assert "(but 1 judge-corrected comparison(s), PPI++, take the labelled questions as independent)" in \
+        clusters_note(mixed, [{"stats": {"cluster_by": "c"}}])
     plain = rank([Entry("a", "k=5", "FINISHED", best.interval, best.values),
                   Entry("b", "k=1", "FINISHED", other.interval, other.values)], metric="x")
     assert plain["comparison"] == "paired over sample ids, Holm-adjusted" and "clusters" not in plain["rows"][1]

@@ -25,7 +25,7 @@ from browser import PICTURE_WIDTH, chrome, screenshot, serve_ui, text, wait
 from cli import parent_and_children, run_cli
 from ragexp.results.columns import status_column
 
-METRIC = "hit_rate/hit_rate_at_1"
+METRIC = "hit_rate/k1"
 
 
 @pytest.fixture

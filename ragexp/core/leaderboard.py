@@ -133,7 +133,7 @@ def headline_columns(board: dict[str, Any], others: dict[str, dict[str, Any]]) -
 
 
 def higher_is_better(key: str) -> bool:
-    """From the metric registry (``ndcg/ndcg_at_10`` → ``ndcg``); ``latency/<stage>`` is lower-is-better."""
+    """From the metric registry (``ndcg/k10`` → ``ndcg``); ``latency/<stage>`` is lower-is-better."""
     return direction(key)[0]
 
 
@@ -235,10 +235,17 @@ def clusters_note(board: Mapping[str, Any], summaries: Sequence[Mapping[str, Any
         return None
     by = board.get("cluster_by")
     counts = sorted({int(r["clusters"]) for r in board.get("rows") or () if r.get("clusters") is not None})
-    if not by or not counts:  # clustered runs, but nothing was tested over clusters (one run, no shared ids)
-        return f"The intervals are clustered by {', '.join(clustered)} (docs/uncertainty.md)."
+    if not by or not counts:  # clustered runs, but nothing was tested over clusters (one run, no shared ids, PPI++)
+        tested = any(r.get("p_value") is not None for r in board.get("rows") or ())
+        return (f"The intervals are clustered by {', '.join(clustered)}" + (
+            ", but the paired tests take the questions as independent (judge-corrected, PPI++, or no cluster column "
+            "in the best run's table): with few clusters their p-values are optimistic" if tested else "")
+            + " (docs/uncertainty.md).")
     note = (f"The intervals and the paired tests are clustered by {by}: each test is over its "
             f"{'/'.join(map(str, counts))} clusters, resampled and sign-flipped whole, not over the questions")
+    plain = sum(1 for r in board.get("rows") or () if r.get("p_value") is not None and r.get("clusters") is None)
+    if plain:  # stats.correct_with_labels: the PPI++ corrected difference is over the labelled items, not clusters
+        note += f" (but {plain} judge-corrected comparison(s), PPI++, take the labelled questions as independent)"
     few = counts[0]
     if few < FEW_CLUSTERS:
         floor = 2 / 2 ** few if 2 ** few <= resamples else 2 / (resamples + 1)

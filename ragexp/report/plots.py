@@ -62,7 +62,7 @@ def forest_plot(board: dict[str, Any], path: str | Path) -> Path:
     direction = "higher is better" if board.get("higher_is_better", True) else "lower is better"
     ax.set_xlabel(f"{board['metric']}: mean and {level:g}% CI ({direction})")
     title = (f"Sweep leaderboard on {board['metric']} — red: differs from the best "
-             f"(paired, Holm-adjusted), grey: within noise")
+             f"(paired{clustered_words(board)}, Holm-adjusted), grey: within noise")
     if board.get("mixed"):  # the ranking metric sees noise where another headline metric does not
         title += "\n" + "\n".join(_short_label(m, 120) for m in board["mixed"][:3])
     ax.set_title(title, fontsize=10, loc="left")
@@ -140,7 +140,9 @@ def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Pat
     level = round(100 * comparison["method"]["confidence"], 2)
     b, c = comparison["baseline"]["name"], comparison["candidate"]["name"]
     first = f"headline metrics first, in bold: {', '.join(lead)}\n" if lead else ""
-    fig.suptitle(f"{c} vs {b}: paired difference, {level:g}% CI\n{first}"
+    m = comparison["method"]
+    over = f" over the {m['clusters']} clusters of {m['cluster_by']}" if m.get("cluster_by") else ""
+    fig.suptitle(f"{c} vs {b}: paired difference{over}, {level:g}% CI\n{first}"
                  f"green/red = significantly better/worse (Holm), grey = within the noise; ↓ = lower is better",
                  fontsize=9.5)
     fig.tight_layout()
@@ -516,8 +518,22 @@ def sweep_heatmap(board: dict[str, Any], summaries: dict[str, dict[str, Any] | N
     marks = [{k: "best" if o.get("best") else "differs" if o.get("differs") else "noise"
               for k, o in {board.get("metric", metric): r, **(r.get("also") or {})}.items()
               if o.get("best") or o.get("differs") is not None} for r in board["rows"]]  # none: not tested
-    return heatmap(rows, headline_metrics(keys, primary=metric, lead=board.get("headline")), f"Sweep of {len(rows)} runs",
-                   path, marks)
+    return heatmap(rows, headline_metrics(keys, primary=metric, lead=board.get("headline")),
+                   f"Sweep of {len(rows)} runs" + (f" (paired tests{clustered_words(board)})" if clustered_words(board)
+                                                    else ""), path, marks)
+
+
+def clustered_words(board: dict[str, Any]) -> str:
+    """`` over the 10 clusters of conversation_id`` when the board's paired tests were over clusters, else empty.
+
+    >>> clustered_words({"cluster_by": "conversation_id", "rows": [{"best": True}, {"clusters": 10}]})
+    ' over the 10 clusters of conversation_id'
+    >>> clustered_words({"rows": [{"best": True}, {"p_value": 0.2}]})
+    ''
+    """
+    counts = sorted({int(r["clusters"]) for r in board.get("rows") or () if r.get("clusters") is not None})
+    return f" over the {'/'.join(map(str, counts))} clusters of {board['cluster_by']}" \
+        if board.get("cluster_by") and counts else ""
 
 
 #: the agreement picture of a run with human labels (docs/judge-trust.md)
