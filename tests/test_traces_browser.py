@@ -8,8 +8,9 @@ one store served once for the module, made by two small real sweeps:
   Traces tab lists the app's own traces (linked to the run), each question with the app's answer and ragexp's
   scores.
 
-- a run over questions of two conversations (``stats.cluster_by`` their conversation): MLflow's Sessions view (the
-  experiment's traces grouped by session) lists one row per conversation, a conversation's questions under it.
+- a run over the first questions of two of LoCoMo's conversations (a memory of their turns, BM25, extractive answers;
+  ``stats.cluster_by`` their conversation): MLflow's Sessions view (the experiment's traces grouped by session) lists
+  one row per conversation, a conversation's questions under it with the run's answers.
 
 Screenshots are saved in the module's temporary folder; with ``RAGEXP_DOCS_SCREENSHOTS=<folder>`` the
 pictures of docs/traces.md (``traces-run.png``, ``traces-compare.png``), docs/traced-apps.md
@@ -137,13 +138,20 @@ def test_the_runs_traces_list_questions_with_assessments_and_two_children_compar
                 f"&compareToRunUuid={weak.info.run_id}")
     compare_shot = launch / "traces-compare.png"
     wait(browser, lambda b: "Comparing" in text(b), "the comparison of the two children opens", compare_shot)
+    # both children traced the same 10 questions: every row in view pairs them, each question with its two answers
+    # (the picture is taken before any search: MLflow's search box narrows the first run's traces only, and the
+    # other run's then show beside 'null')
+    paired = lambda b: sum(q in text(b) and all(a[:20] in text(b) for a in two)  # noqa: E731
+                           for q, two in answers.items())
+    wait(browser, lambda b: paired(b) >= 4, "the comparison pairs the questions in view", compare_shot)
+    assert "null" not in text(browser), text(browser)[:3000]
+    screenshot(browser, compare_shot, docs=True)
     _search(browser, "honeybee queen", compare_shot)
     wait(browser, lambda b: question in text(b)
          and all(a[:20] in text(b) for a in answers[question]),
          "the comparison of the two children shows one question's two answers", compare_shot)
     page = text(browser)
     assert page.count(question) == 1  # one row for the question, both runs' traces in it
-    screenshot(browser, compare_shot, docs=True)
 
 
 @pytest.mark.integration
@@ -170,27 +178,29 @@ def test_a_traced_langchain_apps_run_lists_each_question_with_the_apps_answer_an
     screenshot(browser, shot, docs=True)
 
 
-#: questions of two conversations, LoCoMo's way: id '<conversation>/<index of the question>'
-CONVERSATIONS = {"conv-26": ["When did Caroline go to the LGBTQ support group?", "What did Melanie paint recently?",
-                             "Where did Caroline move from?"],
-                 "conv-30": ["What does Jon's dance studio teach?", "When did Gina launch her clothing store?"]}
+#: how many questions of each conversation the Sessions run keeps (LoCoMo's first ones)
+CONVERSATIONS = {"conv-26": 3, "conv-30": 2}
 
 
 @pytest.fixture(scope="module")
-def memory_run(launch):
-    """A run over the questions of two conversations, each trace's session its conversation (stats.cluster_by)."""
-    import ragexp
+def memory_run(launch, data_dir):
+    """docs/memory-layers.md's run on two of LoCoMo's conversations (the real file's first questions of each): a memory
+    of their turns searched by BM25, answered by the extractive generator (real answers, each a turn of the
+    conversation); each trace's session is its conversation (stats.cluster_by, LoCoMo's default). Returns the run
+    and each conversation's questions."""
+    import json
 
-    rows = [{"id": f"{conv}/{i}", "query": q, "answer": f"the answer to question {i}",
-             "reference_answers": [f"the answer to question {i}"], "contexts": [f"a turn of {conv}"],
-             "context_ids": [f"D1:{i + 1}"], "conversation": conv}
-            for conv, questions in CONVERSATIONS.items() for i, q in enumerate(questions)]
-    result = ragexp.evaluate(rows, metric="answer_token_f1", log=f"sqlite:///{launch / 'mlflow.db'}", progress=False,
-                             overrides=["stats.cluster_by=conversation", "stats.resamples=200", "tracking.plots=false",
-                                        "tracking.experiment=memory"])
     import mlflow
 
-    return mlflow.MlflowClient(f"sqlite:///{launch / 'mlflow.db'}").get_run(result.run_id)
+    kept = [dict(c, qa=c["qa"][:CONVERSATIONS[c["sample_id"]]])
+            for c in json.loads((data_dir / "locomo" / "locomo10.json").read_text(encoding="utf-8"))
+            if c["sample_id"] in CONVERSATIONS]
+    (launch / "two_conversations.json").write_text(json.dumps(kept), encoding="utf-8")
+    run_cli("dataset=locomo", f"dataset.path={launch / 'two_conversations.json'}", "memory_layer=turns",
+            "retriever=bm25", "generator=extractive", "metric=answer_token_f1", "stats.resamples=200",
+            "tracking.plots=false", "tracking.experiment=memory", "progress=false", f"data_dir={data_dir}", cwd=launch)
+    _, (run,) = runs(f"sqlite:///{launch / 'mlflow.db'}", "memory")
+    return run, {c["sample_id"]: [q["question"] for q in c["qa"]] for c in kept}
 
 
 #: Clicks the expand button of the row whose text holds arguments[0] (a session of the grouped traces table).
@@ -205,14 +215,19 @@ return Boolean(button);
 @pytest.mark.integration
 @pytest.mark.services
 def test_mlflows_sessions_view_groups_a_conversations_questions(launch, memory_run, ui, browser):
+    run, questions = memory_run
     shot = launch / "memory-sessions.png"
-    browser.get(f"{ui}/#/experiments/{memory_run.info.experiment_id}/traces?groupBy=session")
+    answers = {q: a for q, (a,) in _answers(f"sqlite:///{launch / 'mlflow.db'}", run).items()}
+    assert len(answers) == 5 and all(answers.values())  # the extractive generator's answers, none empty
+    browser.get(f"{ui}/#/experiments/{run.info.experiment_id}/traces?groupBy=session")
     wait(browser, lambda b: all(conv in text(b) for conv in CONVERSATIONS),
          "the Sessions view lists one row per conversation", shot)
     for got_it in browser.find_elements("xpath", "//button[normalize-space(.)='Got it']"):
         got_it.click()  # MLflow's one-time hint over the table
     wait(browser, lambda b: b.execute_script(EXPAND_ROW, "conv-26"), "conv-26's row can be unfolded", shot)
-    wait(browser, lambda b: all(q in text(b) for q in CONVERSATIONS["conv-26"]),
+    wait(browser, lambda b: all(q in text(b) for q in questions["conv-26"]),
          "conv-26's row unfolds to its three questions", shot)
-    assert text(browser).count("conv-30") == 1  # the other conversation: one row, its two questions folded in it
+    page = text(browser)
+    assert all(answers[q][:20] in page for q in questions["conv-26"]), page[:2000]  # each with the run's answer
+    assert page.count("conv-30") == 1  # the other conversation: one row, its two questions folded in it
     screenshot(browser, shot, docs=True)
