@@ -2,7 +2,7 @@
 
 ``build_metrics`` turns the ``metric`` config node (name → ``_target_`` + options) into
 :class:`MetricSpec` objects, expanding list-valued variant options (``k: [1, 5, 10]`` →
-``ndcg/k1``, ``ndcg/k5``, ``ndcg/k10``). ``check_fields`` refuses, before any work, a metric
+``ndcg/ndcg_at_1``, ``ndcg/ndcg_at_5``, ``ndcg/ndcg_at_10``). ``check_fields`` refuses, before any work, a metric
 whose fields the dataset lacks. ``score`` computes the deterministic metrics; the run's one
 aggregator, :class:`ragexp.core.tally.Tally`, reduces them to the run's numbers.
 """
@@ -15,18 +15,26 @@ import warnings
 from typing import Any, Callable, Iterable, Mapping
 
 from ragexp.common.paths import plain
+from ragexp.common.renamed import cutoff_key
 from ragexp.common.targets import resolve
 from ragexp.errors import ConfigError, FieldsError
 from ragexp.metrics.base import MetricSpec, Score, info_for, is_int, is_number
 from ragexp.common.records import Record, present_fields
+from ragexp.datasets.base import collector_paused
 
 #: Keys of the ``metric`` node that are settings of the suite, not metrics.
 SUITE_KEYS = ("_all_that_apply_", "_headline_")
 
 
-def _variant_label(param: str, value: Any) -> str:
+def _variant_label(param: str, value: Any, name: str = "") -> str:
+    """A variant's key segment; a cut-off names its metric (``hit_rate_at_5``, ``recall_at_5`` for
+    ``recall_at_k``), since MLflow titles a chart by a key's last segment (docs/metrics.md, "Variants").
+
+    >>> _variant_label("k", 5, "hit_rate"), _variant_label("k", 5, "recall_at_k"), _variant_label("matcher", "rouge_chunk")
+    ('hit_rate_at_5', 'recall_at_5', 'rouge_chunk')
+    """
     if param == "k":
-        return f"k{value}"
+        return cutoff_key(name, value)
     if isinstance(value, Mapping):
         return str(value.get("name", param))
     return str(value)
@@ -67,7 +75,7 @@ def build_metrics(metric_cfg: Mapping[str, Any] | None, matcher_cfg: Any = None)
             suffix = ""
             for p, v in zip(lists, combo):
                 opts[p] = v
-                suffix += "/" + _variant_label(p, v)
+                suffix += "/" + _variant_label(p, v, key)
             spec = MetricSpec(key=key + suffix, info=info, options=opts)
             if info.uses_matcher:
                 from ragexp.matchers import build_matcher
@@ -306,6 +314,7 @@ def _score_range(start: int, size: int) -> tuple[dict[str, list[Score]], list[Wa
         return _score_part(records[start:start + size], specs), [w.message for w in caught]
 
 
+@collector_paused()  # scoring makes no reference cycle, as reading makes none: docs/performance.md, "Scale"
 def _score_part(records: Iterable[Record], sample_specs: list[MetricSpec]) -> dict[str, list[Score]]:
     out: dict[str, list[Score]] = {s.key: [] for s in sample_specs}
     # each spec's fields and options settled once, not per record
