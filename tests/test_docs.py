@@ -115,3 +115,28 @@ def test_errors_page_lists_every_exception_a_user_can_cause():
               if isinstance(obj, type) and issubclass(obj, errors.RagexpError) and obj is not errors.RagexpError]
     assert len(raised) >= 7
     assert [name for name in raised if f"| `{name}` |" not in text] == []
+
+
+def test_the_counts_the_docs_give_of_the_shared_datasets_are_the_datas(data_dir):
+    """A sentence stating how many claims, questions or conversations a shared dataset holds says what the data
+    holds (the README once said ExpertQA had '~200 questions': 974 claims of 204 questions)."""
+    from ragexp.datasets.expertqa import load_expertqa
+    from ragexp.datasets.locomo import load_locomo
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    datasets = (ROOT / "docs" / "datasets.md").read_text(encoding="utf-8")
+    path = str(data_dir / "expertqa" / "domain_val.jsonl")
+    for require, claims in ((True, load_expertqa(path).records), (False, load_expertqa(path, require_evidence=False).records)):
+        questions = len({r.extra["question_id"] for r in claims})
+        if require:
+            assert f"ExpertQA: {len(claims)} claims of {questions} questions" in readme
+            assert f"keeps the {len(claims)} claims that have evidence text" in " ".join(datasets.split())
+        else:
+            assert f"`false` keeps all {len(claims):,}" in " ".join(datasets.split())
+    first = load_expertqa(path, limit=200).records
+    trust = " ".join((ROOT / "docs" / "judge-trust.md").read_text(encoding="utf-8").split())
+    assert f"the first 200 claims (those of the first {len({r.extra['question_id'] for r in first})} questions'" in trust
+    locomo = load_locomo(str(data_dir / "locomo" / "locomo10.json"))
+    turns = sum(len(list(c.turns())) for c in locomo.conversations.values())
+    said = f"{len(locomo.conversations)} conversations, {turns:,} turns, {len(locomo.records):,} questions"
+    assert said in " ".join(datasets.split()), said
