@@ -1,26 +1,33 @@
-"""``ragexp.generate`` wall time against the ideal: 1,000 questions, 2 calls each, at 0.5 s latency, 32 in flight.
+"""``python -m ragexp.generate`` as a process against the ideal wall: 1,000 questions, 2 calls each, 0.5 s replies, 32 in flight.
 
-    python benchmarks/bench_generate.py [--n 1000] [--latency 0.5] [--concurrency 32] [--broken]
+    python benchmarks/bench_generate.py [--n 1000] [--latency 0.5] [--concurrency 32] [--rounds 2] [--tracking]
+                                        [--broken]
 
 The stand-in judge (``ragexp.standin_judge`` through tests/judge_server.py, in its own process) answers every
-request after ``--latency`` seconds. :func:`ragexp.workflow.generation.run_generation` builds a test set of ``--n``
-questions (factoid, descriptive and multi-passage) from SQuAD v2's paragraphs cut into 40-word chunks, on a fresh
-judge cache, with the judge config the command line composes (``judge=openai_compatible``,
-``judge.max_concurrency=--concurrency``). The ideal wall is ``calls × latency / concurrency``. Printed:
+request after ``--latency`` seconds and notes when each arrived. What is timed is **the whole process**: the
+command as a user types it (``python -m ragexp.generate corpus.path=… n=1000 judge=openai_compatible
+judge.api_base=… judge.max_concurrency=32 chunker=words chunker.size=40 …``), from its start to its exit, in an
+empty folder (a fresh judge cache), on SQuAD v2's 646 paragraphs cut into 40-word chunks; tracking off unless
+``--tracking`` (then the command's default: a local MLflow run in that folder). The ideal wall is
+``calls × latency / concurrency``. Beside it, in the same run and in turns with it (``--rounds``):
 
-- ``RESULT``: the whole run's wall (importing litellm, corpus, chunking, BM25, the calls, filters, writing) as a
-  ratio to the ideal, and the asking step's (the calls and the filters between them);
-- ``floor``: as many bare ``litellm.acompletion`` calls of the same size (the answerability prompt on a 40-word
-  passage), as many in flight, to the same server, in the same run: what this machine allows at that moment;
-- ``steps``: the report's seconds per step, and ``import litellm`` alone in a fresh process;
-- CPU per call: this process's CPU while asking (the judge loop's thread; filters included) and during the bare
-  calls, each divided by the calls: far less dependent on how busy the machine is than wall time (the asking figure
-  includes the one-off load of langdetect's profiles, about 0.5 s: 0.25 ms a call at 2,000 calls);
-- the load average (1/5/15 min) when it ended, and a cached re-run (zero calls).
+- ``bare process``: a fresh Python process that imports litellm and sends the very requests the command sent
+  (their messages and response_format, read from the server's log) with ``litellm.acompletion``, as many in
+  flight, then exits: the peer's whole process, what this machine allows at that moment;
+- ``--against DIR``: the same command run from an earlier copy of ragexp's code, for a before/after in one run;
+- ``bare calls``: the same, timed inside that process from the first call to the last reply (its start-up: spawn
+  to the first call; its end: the last reply to its exit).
 
-It checks it measured what it names: ``n`` items, 2 calls each (no filter dropped one before its check),
-the report adding up, and the re-run making no call; otherwise it exits non-zero (``--broken`` sets the
-answer length bound to 0 words, so every question is filtered before its check: 1 call each).
+Printed per round: the command's wall as a ratio to the ideal (``RESULT``), where its wall went — start-up (to
+the first request the server saw), asking (first request to the last reply), the end (last reply to the exit)
+— the concurrency the server saw while asking (``calls × latency ÷ asking``: 32 means no slot idle), the
+report's seconds per step, CPU per call (the process's CPU, from ``resource``, divided by the calls), and the
+load average (1/5/15 min). A cached re-run (zero calls) ends it.
+
+It checks it measured what it names: ``n`` items, 2 calls each (no filter dropped one before its check), the
+report adding up, the server seeing as many requests as the report counts, and the re-run making no call;
+otherwise it exits non-zero (``--broken`` sets the answer length bound to 0 words, so every question is
+filtered before its check: 1 call each).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -39,13 +47,127 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("RAGEXP_DATA_DIR", ROOT.parent / "shared" / "data"))
 
 SERVER = """
-import sys
+import json, sys
 sys.path.insert(0, {tests!r})
 from judge_server import JudgeServer
 s = JudgeServer(latency={latency}).start()
 print(s.url, flush=True)
-sys.stdin.read()
+for line in sys.stdin:  # 'log': the requests since the last 'log' (arrival time, body), then forgotten
+    with s.lock:
+        got = [(r.at, r.body) for r in s.log]
+        s.log.clear()
+    print(json.dumps(got), flush=True)
 """
+
+#: the peer's whole process: import litellm, send the given requests, as many in flight, exit
+BARE = """
+import asyncio, json, sys, time
+import litellm
+requests = json.load(open(sys.argv[1]))
+url, concurrency = sys.argv[2], int(sys.argv[3])
+
+async def main():
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(body):
+        async with sem:
+            extra = {{"response_format": body["response_format"]}} if body.get("response_format") else {{}}
+            await litellm.acompletion(model="hosted_vllm/" + body["model"], api_base=url, messages=body["messages"],
+                                      max_tokens=body.get("max_tokens"), temperature=body.get("temperature"),
+                                      num_retries=0, max_retries=0, **extra)
+
+    t = time.monotonic()
+    await asyncio.gather(*[one(b) for b in requests])
+    return t, time.monotonic()
+
+first, last = asyncio.run(main())
+print(json.dumps({{"first": first, "last": last}}), flush=True)
+"""
+
+
+def child_cpu() -> float:
+    """User + system CPU seconds of the children this process has waited for so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+class Server:
+    def __init__(self, latency: float):
+        self.proc = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"), latency=latency)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.url = self.proc.stdout.readline().strip()
+
+    def log(self) -> list[tuple[float, dict]]:
+        self.proc.stdin.write("log\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+def timed(argv: list[str], cwd: Path, tree: str | None = None) -> tuple[float, float, float, subprocess.CompletedProcess]:
+    """(start, wall, CPU) of a process run to its end (start on the monotonic clock the server notes arrivals on);
+    ``tree``: another copy of ragexp's code to run instead of this one."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    if tree:
+        env["PYTHONPATH"] = tree
+    env.pop("MLFLOW_TRACKING_URI", None)
+    cpu = child_cpu()
+    start = time.monotonic()
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])}… exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return start, wall, child_cpu() - cpu, proc
+
+
+def command(args: argparse.Namespace, corpus: Path, url: str) -> list[str]:
+    return [sys.executable, "-m", "ragexp.generate", f"corpus.path={corpus}", f"n={args.n}", "seed=0", "min_words=20",
+            "kinds.factoid=0.4", "kinds.descriptive=0.3", "kinds.multi=0.3", "filters.question_words=[4,60]",
+            f"filters.answer_max_words={0 if args.broken else 200}", "chunker=words", "chunker.size=40",
+            "chunker.overlap=0", "judge=openai_compatible", f"judge.api_base={url}",
+            f"judge.max_concurrency={args.concurrency}", *([] if args.tracking else ["tracking.enabled=false"])]
+
+
+def earlier(args, work: Path, corpus: Path, server: Server, k: int) -> dict:
+    """The command of ``--against``'s copy of ragexp, in its own empty folder: its wall and CPU."""
+    folder = work / f"against{k}"
+    folder.mkdir()
+    start, wall, cpu, _ = timed(command(args, corpus, server.url), folder, args.against)
+    seen = server.log()
+    return {"wall": wall, "cpu": cpu, "startup": min(at for at, _ in seen) - start,
+            "end": wall - (max(at for at, _ in seen) + args.latency - start)}
+
+
+def one_round(args, work: Path, corpus: Path, server: Server, k: int, failures: list[str]) -> dict:
+    before = earlier(args, work, corpus, server, k) if args.against else None
+    folder = work / f"round{k}"
+    folder.mkdir()
+    start, wall, cpu, proc = timed(command(args, corpus, server.url), folder)
+    seen = server.log()
+    report = json.loads((folder / "generation_report.json").read_text())
+    calls = report["judge"]["calls"]
+    arrivals = [at - start for at, _ in seen]
+    first, last = min(arrivals), max(arrivals) + args.latency
+    requests = folder / "requests.json"
+    requests.write_text(json.dumps([body for _, body in seen]))
+    b_start, b_wall, b_cpu, b_proc = timed([sys.executable, "-c", BARE.format(), str(requests), server.url,
+                                            str(args.concurrency)], folder)
+    b_seen = server.log()
+    b_times = json.loads(b_proc.stdout.strip().splitlines()[-1])
+    if report["asked"] != args.n or calls != 2 * args.n:
+        failures.append(f"expected {args.n} items with 2 calls each, got {report['asked']} items and {calls:.0f} calls")
+    if report["asked"] != report["kept"] + sum(sum(report[g].values()) for g in ("filtered", "failed", "not_generated")):
+        failures.append("the report does not add up")
+    if len(seen) != calls or len(b_seen) != calls:
+        failures.append(f"the server saw {len(seen)} requests from the command, {len(b_seen)} from the bare process; "
+                        f"the report counts {calls:.0f}")
+    return {"calls": calls, "wall": wall, "cpu": cpu, "startup": first, "asking": last - first, "end": wall - last,
+            "report": report, "bare_wall": b_wall, "bare_cpu": b_cpu, "bare_calls": b_times["last"] - b_times["first"],
+            "bare_startup": b_times["first"] - b_start, "bare_end": b_wall - (b_times["last"] - b_start),
+            "against": before}
 
 
 def main() -> int:
@@ -53,94 +175,56 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--latency", type=float, default=0.5)
     ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--tracking", action="store_true", help="the command's default tracking (a local MLflow run)")
+    ap.add_argument("--against", metavar="DIR", help="an earlier copy of ragexp's code (git archive <commit> | tar -x "
+                    "-C DIR): its command runs in turns too")
     ap.add_argument("--broken", action="store_true")
     args = ap.parse_args()
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
+    sys.path.insert(0, str(ROOT))
     from ragexp.datasets.squad2 import load_squad2
-    from ragexp.workflow.generation import run_generation
 
     work = Path(tempfile.mkdtemp(prefix="bench_generate_"))
     corpus = work / "squad_paragraphs.jsonl"
     docs = load_squad2(str(DATA / "squad2" / "dev-v2.0.json")).corpus
     corpus.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in docs.items()))
-    server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests"), latency=args.latency)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    url = server.stdout.readline().strip()
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):  # the judge as the command line composes it
-        judge = OmegaConf.to_container(compose("generate", overrides=[
-            "judge=openai_compatible", f"judge.api_base={url}", f"judge.cache_path={work / 'judge.sqlite'}",
-            f"judge.max_concurrency={args.concurrency}"]).judge, resolve=True)
-    cfg = {"corpus": {"path": str(corpus)}, "n": args.n, "seed": 0, "min_words": 20,
-           "kinds": {"factoid": 0.4, "descriptive": 0.3, "multi": 0.3},
-           "filters": {"question_words": [4, 60], "answer_max_words": 0 if args.broken else 200,
-                       "duplicate_similarity": 0.8},
-           "chunker": {"_target_": "ragexp.pipeline.chunking.Chunker", "name": "words", "size": 40, "overlap": 0},
-           "judge": judge, "out": str(work / "testset.jsonl"), "tracking": {"enabled": False}}
-    failures = []
-
-    async def floor(calls: int) -> float:
-        """Bare litellm.acompletion calls to the same server, as many, as many in flight: what the machine allows."""
-        import asyncio
-
-        import litellm
-
-        from ragexp.judge.templates import load_prompt
-
-        sem = asyncio.Semaphore(args.concurrency)
-        texts = list(docs.values())
-        prompt = load_prompt("testset_answerable")  # the run's own messages' size and the server's work on them
-
-        async def one(i: int) -> None:
-            text = texts[i % len(texts)]
-            msgs = prompt.render(contexts=[" ".join(text.split()[:40])], question=" ".join(text.split()[3:12]) + "?")
-            async with sem:
-                await litellm.acompletion(model="hosted_vllm/judge", api_base=url, messages=msgs, max_tokens=1024,
-                                          temperature=0.0, num_retries=0, max_retries=0)
-
-        t, cpu = time.perf_counter(), time.process_time()
-        await asyncio.gather(*[one(i) for i in range(calls)])
-        return time.perf_counter() - t, time.process_time() - cpu
-
+    server = Server(args.latency)
+    failures: list[str] = []
     try:
-        t0 = time.perf_counter()
-        report = run_generation(cfg, progress=False)
-        wall = time.perf_counter() - t0
-        calls = report["judge"]["calls"]
-        ideal = calls * args.latency / args.concurrency
-        t1 = time.perf_counter()
-        again = run_generation({**cfg, "out": str(work / "again.jsonl")}, progress=False)
-        cached = time.perf_counter() - t1
-        from ragexp.judge.loop import run_sync, shutdown
-
-        bare, bare_cpu = run_sync(floor(int(calls)))  # on the loop thread the run's calls used, closed after
-        shutdown()
-        t2 = time.perf_counter()  # the part of the whole run's reading step any command pays before its first call
-        subprocess.run([sys.executable, "-c", "import litellm"], check=True, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
-        startup = time.perf_counter() - t2
+        rounds = [one_round(args, work, corpus, server, k, failures) for k in range(args.rounds)]
+        again = work / "again"
+        again.mkdir()
+        (again / ".ragexp_cache").symlink_to(work / "round0" / ".ragexp_cache")
+        _, cached, _, _ = timed(command(args, corpus, server.url), again)
+        re_calls = json.loads((again / "generation_report.json").read_text())["judge"]["calls"]
+        server.log()
     finally:
-        server.stdin.close()
-        server.wait(10)
-    if report["asked"] != args.n or calls != 2 * args.n:
-        failures.append(f"expected {args.n} items with 2 calls each, got {report['asked']} items and {calls:.0f} calls")
-    if report["asked"] != report["kept"] + sum(sum(report[g].values()) for g in ("filtered", "failed", "not_generated")):
-        failures.append("the report does not add up")
-    if again["judge"]["calls"] != 0:
-        failures.append(f"the cached re-run made {again['judge']['calls']:.0f} calls")
-    sec, load = report["seconds"], " ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"n={args.n} latency={args.latency}s concurrency={args.concurrency}: {calls:.0f} calls, ideal {ideal:.2f} s "
-          f"(calls x latency / concurrency); load average {load} (1/5/15 min) at the end")
-    print(f"  RESULT: whole run {wall:.1f} s = {wall / ideal:.2f}x the ideal (target <= 1.20x); "
-          f"asking {sec['asking']:.1f} s = {sec['asking'] / ideal:.2f}x")
-    print(f"  floor:  bare litellm.acompletion, the same {calls:.0f} calls, {args.concurrency} in flight: {bare:.1f} s = "
-          f"{bare / ideal:.2f}x the ideal (this machine, now)")
-    print(f"  steps:  " + ", ".join(f"{k} {v:.1f} s" for k, v in sec.items())
-          + f" (reading includes importing litellm: {startup:.1f} s in a fresh process now)")
-    print(f"  CPU per call: ragexp {1000 * report['cpu_seconds_asking'] / calls:.2f} ms "
-          f"(asking, filters included), bare litellm {1000 * bare_cpu / calls:.2f} ms")
-    print(f"  kept {report['kept']}, filtered {report['filtered']}; cached re-run {cached:.1f} s, "
-          f"{again['judge']['calls']:.0f} calls")
+        server.close()
+    if re_calls != 0:
+        failures.append(f"the cached re-run made {re_calls:.0f} calls")
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"n={args.n} latency={args.latency}s concurrency={args.concurrency} tracking={'on' if args.tracking else 'off'}; "
+          f"load average {load} (1/5/15 min) at the end")
+    for k, r in enumerate(rounds):
+        calls = r["calls"]
+        ideal = calls * args.latency / args.concurrency
+        sec = r["report"]["seconds"]
+        print(f"round {k + 1}: {calls:.0f} calls, ideal {ideal:.2f} s (calls x latency / concurrency)")
+        print(f"  RESULT: whole process {r['wall']:.1f} s = {r['wall'] / ideal:.2f}x the ideal (target <= 1.20x); "
+              f"bare litellm process {r['bare_wall']:.1f} s = {r['bare_wall'] / ideal:.2f}x, "
+              f"its calls alone {r['bare_calls']:.1f} s = {r['bare_calls'] / ideal:.2f}x")
+        print(f"  where: start-up {r['startup']:.1f} s (to the first request), asking {r['asking']:.1f} s "
+              f"(= {r['asking'] / ideal:.2f}x; {calls * args.latency / r['asking']:.1f} in flight on average), "
+              f"end {r['end']:.1f} s (last reply to exit); bare process: start-up {r['bare_startup']:.1f} s, "
+              f"end {r['bare_end']:.1f} s")
+        print("  steps:  " + ", ".join(f"{k} {v:.1f} s" for k, v in sec.items()))
+        if (a := r["against"]) is not None:
+            print(f"  against {args.against}: whole process {a['wall']:.1f} s = {a['wall'] / ideal:.2f}x; start-up "
+                  f"{a['startup']:.1f} s, end {a['end']:.1f} s; CPU per call {1000 * a['cpu'] / calls:.2f} ms")
+        print(f"  CPU per call: ragexp process {1000 * r['cpu'] / calls:.2f} ms, bare litellm process "
+              f"{1000 * r['bare_cpu'] / calls:.2f} ms (whole processes)")
+    print(f"kept {rounds[0]['report']['kept']}, filtered {rounds[0]['report']['filtered']}; cached re-run (whole "
+          f"process) {cached:.1f} s, {re_calls:.0f} calls")
     for f in failures:
         print(f"BROKEN: {f}", file=sys.stderr)
     return 1 if failures else 0

@@ -29,7 +29,7 @@ from ragexp.judge.errors import BadReply, BudgetStop, CacheError, CallFailed, Pa
 from ragexp.judge.cache import CACHE_ERRORS, JudgeCache, cache_key
 from ragexp.common.http import classify, connection_failed, retry_after, root_cause, short_error
 from ragexp.common.secrets import env_secrets, redact_url, scrub
-from ragexp.judge.loop import litellm_provider
+from ragexp.judge.loop import import_litellm, litellm_provider
 from ragexp.judge.settings import JudgeSettings
 
 log = logging.getLogger("ragexp.judge")
@@ -40,8 +40,7 @@ def _quiet_litellm() -> Any:
     """litellm, imported once with its price map local and its per-request log lines off."""
     if not os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"):
         os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # never fetch the price map at run time
-    import litellm
-
+    litellm = import_litellm()
     litellm.suppress_debug_info = True
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)  # not one log line per request under Hydra's INFO logging
