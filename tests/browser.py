@@ -125,14 +125,39 @@ def wait(browser, condition, what: str, shot: Path):
         pytest.fail(f"{what} (screenshot: {shot}; page text: {text(browser)[:800]!r})")
 
 
-def screenshot(browser, path: Path, scroll_to: str | None = None, docs: bool = False) -> None:
+#: The box (left, top, right, bottom, in CSS pixels) of the line holding the page's first leaf element whose text
+#: starts with arguments[0] (the leaf's parent: the text and what sits beside it), and the window's width; null when
+#: there is none.
+LINE_BOX = """
+const leaf = [...document.querySelectorAll('body *')].find(e => e.children.length === 0
+                                                         && (e.innerText || '').trim().startsWith(arguments[0]));
+if (!leaf) return null;
+const box = leaf.parentElement.getBoundingClientRect();
+return [box.left, box.top, box.right, box.bottom, window.innerWidth];
+"""
+
+
+def screenshot(browser, path: Path, scroll_to: str | None = None, docs: bool = False,
+               leave_out: str | None = None) -> None:
     """Close the assistant's panel, bring the text ``scroll_to`` into view, let the page settle, save the picture
-    at ``path``; with ``docs`` it is one of the docs' pictures, copied to ``$RAGEXP_DOCS_SCREENSHOTS`` when set."""
+    at ``path``; with ``docs`` it is one of the docs' pictures, copied to ``$RAGEXP_DOCS_SCREENSHOTS`` when set.
+    ``leave_out``: the line that starts with this text is blanked with the colour beside it (the test's temporary
+    folder in an artifact's path, which a reader's store does not have)."""
     browser.execute_script(CLOSE_ASSISTANT)
     if scroll_to is not None:
         browser.execute_script(SCROLL_TO, scroll_to)
     time.sleep(2)  # the panel's closing animation, the scroll
     browser.save_screenshot(str(path))
+    box = browser.execute_script(LINE_BOX, leave_out) if leave_out else None
+    if box:
+        from PIL import Image, ImageDraw
+
+        with Image.open(path) as shot:
+            scale = shot.width / box[4]
+            left, top, right, bottom = (int(v * scale) for v in box[:4])
+            picture = shot.convert("RGB")
+        ImageDraw.Draw(picture).rectangle((left, top, right, bottom), fill=picture.getpixel((max(left - 2, 0), top)))
+        picture.save(path)
     if docs and DOCS is not None:
         DOCS.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, DOCS / path.name)

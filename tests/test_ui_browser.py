@@ -25,7 +25,7 @@ from browser import PICTURE_WIDTH, chrome, screenshot, serve_ui, text, wait
 from cli import parent_and_children, run_cli
 from ragexp.results.columns import status_column
 
-METRIC = "hit_rate/k1"
+METRIC = "hit_rate/hit_rate_at_1"
 
 
 @pytest.fixture
@@ -34,11 +34,17 @@ def browser(tmp_path):
         yield b
 
 
+#: the name of a run made before the sweep, in the same experiment: the sweep's saved view leaves it out
+EARLIER_RUN = "demo · limit=5"
+
+
 @pytest.fixture
 def sweep_store(tmp_path, data_dir):
-    """The README's sweep (the demo's two systems, the default suite) logged to a SQLite store."""
+    """A single run on 5 questions (:data:`EARLIER_RUN`), then the README's sweep (the demo's two systems, the
+    default suite), logged to one SQLite store."""
     launch = tmp_path / "launch"
     launch.mkdir()
+    run_cli("dataset.limit=5", "tracking.plots=false", f"data_dir={data_dir}", "progress=false", cwd=launch)
     run_cli("-m", "dataset.system=strong,weak", f"data_dir={data_dir}", "progress=false", cwd=launch)
     return f"sqlite:///{launch / 'mlflow.db'}"
 
@@ -58,6 +64,9 @@ def _reloaded_if_empty(browser) -> bool:
     return False
 
 
+#: The headings of the page's table, left to right.
+HEADINGS = "return [...document.querySelectorAll('[role=columnheader], th')].map(e => (e.innerText || '').trim());"
+
 #: The cells under a column heading: leaf elements whose left edge is the heading's, below it.
 COLUMN_CELLS = """
 const name = arguments[0];
@@ -76,8 +85,9 @@ return leaves.filter(e => {
 @pytest.mark.services
 def test_runs_first_statuses_shown_and_the_parents_pictures_load(browser, ui, tmp_path):  # skips before the sweep
     base, store = ui
-    client, (parent,), children = parent_and_children(store)
-    assert len(children) == 2
+    client, parents, children = parent_and_children(store)
+    (parent,) = [p for p in parents if p.data.tags.get("ragexp.role") == "parent"]
+    assert len(children) == 2 and EARLIER_RUN in [p.info.run_name for p in parents]
     exp = parent.info.experiment_id
     # the weak system's child: its values vary (the strong one scores 1 nearly everywhere)
     child = next((c for c in children if c.data.params.get("dataset.system") == "weak"), children[0])
@@ -111,6 +121,19 @@ def test_runs_first_statuses_shown_and_the_parents_pictures_load(browser, ui, tm
         assert f"{c.data.metrics['answer_token_f1']:.4f} [" in page, page[:2000]
         assert client.get_run(c.info.run_id).data.tags[interval_tag("answer_token_f1")] in page, page[:2000]
     assert page.index("dataset.system=strong") < page.index("dataset.system=weak")  # best first
+    # the last sweep's runs only: the run made before it is in the experiment, not in the view
+    assert EARLIER_RUN not in page and "2 matching runs" in page, page[:2000]
+    # the GenAI "Evaluation runs" table: its metric columns lead with the headline metrics and their intervals (the
+    # order they were logged in), not with the suite's first key (token_precision)
+    browser.get(f"{base}/#/experiments/{exp}/evaluation-runs?workflowType=genai")
+    heads = wait(browser, lambda b: "token_precision" in text(b) and b.execute_script(HEADINGS),
+                 "the Evaluation runs table never showed its metric columns", tmp_path / "eval-runs-timeout.png")
+    metrics = heads[heads.index("Dataset") + 1:]
+    assert metrics[:6] == [f"{k}{part}" for k in ("answer_token_f1", "context_recall")
+                           for part in ("", "/ci_low", "/ci_high")], heads
+    screenshot(browser, tmp_path / "mlflow-evaluation-runs.png")
+    browser.get(f"{base}/#/experiments/{exp}/runs?workflowType=machine_learning&viewStateShareKey=ragexp-last-sweep")
+    wait(browser, lambda b: "dataset.system=weak" in text(b), "the saved view, again", tmp_path / "runs-timeout.png")
     assert page.index(interval_tag("answer_token_f1")) < page.index(interval_tag("context_recall"))
 
     # the chart view opens on the headline metrics and the ends of their intervals, not on agreement/...
@@ -134,7 +157,7 @@ def test_runs_first_statuses_shown_and_the_parents_pictures_load(browser, ui, tm
     cells = wait(browser, lambda b: b.execute_script(COLUMN_CELLS, column),
                  f"the per-sample table never showed a '{column}' column with cells", tmp_path / "table-timeout.png")
     # the metric's value, status and detail in view
-    screenshot(browser, tmp_path / "mlflow-per-sample.png", scroll_to=METRIC, docs=True)
+    screenshot(browser, tmp_path / "mlflow-per-sample.png", scroll_to=METRIC, docs=True, leave_out="Path:")
     assert cells and set(cells) <= {"ok", "undefined", "missing_field", "error", "parse_error"}, cells
     assert "ok" in cells
 
