@@ -10,8 +10,8 @@ takes the mean: what a script using the peer alone would do. ragexp's side is th
 ``ragexp.evaluate(path, metric=<one metric>, log=False, overrides=["execution.processes=1"])``:
 reading, checking, scoring, the interval, the per-sample table and the summary. Both on one core,
 CPU seconds (``time.process_time``), in turns, after one warm-up call of each (imports, Hydra's
-compose); ragexp's text caches are emptied before each of its calls (untimed), so neither side
-starts with the texts tokenised. The per-sample values must be identical (``==`` on every record), else it exits 1.
+compose); ragexp's text caches and its sacrebleu scorer are emptied at the start of each of its calls (timed), so
+neither side starts with the texts tokenised. The per-sample values must be identical (``==`` on every record), else it exits 1.
 Printed per metric: each round's CPU, the median ratio peer ÷ ragexp (above 1: ragexp faster), the
 load average. ``--profile METRIC`` prints cProfile's top functions of one ragexp call.
 """
@@ -98,11 +98,16 @@ PEERS = {"answer_token_f1": ("a bare SQuAD F1 loop", peer_token_f1), "bleu": ("s
 
 
 def ours(path: Path, metric: str):
-    """The whole run, its text caches emptied first (a fresh process's cold start, as the peer's)."""
+    """The whole run, its text caches emptied first (a fresh process's cold start, as the peer's), and its
+    sacrebleu scorer made anew: sacrebleu's 13a tokenizer caches each line it has tokenised per tokenizer
+    (an lru_cache of 65,536 lines), so a kept scorer would start every round after the first with the texts
+    tokenised, where the peer's new BLEU object starts cold."""
     import ragexp
     from ragexp.common.caches import clear_all
+    from ragexp.metrics import answer
 
     clear_all()
+    answer._bleu_scorer.cache_clear()
     return ragexp.evaluate(path, metric=metric, log=False, overrides=["execution.processes=1"])
 
 
