@@ -488,6 +488,24 @@ def test_common_column_names_are_read_and_said_and_a_missing_question_names_the_
     assert "(a .csv file: dataset=mapped reads it, its columns named by dataset.columns)" in str(e.value)
 
 
+def test_a_column_read_as_no_field_is_named_before_a_metric_asks_for_the_field(tmp_path, capsys):
+    """The README's CSV (question,response,truth) without dataset.columns: question and response are read by their
+    common names, and 'truth' is said to be read as no field (a metric then missing reference_answers named only
+    the fields the dataset has, not the column holding them: H8's walkthrough)."""
+    from ragexp.datasets.mapped import load_mapped
+
+    csv = tmp_path / "my_run.csv"
+    csv.write_text("question,response,truth\nCapital of France?,Lyon,Paris\nLargest planet?,Jupiter,Jupiter\n")
+    ds = load_mapped(str(csv))
+    assert ds.records[0].reference_answers is None and ds.records[0].extra == {"truth": "Paris"}
+    said = [line for line in capsys.readouterr().err.splitlines() if "no record field" in line]
+    assert said == [f"[ragexp] {csv}: column 'truth' is no record field (docs/records.md): kept as each record's "
+                    "extra data, scored by no metric; dataset.columns={<field>: <column>} reads a column as a field"]
+    ds = load_mapped(str(csv), columns={"reference_answers": "truth"})  # mapped: read, and nothing to say
+    assert ds.records[0].reference_answers == ["Paris"]
+    assert "no record field" not in capsys.readouterr().err
+
+
 def test_a_pandas_written_csv_of_lists_is_read(tmp_path):
     """pandas' to_csv writes a list cell as Python writes it (['a', "b's"]), as Ragas' exports do: read as the list."""
     import pandas as pd

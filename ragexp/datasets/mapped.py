@@ -73,7 +73,32 @@ def with_aliases(source: str, names: Iterable[str], mapping: dict[str, str]) -> 
         print(f"[ragexp] {source}: read column{'s' if len(found) > 1 else ''} "
               f"{', '.join(f'{c!r} as {f}' for f, c in found.items())} (their common names; dataset.columns maps "
               "any other)", file=sys.stderr)
+    line = unread_line(source, names, {**mapping, **found})
+    if line:
+        print(line, file=sys.stderr)
     return {**mapping, **found}
+
+
+def unread_line(source: str, names: Iterable[str], mapping: dict[str, str], shown: int = 5) -> str | None:
+    """The line saying which columns are read as no field (kept as each record's extra data, scored by no metric),
+    so that a file whose references sit in a column named otherwise (``truth``) says so before a metric asks for
+    ``reference_answers``; None when every column is a field or mapped to one.
+
+    >>> unread_line("my_run.csv", ["question", "response", "truth"], {"query": "question", "answer": "response"})
+    "[ragexp] my_run.csv: column 'truth' is no record field (docs/records.md): kept as each record's extra data, \
+scored by no metric; dataset.columns={<field>: <column>} reads a column as a field"
+    >>> unread_line("f.csv", ["query", "answer"], {}) is None
+    True
+    """
+    taken = set(mapping.values())
+    unread = [c for c in names if c not in FIELDS and c not in taken]
+    if not unread:
+        return None
+    listed = ", ".join(repr(c) for c in unread[:shown]) + (f" and {len(unread) - shown} more" if len(unread) > shown
+                                                           else "")
+    return (f"[ragexp] {source}: column{'s' if len(unread) > 1 else ''} {listed} "
+            f"{'are' if len(unread) > 1 else 'is'} no record field (docs/records.md): kept as each record's extra data, "
+            "scored by no metric; dataset.columns={<field>: <column>} reads a column as a field")
 
 
 def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",
