@@ -159,6 +159,25 @@ def _unchosen_group(group: str, key: str) -> str | None:
             f"(one of {', '.join(options)})")
 
 
+def _mistyped_key(cause: BaseException | None) -> str | None:
+    """``dataset.sytem=weak``: the closest key of that node, instead of Hydra's advice to append the typo as a new
+    key (``+dataset.sytem=weak``); None when the key is not in a node or no key of the node is close to it.
+    Reads the public attributes OmegaConf's errors carry (``key``, ``full_key``, ``parent_node``)."""
+    import difflib
+
+    key, full_key, parent = (getattr(cause, name, None) for name in ("key", "full_key", "parent_node"))
+    if not isinstance(key, str) or not isinstance(full_key, str) or not hasattr(parent, "keys") \
+            or "not in struct" not in str(cause):
+        return None
+    keys = [str(k) for k in parent.keys() if not str(k).startswith("_")]
+    near = difflib.get_close_matches(key, keys, n=1, cutoff=0.75)
+    if not near:
+        return None
+    node = full_key[:-len(key)]
+    return (f"{full_key}: no such key; did you mean {node}{near[0]}? "
+            f"({'the keys of ' + node.rstrip('.') if node else 'the top-level keys'}: {', '.join(keys)})")
+
+
 def config_error_line(exc: BaseException) -> str:
     """A Hydra or OmegaConf composition error as one line: what was wrong and the fix, without
     Hydra's list of every option on its own line or its config search path.
@@ -190,6 +209,8 @@ def config_error_line(exc: BaseException) -> str:
     unchosen = re.match(r"Could not override '(\w+)\.([\w.]+)'", text)
     if unchosen and f"Key '{unchosen.group(1)}' is not in struct" in str(exc.__cause__ or "") \
             and (line := _unchosen_group(*unchosen.groups())):
+        return line
+    if text.startswith("Could not override") and (line := _mistyped_key(exc.__cause__)):
         return line
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     cause = exc.__cause__

@@ -230,3 +230,20 @@ def test_a_mistyped_option_names_the_closest_one(override, line):
     said = config_error_line(caught.value)
     assert said.startswith(line), said
     assert len(said) < 200 or override.startswith("retriever"), said  # not the ~700 characters of every metric
+
+
+@pytest.mark.parametrize("override, line", [
+    # Hydra's line advised appending the typo as a new key (+dataset.sytem=weak), which runs and changes nothing
+    ("dataset.sytem=weak", "dataset.sytem: no such key; did you mean dataset.system? (the keys of dataset: "),
+    ("tracking.trace=0", "tracking.trace: no such key; did you mean tracking.traces? (the keys of tracking: "),
+    ("foo=1", "Could not override 'foo'. To append to your config use +foo=1 (Key 'foo' is not in struct)"),
+])
+def test_a_mistyped_key_names_the_closest_key_of_its_node(override, line):
+    from ragexp.errors import config_error_line
+
+    with pytest.raises(Exception) as caught:
+        _compose("config", override)
+    said = config_error_line(caught.value)
+    assert said.startswith(line) and "+" + override.split("=")[0] not in said.replace("+foo", ""), said
+    if override.startswith("dataset"):
+        assert "system" in said.split("(the keys of dataset: ")[1]
