@@ -2,6 +2,11 @@
 
     git worktree add /work/base e33855c        # the baseline: any checkout of ragexp
     python benchmarks/bench_scale.py --base /work/base [--sizes 50000,100000,200000] [--cases evaluate] [--trees this]
+    python benchmarks/bench_scale.py --base . --trees this --cases evaluate --sizes 50000,200000 --rounds 2
+
+``--rounds N`` takes the sizes in turns N times (50k, 200k, 50k, 200k: every file written first), so a change in
+the machine's load hits each size alike, and prints each round's CPU ratio of the largest size to the smallest
+and, at the end, the median of each size's CPU and peak RSS and their ratios (docs/performance.md, "Scale").
 
 Workload: benchmarks/realistic_records.py (SQuAD v2 questions, five retrieved paragraphs, a sentence
 answer, references, ids, latency, label: ~5.6 KB of JSONL each); one JSONL file per size. Each case runs in its own
@@ -86,6 +91,25 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def ratios(seen: dict[tuple[int, str, str], list[dict]], sizes: list[int], r: int | None = None) -> str:
+    """Per case and tree, the largest size's CPU and peak RSS over the smallest's: in round ``r``, or of the
+    rounds' medians (None)."""
+    import statistics
+
+    out = []
+    for case, name in sorted({(c, t) for _, c, t in seen}):
+        small, big = (seen.get((size, case, name), []) for size in (min(sizes), max(sizes)))
+        if r is not None:
+            small, big = small[r:r + 1], big[r:r + 1]
+        if not small or not big or any(u["rc"] for u in small + big):
+            continue
+        cpu = [statistics.median(u["cpu"] for u in got) for got in (small, big)]
+        rss = [statistics.median(u["rss_mb"] for u in got) for got in (small, big)]
+        out.append(f"{case} {name}: {max(sizes):,} / {min(sizes):,} records: CPU {cpu[1]:.1f} / {cpu[0]:.1f} s = "
+                   f"{cpu[1] / cpu[0]:.2f}x, peak RSS {rss[1]:.0f} / {rss[0]:.0f} MB = {rss[1] / rss[0]:.2f}x")
+    return "; ".join(out) + f" (load {load()})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", type=Path, required=True)
@@ -93,18 +117,22 @@ def main() -> int:
     ap.add_argument("--cases", default="evaluate,cli-nolog,cli-log")
     ap.add_argument("--trees", default="base,this", help="which trees to run (this alone: the logging RSS ratio)")
     ap.add_argument("--broken", action="store_true")
+    ap.add_argument("--rounds", type=int, default=1, help="the sizes taken in turns this many times")
     a = ap.parse_args()
     trees = {k: v for k, v in {"base": a.base.resolve(), "this": HERE}.items() if k in a.trees.split(",")}
     root = Path(tempfile.mkdtemp(prefix="bench_scale_"))
     problems: list[str] = []
     print(f"bench_scale: work in {root}; load average at start {load()}", flush=True)
-    for n in map(int, a.sizes.split(",")):
+    sizes = [int(x) for x in a.sizes.split(",")]
+    for n in sizes:
+        make_records(root / f"records_{n}.jsonl", n, a.broken)
+    seen: dict[tuple[int, str, str], list[dict]] = {}  # (size, case, tree) → its rounds' figures
+    for r, n in ((r, n) for r in range(a.rounds) for n in sizes):
         data = root / f"records_{n}.jsonl"
-        make_records(data, n, a.broken)
         figures: dict[tuple[str, str], dict] = {}
         for case in a.cases.split(","):
             for name, tree in trees.items():
-                work = root / f"{n}_{case}_{name}"
+                work = root / f"{n}_{case}_{name}_{r}"
                 work.mkdir()
                 if case == "evaluate":
                     cmd = [sys.executable, "-c", EVALUATE, str(data)]
@@ -115,6 +143,7 @@ def main() -> int:
                 usage, out = measure(cmd, tree, work)
                 usage["disk_mb"] = disk(work / "out", work / "mlflow.db", work / "mlruns") / 2 ** 20
                 figures[(case, name)] = usage
+                seen.setdefault((n, case, name), []).append(usage)
                 if usage["rc"] != 0:
                     problems.append(f"{n} {case} {name}: exit {usage['rc']}: {out.strip().splitlines()[-1:]}")
                     continue
@@ -141,6 +170,10 @@ def main() -> int:
             log, nolog = figures.get(("cli-log", name)), figures.get(("cli-nolog", name))
             if log and nolog and log["rc"] == nolog["rc"] == 0:
                 print(f"  {n:>7,} {name}: CLI peak RSS with logging / without: {log['rss_mb'] / nolog['rss_mb']:.2f}x")
+        if a.rounds > 1 and n == sizes[-1]:
+            print(f"round {r + 1}: {ratios(seen, sizes, r)}", flush=True)
+    if a.rounds > 1:
+        print(f"medians of {a.rounds} rounds: {ratios(seen, sizes)}")
     print(f"load average at the end {load()}")
     for p in problems:
         print(f"bench_scale: FAILED: {p}", file=sys.stderr)
