@@ -451,3 +451,14 @@ def test_a_clustered_comparison_tests_over_its_clusters_and_says_so(capsys):
     assert "clusters" not in plain["metrics"]["token_f1"]
     with pytest.raises(DataError, match="stats.cluster_by='lang': neither run's per-sample table has a 'lang' column"):
         compare_tables(table("b", rows_b, keys), table("c", rows_c, keys), cluster_by="lang")
+
+
+def test_a_mistyped_floor_names_the_closest_metric():
+    # gate.min.answer_tokn_f1=0.4 listed every one of the run's ~60 metric keys and no closest name (H8's walkthrough)
+    values = {"answer_token_f1": 0.27, "context_recall": 0.52, "token_f1": 0.13}
+    assert floor_failures(values, {"answer_tokn_f1": 0.4}) == [
+        "gate: answer_tokn_f1 was not computed, so it cannot be checked against its floor 0.4 "
+        "(did you mean answer_token_f1?)"]
+    assert floor_failures(values, {"zzz": 0.4}) == [
+        "gate: zzz was not computed, so it cannot be checked against its floor 0.4 "
+        "(metrics: answer_token_f1, context_recall, token_f1)"]
