@@ -121,6 +121,12 @@ def test_runs_first_statuses_shown_and_the_parents_pictures_load(browser, ui, tm
         assert f"{c.data.metrics['answer_token_f1']:.4f} [" in page, page[:2000]
         assert client.get_run(c.info.run_id).data.tags[interval_tag("answer_token_f1")] in page, page[:2000]
     assert page.index("dataset.system=strong") < page.index("dataset.system=weak")  # best first
+    # each child its own colour, the best's first (MLflow's own, picked from the run id, can be two near-identical
+    # greys, and its charts tell runs apart by colour alone)
+    from ragexp.tracking.leaderboard import COLOR_TAG, run_color
+
+    colors = {c.data.params.get("dataset.system"): c.data.tags.get(COLOR_TAG) for c in children}
+    assert colors == {"strong": run_color(0), "weak": run_color(1)}, colors
     # the last sweep's runs only: the run made before it is in the experiment, not in the view
     assert EARLIER_RUN not in page and "2 matching runs" in page, page[:2000]
     # the GenAI "Evaluation runs" table: its metric columns lead with the headline metrics and their intervals (the

@@ -222,17 +222,37 @@ def interval_tag(key: str) -> str:
     return f"{key} with CI"
 
 
+#: The children's colours in MLflow's charts, best first (Okabe and Ito's palette, told apart with colour blindness)
+RUN_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+#: The run tag MLflow's UI keeps a run's colour in (what its colour picker sets)
+COLOR_TAG = "mlflow.runColor"
+
+
+def run_color(position: int) -> str:
+    """The colour of the child at ``position`` on the board (0: the best): MLflow's own colours, picked from a run's
+    id, can be two near-identical greys, and its charts tell runs apart by colour alone.
+
+    >>> run_color(0), run_color(1), run_color(len(RUN_COLORS))
+    ('#0072B2', '#E69F00', '#0072B2')
+    """
+    return RUN_COLORS[position % len(RUN_COLORS)]
+
+
 def describe_children(client: Any, board: Mapping[str, Any], retrying: Any) -> None:
     """Each child's MLflow description gains, first, its :func:`standing` in the sweep; each headline metric's
-    mean with its interval is a tag (:func:`interval_tag`), the saved view's first columns."""
-    for row in board["rows"]:
+    mean with its interval is a tag (:func:`interval_tag`), the saved view's first columns; each child without a
+    colour of its own gets :func:`run_color` of its place on the board."""
+    for position, row in enumerate(board["rows"]):
         if row.get("mean") is None:
             continue
         values = {board["metric"]: row, **(row.get("also") or {})}
         for key in board.get("headline") or [board["metric"]]:
             if (values.get(key) or {}).get("mean") is not None:
                 retrying(client.set_tag, row["run_id"], interval_tag(key), with_interval(values[key]))
-        note = client.get_run(row["run_id"]).data.tags.get("mlflow.note.content", "")
+        tags = client.get_run(row["run_id"]).data.tags
+        if COLOR_TAG not in tags:  # a colour the user picked stays
+            retrying(client.set_tag, row["run_id"], COLOR_TAG, run_color(position))
+        note = tags.get("mlflow.note.content", "")
         line = "Sweep: " + standing(board, row)
         if not note.startswith("Sweep: "):
             retrying(client.set_tag, row["run_id"], "mlflow.note.content", f"{line}\n\n{note}".strip())
