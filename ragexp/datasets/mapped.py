@@ -195,7 +195,7 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
             if not isinstance(item, dict):
                 raise DataError(f"expected an object with named columns, got {type(item).__name__}",
                                 path=source, row=row)
-            raw: dict[str, Any] = {}
+            raw: dict[str, Any] = {} if mapping else item  # no column renamed: the row as read (copied if decoded)
             for f, c in mapping.items():
                 if c not in item:
                     raise DataError(f"column {c!r} (mapped to field {f!r}) is missing from this row",
@@ -205,12 +205,15 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
                     labels[f[6:]] = item[c]
                 else:
                     raw[f] = item[c]
-            for c, v in item.items():
-                if c not in source_of and c not in raw:
-                    raw[c] = v
+            if mapping:
+                for c, v in item.items():
+                    if c not in source_of and c not in raw:
+                        raw[c] = v
             for f in decode:
                 v = raw.get(f)
                 if isinstance(v, str) and (strict or v.lstrip()[:1] in ("[", "{")):
+                    if raw is item:  # the caller's row (a list of dicts) is left as it was
+                        raw = dict(item)
                     try:
                         raw[f] = json.loads(v)
                     except json.JSONDecodeError as exc:
