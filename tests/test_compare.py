@@ -446,6 +446,9 @@ def test_a_clustered_comparison_tests_over_its_clusters_and_says_so(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "sign-flip permutation of the 6 clusters of conversation_id" in out and "McNemar" not in out
     assert "over its 6 clusters" in out and "no p-value is below 0.031 before Holm" in out  # 2 / 2**6
+    # Holm over the 2 metrics doubles that floor past 0.05: the output says no difference can be significant, and why
+    assert ("with 6 clusters and Holm over 2 metrics no difference can reach p < 0.05, however large: more resamples "
+            "do not help, more clusters do") in out and "raise stats.resamples" not in out
     plain = compare_tables(table("b", rows_b, keys), table("c", rows_c, keys))
     assert plain["metrics"]["exact_match"]["test"] == "mcnemar" and "cluster_by" not in plain["method"]
     assert "clusters" not in plain["metrics"]["token_f1"]

@@ -123,11 +123,13 @@ def _lines_below(result: Mapping[str, Any]) -> list[str]:
     permuted = sum(1 for r in result["metrics"].values() if r.get("test") in ("permutation", "cluster permutation"))
     compared = sum(1 for r in result["metrics"].values() if "p_value" in r)
     floor = 2 / (method["resamples"] + 1)  # the smallest p-value a random-pattern permutation test gives
+    enumerated = method.get("cluster_by") and 2 ** method["clusters"] <= method["resamples"]
     if method.get("cluster_by"):
         lines.append(_clusters_line(method))
-        if 2 ** method["clusters"] <= method["resamples"]:  # every sign pattern enumerated: the floor is theirs
-            floor = 2 / 2 ** method["clusters"]
-    if permuted and compared * floor >= 1 - method["confidence"] and not method.get("cluster_by"):
+    if enumerated and compared * 2 / 2 ** method["clusters"] >= 1 - method["confidence"]:
+        lines.append(f"with {method['clusters']} clusters and Holm over {compared} metrics no difference can reach "
+                     f"p < {1 - method['confidence']:g}, however large: more resamples do not help, more clusters do")
+    elif permuted and compared * floor >= 1 - method["confidence"]:
         lines.append(f"with {method['resamples']:,} resamples no permutation p-value is below {floor:.2g}, and "
                      f"Holm over {compared} metrics cannot bring it under {1 - method['confidence']:g}: "
                      f"raise stats.resamples (e.g. stats.resamples={round(20 * compared / (1 - method['confidence'])):,})")
