@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     seconds, values, skipped = run_suite(records)
     print(f"\ndefault suite: {len(values)} metric keys, {n} records in {seconds:.2f} s "
           f"= {n / seconds:,.0f} records/s (one core, cold caches)")
-    for key in ("context_recall/rouge_sentence", "context_recall/rouge_chunk", "ndcg/k10", "rougeL", "token_f1"):
+    for key in ("context_recall/rouge_sentence", "context_recall/rouge_chunk", "ndcg/ndcg_at_10", "rougeL", "token_f1"):
         print(f"  {key:32s} {values[key]:.6f}")
     print(f"  skipped: {len(skipped)} (no label, no latency_s in this workload)")
 

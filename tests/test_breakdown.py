@@ -37,16 +37,16 @@ def test_each_category_is_its_own_run_with_its_own_n_and_interval():
     hit = [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]
     b = Breakdown([])
     b.add([_record(i, c) for i, c in enumerate(cats)])
-    out = b.intervals({"answer_token_f1": f1, "hit_rate/k1": hit, "other": hit}, ["answer_token_f1", "hit_rate/k1"],
+    out = b.intervals({"answer_token_f1": f1, "hit_rate/hit_rate_at_1": hit, "other": hit}, ["answer_token_f1", "hit_rate/hit_rate_at_1"],
                       **SETTINGS)
-    assert list(out) == ["answer_token_f1/category/temporal", "hit_rate/k1/category/temporal",
-                         "answer_token_f1/category/multi_hop", "hit_rate/k1/category/multi_hop"]  # no 'other'
+    assert list(out) == ["answer_token_f1/category/temporal", "hit_rate/hit_rate_at_1/category/temporal",
+                         "answer_token_f1/category/multi_hop", "hit_rate/hit_rate_at_1/category/multi_hop"]  # no 'other'
     t = out["answer_token_f1/category/temporal"]
     assert t.n == 2 and t.mean == pytest.approx((0.5 + 1.0) / 2)
     assert t.stderr == pytest.approx(statistics.stdev([0.5, 1.0]) / math.sqrt(2))
     m = out["answer_token_f1/category/multi_hop"]
     assert m.n == 2 and m.mean == pytest.approx((0.2 + 0.4) / 2)
-    h = out["hit_rate/k1/category/temporal"]  # 0/1 values: Wilson's interval of 2 hits in 3
+    h = out["hit_rate/hit_rate_at_1/category/temporal"]  # 0/1 values: Wilson's interval of 2 hits in 3
     p, n, z = 2 / 3, 3, 1.959963984540054
     centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     assert h.method == "wilson" and h.n == 3 and h.mean == pytest.approx(2 / 3)

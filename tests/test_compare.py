@@ -145,10 +145,10 @@ def test_gate_fails_only_on_a_significant_drop_beyond_the_allowance():
 
 
 def test_floors():
-    values = {"hit_rate/k5": 0.62, "answer_token_f1": 0.49, "f1": None}
-    assert floor_failures(values, {"hit_rate/k5": 0.5, "answer_token_f1": 0.49}) == []
-    failed = floor_failures(values, {"hit_rate/k5": 0.9, "f1": 0.1, "mrr": 0.1})
-    assert failed[0] == "gate: hit_rate/k5 = 0.6200 is under its floor 0.9"
+    values = {"hit_rate/hit_rate_at_5": 0.62, "answer_token_f1": 0.49, "f1": None}
+    assert floor_failures(values, {"hit_rate/hit_rate_at_5": 0.5, "answer_token_f1": 0.49}) == []
+    failed = floor_failures(values, {"hit_rate/hit_rate_at_5": 0.9, "f1": 0.1, "mrr": 0.1})
+    assert failed[0] == "gate: hit_rate/hit_rate_at_5 = 0.6200 is under its floor 0.9"
     assert failed[1].startswith("gate: f1 is undefined") and failed[2].startswith("gate: mrr was not computed")
 
 
@@ -158,18 +158,18 @@ def test_gate_override_syntax_hydra_parses(data_dir):
 
     from conftest import CONF
 
-    argv = add_override_prefix(["gate.min.hit_rate.k5=0.5", "gate.max_drop.answer_token_f1=0.02",
+    argv = add_override_prefix(["gate.min.hit_rate.hit_rate_at_5=0.5", "gate.max_drop.answer_token_f1=0.02",
                                 "gate.min.answer_token_f1=0.3"])
-    assert argv[0] == "++gate.min.hit_rate.k5=0.5"
+    assert argv[0] == "++gate.min.hit_rate.hit_rate_at_5=0.5"
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(config_name="compare", overrides=["baseline=a", "candidate=b", *argv])
-        assert read_gate(cfg.gate) == ({"answer_token_f1": 0.02}, {"hit_rate/k5": 0.5, "answer_token_f1": 0.3})
-        cfg = compose(config_name="compare", overrides=["gate.min={hit_rate/k5: 0.5, mrr: 0.2}"])
-        assert read_gate(cfg.gate)[1] == {"hit_rate/k5": 0.5, "mrr": 0.2}
+        assert read_gate(cfg.gate) == ({"answer_token_f1": 0.02}, {"hit_rate/hit_rate_at_5": 0.5, "answer_token_f1": 0.3})
+        cfg = compose(config_name="compare", overrides=["gate.min={hit_rate/hit_rate_at_5: 0.5, mrr: 0.2}"])
+        assert read_gate(cfg.gate)[1] == {"hit_rate/hit_rate_at_5": 0.5, "mrr": 0.2}
         cfg = compose(config_name="compare", overrides=["gate=demo", "gate.max_drop.answer_token_f1=0.05"])
-        assert read_gate(cfg.gate)[0] == {"answer_token_f1": 0.05, "hit_rate/k5": 0.0, "avg_latency": 1.5}
+        assert read_gate(cfg.gate)[0] == {"answer_token_f1": 0.05, "hit_rate/hit_rate_at_5": 0.0, "avg_latency": 1.5}
         cfg = compose(config_name="config", overrides=[f"data_dir={data_dir}", *argv])  # the runner's too
-        assert read_gate(cfg.gate)[1] == {"hit_rate/k5": 0.5, "answer_token_f1": 0.3}
+        assert read_gate(cfg.gate)[1] == {"hit_rate/hit_rate_at_5": 0.5, "answer_token_f1": 0.3}
     with pytest.raises(ConfigError, match="gate.min.mrr: expected a number, got 'high'"):
         flat_conditions({"mrr": "high"}, "gate.min")
 
@@ -272,11 +272,11 @@ def test_cli_compare_weak_to_strong_by_name(demo_sweep, tmp_path):
     data = json.loads(Path(client.download_artifacts(run.info.run_id, "comparison.json", str(tmp_path))).read_text())
     rows = data["metrics"]
     # where the systems obviously differ, the difference is significant and in the right direction
-    for key in ("hit_rate/k1", "mrr/k10", "ndcg/k10", "answer_token_f1", "keyword_overlap"):
+    for key in ("hit_rate/hit_rate_at_1", "mrr/mrr_at_10", "ndcg/ndcg_at_10", "answer_token_f1", "keyword_overlap"):
         assert rows[key]["verdict"] == "better", key
         assert rows[key]["mean_candidate"] == pytest.approx(strong.data.metrics[key])  # every sample ok
         assert rows[key]["mean_baseline"] == pytest.approx(weak.data.metrics[key])
-    assert rows["hit_rate/k1"]["test"] == "mcnemar" and rows["answer_token_f1"]["test"] == "permutation"
+    assert rows["hit_rate/hit_rate_at_1"]["test"] == "mcnemar" and rows["answer_token_f1"]["test"] == "permutation"
     assert rows["avg_latency"]["verdict"] == "worse"  # strong is slower: lower is better
     assert data["samples"]["matched"] == 50 and data["not_compared"]["keyword_verdict_accuracy"]["candidate"] == pytest.approx(
         strong.data.metrics["keyword_verdict_accuracy"])
@@ -302,12 +302,12 @@ def test_cli_gate_exit_codes(demo_sweep):
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("gate:")]
     assert len(lines) == 1 and lines[0].startswith("gate: answer_token_f1 got worse by 0.29")
     # a drop within its allowance passes; so does a floor the candidate meets (variant key, map form)
-    proc = compare_cli(*pair, "gate.max_drop.answer_token_f1=0.5", "gate.min={hit_rate/k5: 0.6}", cwd=where)
+    proc = compare_cli(*pair, "gate.max_drop.answer_token_f1=0.5", "gate.min={hit_rate/hit_rate_at_5: 0.6}", cwd=where)
     assert proc.returncode == 0, proc.stderr
-    proc = compare_cli(*pair, "gate.min.hit_rate.k5=0.9", "gate.min.answer_token_f1=0.1", cwd=where)
+    proc = compare_cli(*pair, "gate.min.hit_rate.hit_rate_at_5=0.9", "gate.min.answer_token_f1=0.1", cwd=where)
     assert proc.returncode == 1
     assert [ln for ln in proc.stderr.splitlines() if ln.startswith("gate:")] == [
-        "gate: hit_rate/k5 = 0.6200 in the candidate is under its floor 0.9"]
+        "gate: hit_rate/hit_rate_at_5 = 0.6200 in the candidate is under its floor 0.9"]
 
 
 @pytest.mark.integration
@@ -345,10 +345,10 @@ def test_cli_unreachable_store_is_one_line_without_its_password(tmp_path):
 @pytest.mark.integration
 def test_cli_plain_run_gate(tmp_path):
     proc = run_cli("dataset.system=weak", "progress=false", "gate.min.answer_token_f1=0.1",
-                   "gate.min.hit_rate.k1=0.5", "tracking.traces=0", "tracking.plots=false", cwd=tmp_path, check=False)
+                   "gate.min.hit_rate.hit_rate_at_1=0.5", "tracking.traces=0", "tracking.plots=false", cwd=tmp_path, check=False)
     assert proc.returncode == 1, proc.stderr
     assert [ln for ln in proc.stderr.splitlines() if ln.startswith("gate:")] == [
-        "gate: hit_rate/k1 = 0.3000 is under its floor 0.5"]
+        "gate: hit_rate/hit_rate_at_1 = 0.3000 is under its floor 0.5"]
     assert "MLflow run" in proc.stdout  # the run is logged all the same
     proc = run_cli("nosuch.key=1", cwd=tmp_path, check=False)
     assert proc.returncode == 2
@@ -359,12 +359,12 @@ def test_cli_plain_run_gate(tmp_path):
 def test_cli_multirun_exits_1_when_a_job_missed_a_floor(tmp_path, launcher):
     quiet = ("tracking.traces=0", "tracking.plots=false")  # the gate's verdict is checked, not what is logged
     proc = run_cli("-m", *launcher, "dataset.system=strong,weak", "metric=hit_rate", "progress=false",
-                   "gate.min.hit_rate.k1=0.5", *quiet, cwd=tmp_path, check=False)
+                   "gate.min.hit_rate.hit_rate_at_1=0.5", *quiet, cwd=tmp_path, check=False)
     assert proc.returncode == 1, proc.stderr[-2000:]
     missed = sorted(p.read_text() for p in tmp_path.glob("multirun/*/*/*/gate_failed.txt"))
-    assert missed == ["gate: hit_rate/k1 = 0.3000 is under its floor 0.5\n"]  # the weak job's, not the strong one's
+    assert missed == ["gate: hit_rate/hit_rate_at_1 = 0.3000 is under its floor 0.5\n"]  # the weak job's, not the strong one's
     proc = run_cli("-m", *launcher, "dataset.system=strong,weak", "metric=hit_rate", "progress=false",
-                   "gate.min.hit_rate.k1=0.2", *quiet, cwd=tmp_path, check=False)
+                   "gate.min.hit_rate.hit_rate_at_1=0.2", *quiet, cwd=tmp_path, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 

@@ -26,15 +26,15 @@ def test_the_demo_table_leads_with_the_headline_and_fits_one_screen(demo):
     assert shown[:2] == ["answer_token_f1", "context_recall"] and rows[0][0] == "headline"
     assert len(rows) <= MAX_ROWS < len(keys)
     assert sorted(shown + hidden) == sorted(keys)  # every value is either shown or named under the table
-    assert not any(k.endswith(("/k5", "/k10")) for k in shown)  # beyond the 4 passages: the k3 value repeated
+    assert not any(k.endswith(("_at_5", "_at_10")) for k in shown)  # beyond the 4 passages: the k3 value repeated
     every, _ = layout(keys, summary["headline"], depth, show_all=True)  # report.all=true
-    assert {k for _, k in every} == {k for k in keys if not k.endswith(("/k5", "/k10"))}
+    assert {k for _, k in every} == {k for k in keys if not k.endswith(("_at_5", "_at_10"))}
 
 
 def test_scales_and_families_are_said():
     assert scale("bleu") == "0–100" and scale("answer_similarity") == "0–5" and scale("answer_token_f1") == ""
     assert scale("avg_latency") == scale("latency/generate") == "s"
-    assert family("ndcg/k3") == "ranked" and family("answer_similarity") == "judge" and family("bleu") == "answer"
+    assert family("ndcg/ndcg_at_3") == "ranked" and family("answer_similarity") == "judge" and family("bleu") == "answer"
 
 
 def test_the_printed_table_names_what_it_leaves_out(demo, capsys):

@@ -116,7 +116,7 @@ def test_a_six_job_ray_sweep_into_the_postgres_backed_server_logs_every_child_wi
     assert parent.data.metrics["sweep/children"] == 6
     assert len(children) == 6 and {c.info.status for c in children} == {"FINISHED"}
     for child in children:
-        assert child.data.metrics["hit_rate/k1/n"] == 50, child.info.run_name
+        assert child.data.metrics["hit_rate/hit_rate_at_1/n"] == 50, child.info.run_name
         names = [a.path for a in client.list_artifacts(child.info.run_id)]
         assert any(n.startswith("per_sample") and n.endswith(".json") for n in names), names
     # the index is built once, in the launch directory's cache, and shared by the six Ray workers
@@ -307,7 +307,7 @@ def test_results_a_killed_job_saved_but_never_logged_are_logged_at_the_sweeps_en
     run = client.get_run(now["run_id"])
     assert run.info.status == "FINISHED" and run.data.tags["mlflow.parentRunId"] == parent.info.run_id
     summary = json.loads((manifests[0].parent / "summary.json").read_text())
-    assert run.data.metrics["hit_rate/k1"] == summary["metrics"]["hit_rate/k1"]
+    assert run.data.metrics["hit_rate/hit_rate_at_1"] == summary["metrics"]["hit_rate/hit_rate_at_1"]
 
 
 def test_the_planned_number_of_jobs_counts_the_command_line_and_the_sweepers_params(compose):

@@ -114,13 +114,13 @@ def test_a_child_without_the_metric_is_listed_not_dropped():
 
 
 def test_which_metric_and_direction():
-    summaries = [{"metrics": {"token_precision": 0.1, "hit_rate/k1": 0.9}}]
-    assert choose_metric("ndcg/k10", "mrr/k5", summaries) == "ndcg/k10"
-    assert choose_metric(None, "mrr/k5", summaries) == "mrr/k5"
+    summaries = [{"metrics": {"token_precision": 0.1, "hit_rate/hit_rate_at_1": 0.9}}]
+    assert choose_metric("ndcg/ndcg_at_10", "mrr/mrr_at_5", summaries) == "ndcg/ndcg_at_10"
+    assert choose_metric(None, "mrr/mrr_at_5", summaries) == "mrr/mrr_at_5"
     assert choose_metric(None, None, summaries) == "token_precision"
     headed = [{"metrics": {"token_precision": 0.1, "answer_token_f1": 0.5}, "headline": ["answer_token_f1"]}]
     assert choose_metric(None, None, headed) == "answer_token_f1"  # the suite's headline before its first metric
-    assert higher_is_better("ndcg/k10") and not higher_is_better("avg_latency")
+    assert higher_is_better("ndcg/ndcg_at_10") and not higher_is_better("avg_latency")
     assert not higher_is_better("latency/generate")
 
 

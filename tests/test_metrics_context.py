@@ -75,8 +75,8 @@ def test_matcher_and_k_variants_from_the_config(compose):
     cfg = compose("metric=context_recall", "metric.context_recall.matcher=[rouge_chunk,rouge_sentence]",
                   "metric.context_recall.k=[1,2]")
     specs, _ = build_metrics(cfg.metric, cfg.matcher)
-    assert [s.key for s in specs] == ["context_recall/rouge_chunk/k1", "context_recall/rouge_chunk/k2",
-                                      "context_recall/rouge_sentence/k1", "context_recall/rouge_sentence/k2"]
+    assert [s.key for s in specs] == ["context_recall/rouge_chunk/context_recall_at_1", "context_recall/rouge_chunk/context_recall_at_2",
+                                      "context_recall/rouge_sentence/context_recall_at_1", "context_recall/rouge_sentence/context_recall_at_2"]
     assert specs[0].matcher is build_matcher("rouge_chunk")
     # null: the run's matcher group
     cfg = compose("metric=context_recall", "matcher=rouge_chunk", "matcher.inclusive=true")

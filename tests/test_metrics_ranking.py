@@ -61,14 +61,14 @@ def test_relevance_auto_uses_ids_when_the_dataset_has_them_else_the_matcher(comp
                            "gt_context_ids": ["1"]}, path="x", row=1)]
     kept, _ = check_fields(specs, with_ids, "x")
     assert {s.options["relevance"] for s in kept} == {"ids"} and [s.key for s in kept] == [
-        "ndcg/k1", "ndcg/k3", "ndcg/k5", "ndcg/k10"]
+        "ndcg/ndcg_at_1", "ndcg/ndcg_at_3", "ndcg/ndcg_at_5", "ndcg/ndcg_at_10"]
     specs, _ = build_metrics(compose("metric=ndcg").metric, "rouge_chunk")
     texts_only = [to_record({"query": "q", "contexts": ["a"], "gt_contexts": ["a"]}, path="x", row=1)]
     kept, _ = check_fields(specs, texts_only, "x")
     assert {s.options["relevance"] for s in kept} == {"matcher"}
     specs, _ = build_metrics(compose("metric=ndcg").metric, "rouge_chunk")
     nothing = [to_record({"query": "q", "contexts": ["a"]}, path="x", row=1)]
-    with pytest.raises(FieldsError, match="metric 'ndcg/k1' needs 'gt_contexts'; dataset 'x' has: id, query, contexts"):
+    with pytest.raises(FieldsError, match="metric 'ndcg/ndcg_at_1' needs 'gt_contexts'; dataset 'x' has: id, query, contexts"):
         check_fields(specs, nothing, "x")
 
 
@@ -155,7 +155,8 @@ def test_a_suite_scored_together_equals_each_metric_alone_and_ranx(squad_run, co
     scores = score(records[:-1], specs)
     ranx_name = {"precision_at_k": "precision", "recall_at_k": "recall"}
     for spec in specs:
-        name, k = spec.key.split("/k")
+        name, label = spec.key.split("/")
+        k = label.rpartition("_at_")[2]
         metric = f"{ranx_name.get(name, name)}@{k}"
         evaluate(qrels, run, [metric], make_comparable=True)
         for r, s in zip(squad_run, scores[spec.key]):

@@ -215,7 +215,7 @@ def test_descriptions_give_the_dataset_n_and_each_headline_mean_with_its_interva
             assert mean == _num(m[key]) and n == str(int(m[f"{key}/n"])), (key, note)
             assert ci == f"{_num(m[f'{key}/ci_low'])} – {_num(m[f'{key}/ci_high'])}", (key, note)
     demo = _table(one(made, "demo").data.tags["mlflow.note.content"])
-    assert demo["hit_rate/k1"][2] == "50" and "token_precision" in demo
+    assert demo["hit_rate/hit_rate_at_1"][2] == "50" and "token_precision" in demo
 
 
 @pytest.mark.integration

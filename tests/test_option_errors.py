@@ -66,7 +66,7 @@ def test_a_list_of_good_values_still_makes_one_variant_each(compose, capsys):
 
     execute(compose("metric=hit_rate", "metric.hit_rate.k=[1,3]", "tracking.enabled=false"), save=False)
     out = capsys.readouterr().out
-    assert "hit_rate/k1" in out and "hit_rate/k3" in out
+    assert "hit_rate/hit_rate_at_1" in out and "hit_rate/hit_rate_at_3" in out
 
 
 HYDRA_CASES = [

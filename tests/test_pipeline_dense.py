@@ -110,7 +110,7 @@ def test_demo_sweep_over_retrievers_and_top_k_runs_offline(tmp_path):
     combos = {(c.data.params["retriever"], c.data.params["retriever.top_k"]) for c in children}
     assert combos == {("bm25", "3"), ("bm25", "5"), ("dense", "3"), ("dense", "5")}
     for c in children:
-        assert c.data.metrics["recall_at_k/k3"] <= c.data.metrics["recall_at_k/k5"]
+        assert c.data.metrics["recall_at_k/recall_at_3"] <= c.data.metrics["recall_at_k/recall_at_5"]
         if c.data.params["retriever"] == "dense":
             assert c.data.metrics["latency/embed"] > 0
     kinds = sorted(name.split("-")[0] for name in IndexCache(tmp_path / ".ragexp_cache" / "index").builds())

@@ -78,11 +78,11 @@ def test_custom_pipeline_example_runs_as_documented(tmp_path, data_dir):
                   "pipeline._target_=my_rag.KeywordRAG", f"+pipeline.corpus_path={data_dir}/squad2/dev-v2.0.json",
                   "metric=[recall_at_k,answer_token_f1,avg_latency]", f"tracking.uri={_uri(tmp_path)}",
                   f"hydra.run.dir={tmp_path / 'out'}", "progress=false", cwd=example)
-    assert "recall_at_k/k3" in out.stdout
+    assert "recall_at_k/recall_at_3" in out.stdout
     _, found = __import__("cli").runs(_uri(tmp_path))
     [run] = found
     m = run.data.metrics
-    assert 0 < m["recall_at_k/k1"] <= m["recall_at_k/k3"] <= 1
+    assert 0 < m["recall_at_k/recall_at_1"] <= m["recall_at_k/recall_at_3"] <= 1
     assert m["avg_latency"] == m["latency/total"]
     assert m["latency/total"] >= m["latency/retrieve"]
     assert set(m) >= {"latency/retrieve", "latency/generate", "answer_token_f1"}

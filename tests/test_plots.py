@@ -20,9 +20,9 @@ def _png_size(path) -> tuple[int, int]:
 
 
 def test_headline_leads_with_the_primary_then_one_key_per_metric():
-    keys = ["token_f1", "hit_rate/k1", "hit_rate/k3", "mrr/k1", "avg_latency", "bleu"]
-    assert headline_metrics(keys, primary="mrr/k1") == ["mrr/k1", "token_f1", "hit_rate/k1", "bleu", "hit_rate/k3"]
-    assert headline_metrics(keys, primary="mrr/k1", limit=3) == ["mrr/k1", "token_f1", "hit_rate/k1"]
+    keys = ["token_f1", "hit_rate/hit_rate_at_1", "hit_rate/hit_rate_at_3", "mrr/mrr_at_1", "avg_latency", "bleu"]
+    assert headline_metrics(keys, primary="mrr/mrr_at_1") == ["mrr/mrr_at_1", "token_f1", "hit_rate/hit_rate_at_1", "bleu", "hit_rate/hit_rate_at_3"]
+    assert headline_metrics(keys, primary="mrr/mrr_at_1", limit=3) == ["mrr/mrr_at_1", "token_f1", "hit_rate/hit_rate_at_1"]
     assert headline_metrics(keys, objective="bleu")[0] == "bleu"
     assert "avg_latency" not in headline_metrics(keys)  # a latency is not a score
     assert headline_metrics(keys, primary="not_run")[0] == "token_f1"  # a primary the run lacks is passed over
@@ -63,10 +63,10 @@ def test_nothing_to_draw_draws_nothing(tmp_path):
 
 
 def test_heatmap_with_a_failed_child_and_unequal_counts(tmp_path):
-    rows = [("retriever=bm25", {"mrr/k1": {"mean": 0.8, "n": 50}, "avg_latency": {"mean": 0.01, "n": 50}}),
-            ("retriever=dense", {"mrr/k1": {"mean": 0.9, "n": 45}, "avg_latency": {"mean": 0.2, "n": 50}}),
+    rows = [("retriever=bm25", {"mrr/mrr_at_1": {"mean": 0.8, "n": 50}, "avg_latency": {"mean": 0.01, "n": 50}}),
+            ("retriever=dense", {"mrr/mrr_at_1": {"mean": 0.9, "n": 45}, "avg_latency": {"mean": 0.2, "n": 50}}),
             ("retriever=hybrid", None)]  # a child that failed before logging: a blank row, not a gap
-    path = heatmap(rows, ["mrr/k1", "avg_latency"], "Sweep of 3 runs", tmp_path / "heatmap.png")
+    path = heatmap(rows, ["mrr/mrr_at_1", "avg_latency"], "Sweep of 3 runs", tmp_path / "heatmap.png")
     width, height = _png_size(path)
     assert width > 400 and height > 150
 

@@ -31,8 +31,13 @@ def test_an_old_key_in_stats_primary_or_the_gate_is_read_as_the_new_one_with_one
     with pytest.warns(FutureWarning) as caught:
         drops, floors = read_gate({"max_drop": {"accuracy": 0.1}, "min": {"f1": 0.5, "hit_rate": {"k5": 0.6}}})
     assert drops == {"keyword_verdict_accuracy": 0.1}
-    assert floors == {"keyword_verdict_f1": 0.5, "hit_rate/k5": 0.6}
-    assert [str(w.message).split(" uses")[0] for w in caught] == ["gate.max_drop.accuracy", "gate.min.f1"]
+    assert floors == {"keyword_verdict_f1": 0.5, "hit_rate/hit_rate_at_5": 0.6}
+    assert [str(w.message).split(" uses")[0] for w in caught] == ["gate.max_drop.accuracy", "gate.min.f1",
+                                                                  "gate.min.hit_rate.k5"]
+    assert "a cut-off's key now names its metric: hit_rate/hit_rate_at_5" in str(caught[2].message)
+    with pytest.warns(FutureWarning, match=r"^stats\.primary=recall_at_k/k5 uses the old name 'recall_at_k/k5'; a "
+                                           r"cut-off's key now names its metric: recall_at_k/recall_at_5\."):
+        assert stats_settings({"primary": "recall_at_k/k5"})["primary"] == "recall_at_k/recall_at_5"
 
 
 def test_a_run_logs_the_new_keys_and_leads_with_an_old_primary_under_its_new_name(compose):

@@ -241,10 +241,10 @@ def test_a_run_reports_every_aggregate_with_its_interval(compose, tmp_path):
     assert f1["stderr"] == pytest.approx(stats.sem(values), rel=1e-9)
     assert f1["method"] == "percentile" and f1["ci_low"] < f1["mean"] < f1["ci_high"]
 
-    hits = [int(v) for v in frame["hit_rate/k1"]]
+    hits = [int(v) for v in frame["hit_rate/hit_rate_at_1"]]
     ref = stats.binomtest(sum(hits), len(hits)).proportion_ci(method="wilson")
-    assert intervals["hit_rate/k1"]["method"] == "wilson"
-    assert (intervals["hit_rate/k1"]["ci_low"], intervals["hit_rate/k1"]["ci_high"]) == pytest.approx((ref.low, ref.high))
+    assert intervals["hit_rate/hit_rate_at_1"]["method"] == "wilson"
+    assert (intervals["hit_rate/hit_rate_at_1"]["ci_low"], intervals["hit_rate/hit_rate_at_1"]["ci_high"]) == pytest.approx((ref.low, ref.high))
 
     # the dataset-level confusion metrics: resampled records, n = the samples in the denominator
     acc = intervals["keyword_verdict_accuracy"]
@@ -253,7 +253,7 @@ def test_a_run_reports_every_aggregate_with_its_interval(compose, tmp_path):
 
     # MLflow: K/n, K/stderr, K/ci_low, K/ci_high for every aggregate key K
     logged = MlflowClient(tracking_uri=summary["tracking_uri"]).get_run(summary["run_id"]).data.metrics
-    for key in ("answer_token_f1", "hit_rate/k1", "ndcg/k10", "keyword_verdict_accuracy", "latency/generate"):
+    for key in ("answer_token_f1", "hit_rate/hit_rate_at_1", "ndcg/ndcg_at_10", "keyword_verdict_accuracy", "latency/generate"):
         assert logged[f"{key}/n"] == intervals[key]["n"]
         for part in ("stderr", "ci_low", "ci_high"):
             assert logged[f"{key}/{part}"] == pytest.approx(intervals[key][part])

@@ -106,7 +106,7 @@ def test_pipeline_traced_sweeps_a_langchain_chain_as_it_is(store_uri):
         assert (list(contexts), list(ids)) == _texts_and_ids(retriever.invoke(q))
     chain = traced_apps.langchain_app(k=2)
     assert list(table["answer"]) == [chain.invoke(q) for q in QUESTIONS]
-    assert list(table["recall_at_k/k1/status"]) == ["ok"] * 5
+    assert list(table["recall_at_k/recall_at_1/status"]) == ["ok"] * 5
     # the app's traces are in the run's store, one per question, tagged with the record id
     client = mlflow.MlflowClient(store_uri)
     exp = client.get_experiment_by_name("chain")
@@ -206,8 +206,8 @@ def test_a_retrieval_metric_on_traces_without_a_retriever_span_gives_missing_fie
     result = ragexp.evaluate("mlflow_traces", metric="hit_rate", log=False, progress=False,
                              overrides=[f"dataset.experiment={store.experiment}", f"dataset.tracking_uri={store.uri}",
                                         "+dataset.label=true"])
-    assert list(result.per_sample["hit_rate/k1/status"]) == ["ok", "missing_field"]
-    assert list(result.per_sample["hit_rate/k1"])[0] == 1.0
+    assert list(result.per_sample["hit_rate/hit_rate_at_1/status"]) == ["ok", "missing_field"]
+    assert list(result.per_sample["hit_rate/hit_rate_at_1"])[0] == 1.0
     assert list(result.per_sample["trace_status"]) == ["ok", "no_retriever_span"]
 
 

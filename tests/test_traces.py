@@ -296,7 +296,7 @@ def test_an_apps_own_traces_get_ragexps_scores_and_are_linked_to_the_run(tmp_pat
             expected = Counter(a.name for a in trace.info.assessments if a.expectation is not None)
             assert expected["expected_response"] == 1 and set(expected.values()) == {1}  # the person's, not twice
             assert trace.info.execution_duration == app[trace.info.trace_id].info.execution_duration  # the app's
-        assert (table["answer_token_f1/status"] == "ok").all() and list(table["recall_at_k/k1/status"]).count("ok") == 1
+        assert (table["answer_token_f1/status"] == "ok").all() and list(table["recall_at_k/recall_at_1/status"]).count("ok") == 1
         run = mlflow.MlflowClient(uri).get_run(result.run_id)
         assert run.data.tags["ragexp.traces"] == "3 of 3"
         assert "3 of them are the app's own traces, linked to this run" in run.data.tags["mlflow.note.content"]
@@ -320,7 +320,7 @@ def test_scorers_give_ragexps_own_values_in_mlflow_genai_evaluate(tmp_path, data
 
     rows = [r for r in ragexp.evaluate("demo", metric="answer", log=False, data_dir=str(data_dir),
                                        overrides=["dataset.limit=4"]).per_sample.to_dict("records")]
-    keys = ["answer_token_f1", "rougeL", "context_recall", "mrr/k3", JUDGED]
+    keys = ["answer_token_f1", "rougeL", "context_recall", "mrr/mrr_at_3", JUDGED]
     with JudgeServer() as server:
         server.script = _fail_some
         settings = dict(judge="openai_compatible", overrides=[f"judge.api_base={server.url}", "judge.max_retries=0"])

@@ -47,7 +47,7 @@ result"""),
     new_markdown_cell("""## The per-sample table
 
 One row per input row, in input order: every metric's value, status and detail."""),
-    new_code_cell("""result.per_sample[["id", "query", "answer", "hit_rate/k1", "answer_token_f1"]].head(10)"""),
+    new_code_cell("""result.per_sample[["id", "query", "answer", "hit_rate/hit_rate_at_1", "answer_token_f1"]].head(10)"""),
     new_markdown_cell("""## Compare two configurations
 
 The weak system is the baseline, the strong one the candidate. The comparison pairs the samples
@@ -56,7 +56,7 @@ bootstrap interval, permutation or McNemar test, Holm-adjusted)."""),
     new_code_cell("""baseline = ragexp.evaluate(weak, columns=COLUMNS, run_name="weak", log=False)
 comparison = ragexp.compare_results(baseline, result)
 comparison"""),
-    new_code_cell("""comparison.metrics.loc[["answer_token_f1", "hit_rate/k1", "avg_latency"],
+    new_code_cell("""comparison.metrics.loc[["answer_token_f1", "hit_rate/hit_rate_at_1", "avg_latency"],
                        ["mean_baseline", "mean_candidate", "diff", "ci_low", "ci_high", "p_holm", "verdict"]]"""),
     new_markdown_cell("""The questions the strong system did worse on, by answer token F1:"""),
     new_code_cell("""pd.DataFrame(comparison.regressions["answer_token_f1"])"""),

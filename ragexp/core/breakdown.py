@@ -57,7 +57,7 @@ def breakdown_key(metric: str, by: str, label: str) -> str:
 def is_breakdown_key(key: str) -> bool:
     """Whether ``key`` (or its interval part, ``…/ci_low``) is a breakdown key: shown after the run's own keys.
 
-    >>> is_breakdown_key("answer_token_f1/category/temporal/ci_low"), is_breakdown_key("ndcg/k10")
+    >>> is_breakdown_key("answer_token_f1/category/temporal/ci_low"), is_breakdown_key("ndcg/ndcg_at_10")
     (True, False)
     """
     return f"/{CATEGORY}/" in f"{key}/" or f"/{SOURCE}/" in f"{key}/"

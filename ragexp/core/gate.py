@@ -5,10 +5,10 @@ gate". A variant key's slash is written as a dot in overrides (nested maps joine
 computes the lines; the exit status (:class:`ragexp.errors.GateFailed`) is the commands', and a sweep job's
 file of missed floors is :mod:`ragexp.results.gate_files`'.
 
->>> flat_conditions({"hit_rate": {"k5": 0.5}, "answer_token_f1": 0.3})
-{'hit_rate/k5': 0.5, 'answer_token_f1': 0.3}
->>> floor_failures({"hit_rate/k5": 0.4, "mrr": 0.7}, {"hit_rate/k5": 0.5, "mrr": 0.6})
-['gate: hit_rate/k5 = 0.4000 is under its floor 0.5']
+>>> flat_conditions({"hit_rate": {"hit_rate_at_5": 0.5}, "answer_token_f1": 0.3})
+{'hit_rate/hit_rate_at_5': 0.5, 'answer_token_f1': 0.3}
+>>> floor_failures({"hit_rate/hit_rate_at_5": 0.4, "mrr": 0.7}, {"hit_rate/hit_rate_at_5": 0.5, "mrr": 0.6})
+['gate: hit_rate/hit_rate_at_5 = 0.4000 is under its floor 0.5']
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ragexp.common.renamed import current_key, renamed_note
 from ragexp.errors import ConfigError, RenamedKeyWarning
 
 def flat_conditions(node: Any, where: str = "gate") -> dict[str, float]:
-    """``{hit_rate: {k5: 0.5}}`` → ``{"hit_rate/k5": 0.5}``; every value must be a number."""
+    """``{hit_rate: {hit_rate_at_5: 0.5}}`` → ``{"hit_rate/hit_rate_at_5": 0.5}``; every value must be a number."""
     if node is None:
         return {}
     if not hasattr(node, "items"):
@@ -51,8 +51,8 @@ def read_gate(gate_cfg: Any) -> tuple[dict[str, float], dict[str, float]]:
 
 
 def _current(conditions: dict[str, float], where: str) -> dict[str, float]:
-    """Conditions on an old key of the keyword verdict's confusion metrics read as on today's key, with
-    one warning line each (ragexp.common.renamed)."""
+    """Conditions on an old key (the keyword verdict's confusion metrics, a cut-off's ``hit_rate/k5``) read as on
+    today's key, with one warning line each (ragexp.common.renamed)."""
     for key in conditions:
         note = renamed_note(key, f"{where}.{key.replace('/', '.')}")
         if note:

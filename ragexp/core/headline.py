@@ -5,11 +5,11 @@ A suite names them under ``_headline_`` (the default suite: ``answer_token_f1`` 
 the run's MLflow description, the sweep leaderboard and its pictures and ``ragexp.compare`` lead
 with these keys; every other value is still in ``summary.json`` and MLflow.
 
-    >>> keys = ["token_precision", "context_recall", "hit_rate/k1", "hit_rate/k3", "answer_token_f1"]
+    >>> keys = ["token_precision", "context_recall", "hit_rate/hit_rate_at_1", "hit_rate/hit_rate_at_3", "answer_token_f1"]
     >>> headline_keys(["answer_token_f1", "context_recall"], keys)
     ['answer_token_f1', 'context_recall']
     >>> headline_keys(["answer_token_f1", "hit_rate"], keys, primary="token_precision")
-    ['token_precision', 'answer_token_f1', 'hit_rate/k1']
+    ['token_precision', 'answer_token_f1', 'hit_rate/hit_rate_at_1']
     >>> headline_keys([], keys)          # a suite that names none: its first metric
     ['token_precision']
 """
@@ -34,7 +34,7 @@ def declared(metric_cfg: Any) -> list[str]:
 
 def headline_keys(names: Iterable[str], keys: Sequence[str], primary: str | None = None) -> list[str]:
     """The aggregate keys a run leads with: ``primary`` (when among ``keys``), then each named metric
-    (a key, or a metric name standing for its first cut-off: ``hit_rate`` → ``hit_rate/k1``); when
+    (a key, or a metric name standing for its first cut-off: ``hit_rate`` → ``hit_rate/hit_rate_at_1``); when
     none of them was computed, the first key that is not a latency."""
     out = [primary] if primary and primary in keys else []
     for name in names:

@@ -133,7 +133,7 @@ def headline_columns(board: dict[str, Any], others: dict[str, dict[str, Any]]) -
 
 
 def higher_is_better(key: str) -> bool:
-    """From the metric registry (``ndcg/k10`` → ``ndcg``); ``latency/<stage>`` is lower-is-better."""
+    """From the metric registry (``ndcg/ndcg_at_10`` → ``ndcg``); ``latency/<stage>`` is lower-is-better."""
     return direction(key)[0]
 
 

@@ -157,7 +157,7 @@ def register(*, fields: Sequence[str] | None = None, fields_for: Callable[[dict[
     ``fields`` defaults to the names of the function's positional parameters; ``fields_for``
     computes them from the options when an option changes what is read (token metrics'
     ``against``). ``variant_params`` are options that may be given a list, each value making
-    one variant logged under ``name/<value>`` (``ndcg/k10``, ``context_recall/rouge_chunk``).
+    one variant logged under ``name/<value>`` (``ndcg/ndcg_at_10``, ``context_recall/rouge_chunk``).
     ``resolve(options, dataset_fields)`` returns the options with dataset-dependent choices
     settled; the runner calls it before checking fields. ``prepare``/``finish`` split the metric
     into a step shared with other metrics and its own arithmetic (see :class:`MetricInfo`).
@@ -193,10 +193,10 @@ def info_for(fn: Callable[..., Any]) -> MetricInfo:
 
 def direction(key: str) -> tuple[bool, bool]:
     """``(higher_is_better, known)`` of an aggregate key: the registered metric of the part before the
-    first '/' (``ndcg/k10`` → ``ndcg``); ``latency/<stage>`` (seconds) is lower-is-better; an unknown key
+    first '/' (``ndcg/ndcg_at_10`` → ``ndcg``); ``latency/<stage>`` (seconds) is lower-is-better; an unknown key
     is taken as higher-is-better, with ``known`` False.
 
-    >>> direction("ndcg/k10"), direction("avg_latency"), direction("latency/generate"), direction("nosuch")
+    >>> direction("ndcg/ndcg_at_10"), direction("avg_latency"), direction("latency/generate"), direction("nosuch")
     ((True, True), (False, True), (False, True), (True, False))
     """
     base = key.split("/", 1)[0]

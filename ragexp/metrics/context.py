@@ -10,7 +10,7 @@ themselves for a chunk matcher, their sentences for a sentence matcher — and a
   component / distinct ground-truth components;
 - ``context_f1`` = their harmonic mean, 0 when both are 0.
 
-``k`` keeps only the first k retrieved passages (``k: [1, 3]`` logs ``context_recall/k1`` …);
+``k`` keeps only the first k retrieved passages (``k: [1, 3]`` logs ``context_recall/context_recall_at_1`` …);
 ``matcher`` picks the matcher (``null``: the run's ``matcher`` group; a list logs one variant
 each, ``context_recall/rouge_chunk`` …).
 

@@ -13,7 +13,7 @@ Binary relevance, definitions as trec_eval (values agree with ranx on the same r
   ideal list holding min(relevant items, k) relevant items.
 
 ``k: null`` scores the whole retrieved list (precision then divides by its length).
-``k: [1, 3, 5, 10]`` logs one value per cut-off, ``ndcg/k1`` … ``ndcg/k10``.
+``k: [1, 3, 5, 10]`` logs one value per cut-off, ``ndcg/ndcg_at_1`` … ``ndcg/ndcg_at_10``.
 
 **Where relevance comes from** (option ``relevance``):
 

@@ -7,6 +7,7 @@ import re
 import sys
 from typing import Any, Iterable, Mapping
 
+from ragexp.common.renamed import cutoff_key
 from ragexp.stats.intervals import CONFIDENCE, METHOD, RESAMPLES
 from ragexp.metrics.base import REGISTRY, load_all
 
@@ -68,7 +69,7 @@ MAX_ROWS = 25
 
 
 def family(key: str) -> str:
-    """The family a console row belongs to: its metric's module (``hit_rate/k3`` → ``ranked``), ``latency``
+    """The family a console row belongs to: its metric's module (``hit_rate/hit_rate_at_3`` → ``ranked``), ``latency``
     for seconds, ``people's labels`` for agreement rows, ``run`` for judge and pipeline counts."""
     base = key.split("/", 1)[0]
     if base in ("latency", "avg_latency"):
@@ -106,8 +107,10 @@ def scale(key: str) -> str:
 
 
 def _cutoff(key: str) -> int | None:
-    tail = key.rsplit("/", 1)[-1]
-    return int(tail[1:]) if "/" in key and tail[:1] == "k" and tail[1:].isdigit() else None
+    """A cut-off key's k (``hit_rate/hit_rate_at_3`` → 3, its metric's cut-off: ragexp.common.renamed.cutoff_key)."""
+    base, _, tail = key.rpartition("/")
+    stem, at, k = tail.rpartition("_at_")
+    return int(k) if base and at and k.isdigit() and cutoff_key(base.split("/", 1)[0], k) == tail else None
 
 
 def layout(keys: Iterable[str], headline: Iterable[str] = (), depth: int | None = None,
@@ -118,10 +121,12 @@ def layout(keys: Iterable[str], headline: Iterable[str] = (), depth: int | None 
     the value at ``depth``. By default each metric shows one cut-off (the deepest within ``depth``)
     and each family at most :data:`PER_FAMILY` rows; ``show_all`` shows every other row.
 
-    >>> rows, hidden = layout(["hit_rate/k1", "hit_rate/k3", "hit_rate/k10", "mrr/k1", "mrr/k3", "bleu"],
-    ...                       headline=["bleu"], depth=4)
-    >>> rows, hidden
-    ([('headline', 'bleu'), ('ranked', 'hit_rate/k3'), ('ranked', 'mrr/k3')], ['hit_rate/k1', 'mrr/k1', 'hit_rate/k10'])
+    >>> rows, hidden = layout(["hit_rate/hit_rate_at_1", "hit_rate/hit_rate_at_3", "hit_rate/hit_rate_at_10",
+    ...                        "mrr/mrr_at_1", "mrr/mrr_at_3", "bleu"], headline=["bleu"], depth=4)
+    >>> rows
+    [('headline', 'bleu'), ('ranked', 'hit_rate/hit_rate_at_3'), ('ranked', 'mrr/mrr_at_3')]
+    >>> hidden
+    ['hit_rate/hit_rate_at_1', 'mrr/mrr_at_1', 'hit_rate/hit_rate_at_10']
     """
     keys = list(keys)
     head = [k for k in headline if k in keys]

@@ -4,15 +4,15 @@ the headline metrics with their intervals and the samples each is over, what was
 the judge cost, and what did not score ``ok``.
 
     >>> print(run_description({"dataset": "demo", "dataset_source": "ragexp:demo/questions.jsonl",
-    ...     "n_samples": 50, "metrics": {"hit_rate/k1": 0.98, "hit_rate/k3": 1.0, "bleu": 21.53},
-    ...     "intervals": {"hit_rate/k1": {"mean": 0.98, "ci_low": 0.895, "ci_high": 0.996, "n": 50},
+    ...     "n_samples": 50, "metrics": {"hit_rate/hit_rate_at_1": 0.98, "hit_rate/hit_rate_at_3": 1.0, "bleu": 21.53},
+    ...     "intervals": {"hit_rate/hit_rate_at_1": {"mean": 0.98, "ci_low": 0.895, "ci_high": 0.996, "n": 50},
     ...                   "bleu": {"mean": 21.53, "ci_low": 15.2, "ci_high": 28.0, "n": 48}},
     ...     "stats": {"confidence": 0.95}, "status_counts": {"bleu": {"ok": 48, "undefined": 2}}}))
     **demo** · 50 samples · source `ragexp:demo/questions.jsonl`
     <BLANKLINE>
     | metric | mean | 95% CI | n |
     |---|---|---|---|
-    | hit_rate/k1 | 0.980 | 0.895 – 0.996 | 50 |
+    | hit_rate/hit_rate_at_1 | 0.980 | 0.895 – 0.996 | 50 |
     | bleu | 21.5 | 15.2 – 28.0 | 48 |
     <BLANKLINE>
     All 3 aggregates: the metrics tab (`K`, `K/n`, `K/ci_low`, `K/ci_high`) and `summary.json`.
@@ -50,8 +50,8 @@ def dataset_source(source: str | None) -> str | None:
 
 def headline(metrics: Mapping[str, Any], primary: str | None = None, lead: list[str] | None = None) -> list[str]:
     """The keys the description shows: ``stats.primary`` first, the run's headline metrics (``lead``:
-    ``summary.json``'s ``headline``), then the first key of each metric family (``ndcg/k1`` for
-    ``ndcg/k1`` … ``ndcg/k10``), at most :data:`MAX_ROWS`."""
+    ``summary.json``'s ``headline``), then the first key of each metric family (``ndcg/ndcg_at_1`` for
+    ``ndcg/ndcg_at_1`` … ``ndcg/ndcg_at_10``), at most :data:`MAX_ROWS`."""
     keys = list(dict.fromkeys(k for k in (primary, *(lead or ())) if k in metrics))
     families = {k.split("/")[0] for k in keys}
     for key in metrics:

@@ -313,7 +313,8 @@ def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: 
         del squares
 
     boot = np.empty((resamples, v.shape[1]))
-    sums32, sizes32 = sums.astype(np.float32), sizes.astype(np.float32)
+    sums32 = sums.astype(np.float32)
+    divide = _denominators(ok, sizes, clustered, g)
     if method == "bca":
         sizes = sizes.astype(float) if sizes.dtype == bool else sizes
     else:  # only the float32 copies are needed from here on
@@ -321,7 +322,7 @@ def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: 
 
     def take(start: int, size: int, c: Any) -> None:
         with np.errstate(invalid="ignore", divide="ignore"):
-            boot[start:start + size] = (c @ sums32).astype(float) / (c @ sizes32)
+            boot[start:start + size] = (c @ sums32).astype(float) / divide(c)
 
     yield g, take
 
@@ -348,6 +349,34 @@ def _bootstrap(keys: list[str], values, unit_of, *, clustered: bool, resamples: 
         hi = None if not np.isfinite(highs[j]) or no_interval else float(highs[j])
         out[key] = Interval(float(exact[j]), se, lo, hi, int(n[j]), label, confidence, units, note)
     return out
+
+
+def _denominators(ok, sizes, clustered: bool, g: int):
+    """``c ↦ c @ sizes``: how many ok samples of each column a chunk of resample counts ``c`` holds (the
+    resampled means' denominators), as float64. These are sums of whole counts, exact in float32 in any
+    order while below 2**24 (a resample holds at most ``g`` times the largest unit), so they are computed
+    only where they vary: a column ok on every sample has ``g`` in every resample (unclustered: the counts
+    of a resample sum to g) or the resample's number of samples (clustered: one product for all such
+    columns); only a column with samples not ok needs its own product."""
+    import numpy as np
+
+    full = ok.all(axis=0)
+    if g * int(sizes.max()) >= 2 ** 24 or not full.any():  # sums float32 might round: the one product, as before
+        sizes32 = sizes.astype(np.float32)
+        return lambda c: c @ sizes32
+    partial = np.flatnonzero(~full)
+    own32 = sizes[:, partial].astype(np.float32)
+    shared32 = sizes[:, np.flatnonzero(full)[0]].astype(np.float32) if clustered else None
+    columns = sizes.shape[1]
+
+    def divide(c):
+        out = np.empty((c.shape[0], columns))
+        out[:, full] = (c @ shared32)[:, None] if clustered else float(g)
+        if partial.size:
+            out[:, partial] = c @ own32
+        return out
+
+    return divide
 
 
 def _quantiles(boot, levels):
