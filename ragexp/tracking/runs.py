@@ -50,6 +50,16 @@ def read_runs(uri: str, refs: Mapping[str, str], client: Any = None) -> tuple[An
         raise TrackingError(f"tracking store {redact_url(uri)}: cannot read the {what}: {first_line(exc)}") from None
 
 
+def _closest_names(client: Any, experiment_ids: list[str], ref: str) -> str:
+    """``; did you mean 'dataset.system=weak'?`` when a run of the store is named close to ``ref`` (a typo in
+    ``baseline='dataset.system=wek'``), else nothing."""
+    import difflib
+
+    names = {r.info.run_name for r in client.search_runs(experiment_ids, max_results=1000) if r.info.run_name}
+    near = difflib.get_close_matches(ref, sorted(names), n=1, cutoff=0.75)
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
 def find_run(client: Any, ref: str, role: str) -> Any:
     """The run a user named: a run id, else the one run carrying that name (FINISHED, not a sweep
     parent nor a comparison); none or several → one line saying so."""
@@ -68,7 +78,8 @@ def find_run(client: Any, ref: str, role: str) -> Any:
     found = [r for r in found if r.data.tags.get("ragexp.role") != "parent"
              and r.data.tags.get(KIND_TAG) != "comparison" and r.info.status == "FINISHED"]
     if not found:
-        raise ConfigError(f"{role}={ref}: no finished run has this id or name in the store")
+        raise ConfigError(f"{role}={ref}: no finished run has this id or name in the store"
+                          f"{_closest_names(client, [e.experiment_id for e in experiments], ref)}")
     if len(found) > 1:
         import datetime
 
