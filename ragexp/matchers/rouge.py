@@ -35,7 +35,11 @@ class Tokens:
 
     def __init__(self, seq: tuple[str, ...]):
         self.seq, self.n = seq, len(seq)
-        self.counts: dict[str, int] = dict(Counter(seq))  # token → how many times it occurs
+        counts: dict[str, int] = {}  # token → how many times it occurs (dict(Counter(seq)), without the Counter)
+        get = counts.get
+        for tok in seq:
+            counts[tok] = get(tok, 0) + 1
+        self.counts = counts
         self.set = frozenset(self.counts)
         self.repeats = self.n - len(self.counts)
         self._positions: dict[str, list[int]] | None = None
