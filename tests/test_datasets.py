@@ -506,6 +506,24 @@ def test_a_column_read_as_no_field_is_named_before_a_metric_asks_for_the_field(t
     assert "no record field" not in capsys.readouterr().err
 
 
+def test_a_records_row_with_a_question_key_points_to_dataset_mapped(tmp_path):
+    """dataset=records over a JSONL whose rows say 'question' (Ragas'/DeepEval's names): one line naming the key and
+    dataset=mapped, which reads it (it said "field 'query': expected a non-empty string … got NoneType None")."""
+    from ragexp.datasets.mapped import load_mapped
+    from ragexp.datasets.records import load_records
+    from ragexp.errors import DataError
+
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"query": "Capital of France?", "answer": "Paris"}\n{"question": "Largest planet?", "answer": "Jupiter"}\n')
+    with pytest.raises(DataError) as e:
+        load_records(str(path))
+    assert str(e.value) == (f"{path}, row 2, field 'query': no 'query' key, but a 'question' key: dataset=mapped reads "
+                            "the common names of the fields (question, response, ground_truth…; docs/datasets.md), or "
+                            "rename the key to query")
+    path.write_text('{"question": "Largest planet?", "answer": "Jupiter"}\n')
+    assert [r.query for r in load_mapped(str(path)).records] == ["Largest planet?"]
+
+
 def test_a_pandas_written_csv_of_lists_is_read(tmp_path):
     """pandas' to_csv writes a list cell as Python writes it (['a', "b's"]), as Ragas' exports do: read as the list."""
     import pandas as pd
