@@ -44,6 +44,8 @@ def print_comparison(result: Mapping[str, Any], focus: str | None = None) -> Non
 
     table, notes = _table(result)
     console = Console(file=sys.stdout, width=max(120, Console().width))
+    natural = console.measure(table, options=console.options.update_width(1000)).maximum
+    console.width = max(console.width, natural)  # a long key (precision_at_k/precision_at_10) cuts no value to '…'
     if result.get("judges_only"):  # the same answers, two judges: agreement with people leads (docs/judge-trust.md)
         from ragexp.report.agreement import judges_lines
 
