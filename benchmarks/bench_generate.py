@@ -1,7 +1,7 @@
 """``python -m ragexp.generate`` as a process against the ideal wall: 1,000 questions, 2 calls each, 0.5 s replies, 32 in flight.
 
     python benchmarks/bench_generate.py [--n 1000] [--latency 0.5] [--concurrency 32] [--rounds 2] [--tracking]
-                                        [--broken]
+                                        [--against DIR] [--broken]
 
 The stand-in judge (``ragexp.standin_judge`` through tests/judge_server.py, in its own process) answers every
 request after ``--latency`` seconds and notes when each arrived. What is timed is **the whole process**: the
@@ -11,18 +11,19 @@ empty folder (a fresh judge cache), on SQuAD v2's 646 paragraphs cut into 40-wor
 ``--tracking`` (then the command's default: a local MLflow run in that folder). The ideal wall is
 ``calls × latency / concurrency``. Beside it, in the same run and in turns with it (``--rounds``):
 
-- ``bare process``: a fresh Python process that imports litellm and sends the very requests the command sent
-  (their messages and response_format, read from the server's log) with ``litellm.acompletion``, as many in
-  flight, then exits: the peer's whole process, what this machine allows at that moment;
-- ``--against DIR``: the same command run from an earlier copy of ragexp's code, for a before/after in one run;
-- ``bare calls``: the same, timed inside that process from the first call to the last reply (its start-up: spawn
-  to the first call; its end: the last reply to its exit).
+- ``bare``: a fresh Python process that imports litellm and sends the very requests the command sent (their
+  messages and response_format, read from the server's log) with ``litellm.acompletion``, as many in flight, then
+  exits: the peer's whole process, what this machine allows at that moment (its asking phase: bare litellm's
+  calls alone);
+- ``--against DIR``: the same command run from an earlier copy of ragexp's code, for a before/after in one run
+  (its test set must be byte for byte the same).
 
-Printed per round: the command's wall as a ratio to the ideal (``RESULT``), where its wall went — start-up (to
-the first request the server saw), asking (first request to the last reply), the end (last reply to the exit)
-— the concurrency the server saw while asking (``calls × latency ÷ asking``: 32 means no slot idle), the
-report's seconds per step, CPU per call (the process's CPU, from ``resource``, divided by the calls), and the
-load average (1/5/15 min). A cached re-run (zero calls) ends it.
+Printed per round: the command's wall as a ratio to the ideal (``RESULT``), and for each process where its wall
+went — start-up (to the first request the server saw), asking (first request to the last reply), the end (last
+reply to the exit) — the concurrency the server saw while asking (``calls × latency ÷ asking``: 32 means no slot
+idle), the report's seconds per step, each phase's CPU (the process's, sampled from /proc), CPU per call (the whole
+process's CPU divided by the calls), and the load average (1/5/15 min): on a busy machine the CPU figures are the
+ones to compare code with, on a quiet one the start-up and end CPU is about their wall. A cached re-run (zero calls) ends it.
 
 It checks it measured what it names: ``n`` items, 2 calls each (no filter dropped one before its check), the
 report adding up, the server seeing as many requests as the report counts, and the re-run making no call;
@@ -35,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -61,7 +61,7 @@ for line in sys.stdin:  # 'log': the requests since the last 'log' (arrival time
 
 #: the peer's whole process: import litellm, send the given requests, as many in flight, exit
 BARE = """
-import asyncio, json, sys, time
+import asyncio, json, sys
 import litellm
 requests = json.load(open(sys.argv[1]))
 url, concurrency = sys.argv[2], int(sys.argv[3])
@@ -71,24 +71,28 @@ async def main():
 
     async def one(body):
         async with sem:
-            extra = {{"response_format": body["response_format"]}} if body.get("response_format") else {{}}
+            extra = {"response_format": body["response_format"]} if body.get("response_format") else {}
             await litellm.acompletion(model="hosted_vllm/" + body["model"], api_base=url, messages=body["messages"],
                                       max_tokens=body.get("max_tokens"), temperature=body.get("temperature"),
                                       num_retries=0, max_retries=0, **extra)
 
-    t = time.monotonic()
     await asyncio.gather(*[one(b) for b in requests])
-    return t, time.monotonic()
 
-first, last = asyncio.run(main())
-print(json.dumps({{"first": first, "last": last}}), flush=True)
+asyncio.run(main())
 """
 
 
-def child_cpu() -> float:
-    """User + system CPU seconds of the children this process has waited for so far."""
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_of(pid: int) -> float | None:
+    """User + system CPU seconds of a live process so far (/proc), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class Server:
@@ -107,20 +111,40 @@ class Server:
         self.proc.wait(10)
 
 
-def timed(argv: list[str], cwd: Path, tree: str | None = None) -> tuple[float, float, float, subprocess.CompletedProcess]:
-    """(start, wall, CPU) of a process run to its end (start on the monotonic clock the server notes arrivals on);
-    ``tree``: another copy of ragexp's code to run instead of this one."""
+def timed(argv: list[str], cwd: Path, server: Server, latency: float, tree: str | None = None) -> dict:
+    """A process run to its end, and the requests it sent: its wall and CPU in three phases — start-up (to the first
+    request the server saw), asking (to the last reply) and the end (to its exit); CPU sampled from /proc every
+    20 ms. ``tree``: another copy of ragexp's code to run instead of this one."""
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
     if tree:
         env["PYTHONPATH"] = tree
     env.pop("MLFLOW_TRACKING_URI", None)
-    cpu = child_cpu()
+    trace: list[tuple[float, float]] = []
     start = time.monotonic()
-    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = []
+    reader = __import__("threading").Thread(target=lambda: out.append(proc.communicate()), daemon=True)
+    reader.start()
+    while proc.poll() is None:
+        if (cpu := cpu_of(proc.pid)) is not None:
+            trace.append((time.monotonic() - start, cpu))
+        time.sleep(0.02)
     wall = time.monotonic() - start
+    reader.join()
+    stdout, stderr = out[0]
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv[:4])}… exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-    return start, wall, child_cpu() - cpu, proc
+        raise SystemExit(f"{' '.join(argv[:4])}… exited {proc.returncode}:\n{stderr[-3000:]}")
+    seen = server.log()
+    first = min((at for at, _ in seen), default=start + wall) - start  # no request (a cached re-run): all start-up
+    last = max((at - start + latency for at, _ in seen), default=wall)
+
+    def cpu_at(t: float) -> float:
+        return next((c for at, c in trace if at >= t), trace[-1][1] if trace else 0.0)
+
+    total = trace[-1][1] if trace else 0.0
+    return {"wall": wall, "cpu": total, "startup": first, "asking": last - first, "end": wall - last,
+            "cpu_startup": cpu_at(first), "cpu_asking": cpu_at(last) - cpu_at(first), "cpu_end": total - cpu_at(last),
+            "seen": seen, "stdout": stdout}
 
 
 def command(args: argparse.Namespace, corpus: Path, url: str) -> list[str]:
@@ -131,43 +155,32 @@ def command(args: argparse.Namespace, corpus: Path, url: str) -> list[str]:
             f"judge.max_concurrency={args.concurrency}", *([] if args.tracking else ["tracking.enabled=false"])]
 
 
-def earlier(args, work: Path, corpus: Path, server: Server, k: int) -> dict:
-    """The command of ``--against``'s copy of ragexp, in its own empty folder: its wall and CPU."""
-    folder = work / f"against{k}"
-    folder.mkdir()
-    start, wall, cpu, _ = timed(command(args, corpus, server.url), folder, args.against)
-    seen = server.log()
-    return {"wall": wall, "cpu": cpu, "startup": min(at for at, _ in seen) - start,
-            "end": wall - (max(at for at, _ in seen) + args.latency - start)}
-
-
 def one_round(args, work: Path, corpus: Path, server: Server, k: int, failures: list[str]) -> dict:
-    before = earlier(args, work, corpus, server, k) if args.against else None
+    runs = {}
+    if args.against:  # the earlier code's command, in its own empty folder
+        (work / f"against{k}").mkdir()
+        runs["against"] = timed(command(args, corpus, server.url), work / f"against{k}", server, args.latency,
+                                args.against)
     folder = work / f"round{k}"
     folder.mkdir()
-    start, wall, cpu, proc = timed(command(args, corpus, server.url), folder)
-    seen = server.log()
+    runs["ragexp"] = timed(command(args, corpus, server.url), folder, server, args.latency)
+    seen = runs["ragexp"]["seen"]
     report = json.loads((folder / "generation_report.json").read_text())
     calls = report["judge"]["calls"]
-    arrivals = [at - start for at, _ in seen]
-    first, last = min(arrivals), max(arrivals) + args.latency
     requests = folder / "requests.json"
     requests.write_text(json.dumps([body for _, body in seen]))
-    b_start, b_wall, b_cpu, b_proc = timed([sys.executable, "-c", BARE.format(), str(requests), server.url,
-                                            str(args.concurrency)], folder)
-    b_seen = server.log()
-    b_times = json.loads(b_proc.stdout.strip().splitlines()[-1])
+    runs["bare"] = timed([sys.executable, "-c", BARE, str(requests), server.url, str(args.concurrency)], folder,
+                         server, args.latency)
+    if args.against and (work / f"against{k}" / "testset.jsonl").read_bytes() != (folder / "testset.jsonl").read_bytes():
+        failures.append(f"round {k + 1}: the test set differs from --against's")
     if report["asked"] != args.n or calls != 2 * args.n:
         failures.append(f"expected {args.n} items with 2 calls each, got {report['asked']} items and {calls:.0f} calls")
     if report["asked"] != report["kept"] + sum(sum(report[g].values()) for g in ("filtered", "failed", "not_generated")):
         failures.append("the report does not add up")
-    if len(seen) != calls or len(b_seen) != calls:
-        failures.append(f"the server saw {len(seen)} requests from the command, {len(b_seen)} from the bare process; "
-                        f"the report counts {calls:.0f}")
-    return {"calls": calls, "wall": wall, "cpu": cpu, "startup": first, "asking": last - first, "end": wall - last,
-            "report": report, "bare_wall": b_wall, "bare_cpu": b_cpu, "bare_calls": b_times["last"] - b_times["first"],
-            "bare_startup": b_times["first"] - b_start, "bare_end": b_wall - (b_times["last"] - b_start),
-            "against": before}
+    if len(seen) != calls or len(runs["bare"]["seen"]) != calls:
+        failures.append(f"the server saw {len(seen)} requests from the command, {len(runs['bare']['seen'])} from the "
+                        f"bare process; the report counts {calls:.0f}")
+    return {"calls": calls, "report": report, **runs}
 
 
 def main() -> int:
@@ -195,9 +208,8 @@ def main() -> int:
         again = work / "again"
         again.mkdir()
         (again / ".ragexp_cache").symlink_to(work / "round0" / ".ragexp_cache")
-        _, cached, _, _ = timed(command(args, corpus, server.url), again)
+        cached = timed(command(args, corpus, server.url), again, server, args.latency)
         re_calls = json.loads((again / "generation_report.json").read_text())["judge"]["calls"]
-        server.log()
     finally:
         server.close()
     if re_calls != 0:
@@ -208,23 +220,21 @@ def main() -> int:
     for k, r in enumerate(rounds):
         calls = r["calls"]
         ideal = calls * args.latency / args.concurrency
-        sec = r["report"]["seconds"]
-        print(f"round {k + 1}: {calls:.0f} calls, ideal {ideal:.2f} s (calls x latency / concurrency)")
-        print(f"  RESULT: whole process {r['wall']:.1f} s = {r['wall'] / ideal:.2f}x the ideal (target <= 1.20x); "
-              f"bare litellm process {r['bare_wall']:.1f} s = {r['bare_wall'] / ideal:.2f}x, "
-              f"its calls alone {r['bare_calls']:.1f} s = {r['bare_calls'] / ideal:.2f}x")
-        print(f"  where: start-up {r['startup']:.1f} s (to the first request), asking {r['asking']:.1f} s "
-              f"(= {r['asking'] / ideal:.2f}x; {calls * args.latency / r['asking']:.1f} in flight on average), "
-              f"end {r['end']:.1f} s (last reply to exit); bare process: start-up {r['bare_startup']:.1f} s, "
-              f"end {r['bare_end']:.1f} s")
-        print("  steps:  " + ", ".join(f"{k} {v:.1f} s" for k, v in sec.items()))
-        if (a := r["against"]) is not None:
-            print(f"  against {args.against}: whole process {a['wall']:.1f} s = {a['wall'] / ideal:.2f}x; start-up "
-                  f"{a['startup']:.1f} s, end {a['end']:.1f} s; CPU per call {1000 * a['cpu'] / calls:.2f} ms")
-        print(f"  CPU per call: ragexp process {1000 * r['cpu'] / calls:.2f} ms, bare litellm process "
-              f"{1000 * r['bare_cpu'] / calls:.2f} ms (whole processes)")
+        print(f"round {k + 1}: {calls:.0f} calls, ideal {ideal:.2f} s (calls x latency / concurrency); the report's "
+              "steps: " + ", ".join(f"{k} {v:.1f} s" for k, v in r["report"]["seconds"].items()))
+        me = r["ragexp"]
+        print(f"  RESULT: whole process {me['wall']:.1f} s = {me['wall'] / ideal:.2f}x the ideal (target <= 1.20x); "
+              f"bare litellm process {r['bare']['wall'] / ideal:.2f}x"
+              + (f"; --against {r['against']['wall'] / ideal:.2f}x" if "against" in r else ""))
+        print(f"  {'':<8} {'whole':>14} {'start-up':>16} {'asking (in flight)':>26} {'end':>15} {'CPU/call':>9}")
+        for name in ("ragexp", "bare", "against"):
+            if name in r:
+                x = r[name]
+                print(f"  {name:<8} {x['wall']:6.1f} s {x['wall'] / ideal:5.2f}x {x['startup']:5.1f} s {x['cpu_startup']:4.1f} "
+                      f"CPU {x['asking']:5.1f} s {x['asking'] / ideal:4.2f}x ({calls * args.latency / x['asking']:4.1f}) "
+                      f"{x['cpu_asking']:4.1f} CPU {x['end']:4.1f} s {x['cpu_end']:4.1f} CPU {1000 * x['cpu'] / calls:6.2f} ms")
     print(f"kept {rounds[0]['report']['kept']}, filtered {rounds[0]['report']['filtered']}; cached re-run (whole "
-          f"process) {cached:.1f} s, {re_calls:.0f} calls")
+          f"process) {cached['wall']:.1f} s, {cached['cpu']:.1f} s CPU, {re_calls:.0f} calls")
     for f in failures:
         print(f"BROKEN: {f}", file=sys.stderr)
     return 1 if failures else 0

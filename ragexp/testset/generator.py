@@ -12,10 +12,12 @@ one answerability call with the gold passages alone (its verdict is recorded).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import gc
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from ragexp.judge.errors import BudgetStop, CallFailed
 from ragexp.judge.client import Budget, JudgeClient, Usage
@@ -56,6 +58,7 @@ class Candidate:
     evidence: list[str] = field(default_factory=list)
     verdict: dict[str, Any] | None = None
     language: str | None = None
+    waits: bool = False  # asked once the run's side work is done (a multi item's partner passage)
 
     def drop(self, reason: str, detail: str = "") -> None:
         self.outcome, self.detail = f"filtered:{reason}", detail
@@ -150,12 +153,19 @@ async def _one(client: JudgeClient, c: Candidate, limits: Limits, usage: Usage) 
     c.outcome = "generated"
 
 
-async def agenerate(judge: Any, candidates: list[Candidate], limits: Limits, progress: bool = False) -> Usage:
-    """Ask and check every candidate (in place) on the judge's client; the run's usage."""
+async def agenerate(judge: Any, candidates: list[Candidate], limits: Limits, progress: bool = False,
+                    side: Callable[[], concurrent.futures.Future] | None = None) -> Usage:
+    """Ask and check every candidate (in place) on the judge's client; the run's usage.
+
+    ``side`` starts work to run beside the calls (in its own thread) and returns its future: it is started once the
+    first requests are out (or after a second, e.g. when every reply is cached), so that its CPU falls in the wait
+    for their replies; candidates that ``wait`` are asked after it is done, and its failure fails the run."""
     usage = Usage()
     budget = Budget(judge.settings.max_cost_usd)
     client = JudgeClient(judge.settings, judge.cache, judge.prices, usage, budget)
     gate = asyncio.Semaphore(max(8, 4 * judge.settings.max_concurrency))
+    loop = asyncio.get_running_loop()
+    side_done: asyncio.Future = loop.create_future()
     bar = None
     if progress:
         import sys
@@ -164,7 +174,21 @@ async def agenerate(judge: Any, candidates: list[Candidate], limits: Limits, pro
 
         bar = tqdm(total=len(candidates), desc="generate", file=sys.stderr, leave=False, mininterval=0.5)
 
+    async def beside() -> None:
+        first = min(judge.settings.max_concurrency, sum(1 for c in candidates if not c.waits))
+        since = loop.time()  # cached replies keep the loop busy: no wait to fill then
+        while client.in_flight < first and not usage.cache_hits and loop.time() - since < 1.0:
+            await asyncio.sleep(0.01)
+        try:
+            side_done.set_result(await asyncio.wrap_future(side()))
+        except BaseException as exc:
+            side_done.set_exception(exc)
+            side_done.exception()  # raised here; the items waiting for it raise it too
+            raise
+
     async def guarded(c: Candidate) -> None:
+        if c.waits and side is not None:
+            await asyncio.shield(side_done)
         async with gate:
             if budget.stopped:
                 c.outcome, c.detail = "not_generated:budget", "the judge's max_cost_usd was reached first"
@@ -180,24 +204,34 @@ async def agenerate(judge: Any, candidates: list[Candidate], limits: Limits, pro
                 if bar is not None:
                     bar.update(1)
 
-    await gather_watched(client, [asyncio.ensure_future(guarded(c)) for c in candidates], bar=bar)
+    tasks = [asyncio.ensure_future(guarded(c)) for c in candidates]
+    if side is not None:
+        tasks.append(asyncio.ensure_future(beside()))
+    await gather_watched(client, tasks, bar=bar)
     return usage
 
 
-def generate(judge: Any, candidates: list[Candidate], limits: Limits, progress: bool = False) -> Usage:
-    """:func:`agenerate` on the judge's own event loop (closed on every way out, as the judge metrics do).
+def generate(judge: Any, candidates: list[Candidate], limits: Limits, progress: bool = False,
+             side: Callable[[], concurrent.futures.Future] | None = None) -> Usage:
+    """:func:`agenerate` on the judge's own event loop (closed on every way out, as the judge metrics do)."""
+    try:
+        return run_sync(agenerate(judge, candidates, limits, progress, side))
+    except BaseException:
+        shutdown()
+        raise
 
-    While it asks, what exists already (litellm's 380,000 objects, the passages, the index) is frozen out of the
-    garbage collector's full collections (:func:`gc.freeze`, undone after; not when the caller froze some itself):
-    each walked all of it, 0.5 s of CPU over 800 calls against 0.2 s frozen (docs/performance.md)."""
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """What exists on entry (litellm's 380,000 objects, the passages) frozen out of the garbage collector's full
+    collections (:func:`gc.freeze`) until the exit, unless the caller froze some itself: each of them walked it
+    all — over 800 calls 0.5 s of CPU against 0.2 s frozen, and 0.2–0.5 s in the BM25 round trip after
+    (docs/performance.md, "Test-set generation")."""
     ours = gc.get_freeze_count() == 0
     if ours:
         gc.freeze()
     try:
-        return run_sync(agenerate(judge, candidates, limits, progress))
-    except BaseException:
-        shutdown()
-        raise
+        yield
     finally:
         if ours:
             gc.unfreeze()

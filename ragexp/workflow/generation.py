@@ -8,6 +8,7 @@ Every item asked for ends in exactly one outcome (:mod:`ragexp.testset.generator
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import sys
 import threading
@@ -20,7 +21,7 @@ from ragexp.common.secrets import redact
 from ragexp.datasets.corpus import TEXT_SUFFIXES, read_corpus
 from ragexp.errors import ConfigError, DataError
 from ragexp.testset import checks
-from ragexp.testset.generator import PROMPT_VERSION, Candidate, Limits, generate
+from ragexp.testset.generator import PROMPT_VERSION, Candidate, Limits, frozen_heap, generate
 from ragexp.testset.passages import (Neighbours, as_dict, chunk_passages, difficulty, eligible, kind_plan, sample,
                                      too_few_line)
 
@@ -116,22 +117,20 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     short_of = n - len(picked)
     if short_of and (line := too_few_line(n, pool, min_words)):  # with the setting that gives enough passages
         print(f"ragexp.generate: warning: {line}", file=sys.stderr)
-    index = Neighbours(passages)  # BM25 over every chunk: the pairing rule (eligible ones) and the round trip
-    candidates, no_partner = _candidates(kind_plan(n, shares, seed), picked, pool, index, min_words)
+    candidates = _candidates(kind_plan(n, shares, seed), picked, pool, min_words)
     clock["indexed"], cpu = time.perf_counter(), time.process_time()
-    # langdetect's profiles (and jieba's dictionary for Chinese text) load in this thread while the first
-    # requests are out, not on the judge's loop
-    chinese = any(checks.has_chinese(p.text) for c in candidates for p in c.passages)
-    threading.Thread(target=checks.warm, args=(chinese,), name="ragexp-language-models", daemon=True).start()
-    usage = generate(judge, [c for c in candidates if c.outcome == "pending"], limits, progress)
-    clock["asked"], cpu = time.perf_counter(), time.process_time() - cpu
-    records = _kept_records(candidates, index, dup, judge.settings.model, chunker.name)
-    report = _report(cfg, n, candidates, records, corpus, passages, pool, too_short, no_partner, short_of, usage, dup)
+    side = _SideWork(passages, pool, candidates)
+    with frozen_heap():
+        usage = generate(judge, [c for c in candidates if c.outcome == "pending"], limits, progress, side=side.start)
+        clock["asked"], cpu = time.perf_counter(), time.process_time() - cpu
+        records = _kept_records(candidates, side.index(), dup, judge.settings.model, chunker.name)
+    report = _report(cfg, n, candidates, records, corpus, passages, pool, too_short, side.no_partner, short_of, usage,
+                     dup)
     clock["done"] = time.perf_counter()
     report["seconds"] = {  # wall time of each step (benchmarks/bench_generate.py; docs/performance.md)
         "reading": round(clock["read"] - clock["start"], 3),  # corpus, chunks, the judge's client built
-        "indexing": round(clock["indexed"] - clock["read"], 3),  # sampling, BM25 over the chunks, pairing
-        "asking": round(clock["asked"] - clock["indexed"], 3),  # the questions and checks, their filters
+        "indexing": round(clock["indexed"] - clock["read"], 3),  # sampling and the items (BM25 is built while asking)
+        "asking": round(clock["asked"] - clock["indexed"], 3),  # the questions and checks, their filters; BM25, pairs
         "finishing": round(clock["done"] - clock["asked"], 3),  # near-duplicates, BM25 round trip, records
     }
     report["seconds_asking"] = report["seconds"]["asking"]
@@ -149,29 +148,59 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     return report
 
 
-def _candidates(plan: list[str], picked: list[Any], pool: list[Any], index: Neighbours,
-                min_words: int) -> tuple[list[Candidate], int]:
-    """One candidate per item asked for, in order: its kind and passages (a ``multi`` item without a partner
-    passage is asked as a factoid), or ``not_generated`` past the sampled passages; and how many went without."""
-    candidates: list[Candidate] = []
-    multi_items = [i for i, k in enumerate(plan[:len(picked)]) if k == "multi"]
-    partners = index.partners([picked[i] for i in multi_items], pool) if multi_items else []
-    partner_of = dict(zip(multi_items, partners))
-    no_partner = 0
-    for i, (kind, p) in enumerate(zip(plan, picked)):
-        ps = [p]
-        if kind == "multi":
-            if partner_of.get(i) is None:
-                kind, no_partner = "factoid", no_partner + 1
-            else:
-                ps.append(partner_of[i])
-        candidates.append(Candidate(i, kind, ps))
+def _candidates(plan: list[str], picked: list[Any], pool: list[Any], min_words: int) -> list[Candidate]:
+    """One candidate per item asked for, in order: its kind and passage (a ``multi`` item waits for its partner,
+    :class:`_SideWork`), or ``not_generated`` past the sampled passages."""
+    candidates = [Candidate(i, kind, [p], waits=kind == "multi") for i, (kind, p) in enumerate(zip(plan, picked))]
     for i in range(len(picked), len(plan)):
         c = Candidate(i, plan[i], [])
         c.outcome = "not_generated:too_few_passages"
         c.detail = f"the corpus has {len(pool)} passages of {min_words}+ words; each is asked about once"
         candidates.append(c)
-    return candidates, no_partner
+    return candidates
+
+
+class _SideWork:
+    """What asking runs beside the calls, in a thread of its own, started once the first requests are out
+    (:func:`~ragexp.testset.generator.agenerate`), so that its CPU falls in the wait for their replies rather
+    than before them: langdetect's profiles (and jieba's dictionary when a sampled passage holds Chinese text),
+    which the first replies' language filter needs; then BM25 over every chunk and each ``multi`` item's partner
+    (the pairing rule; an item without one is asked as a factoid), which those items wait for."""
+
+    def __init__(self, passages: list[Any], pool: list[Any], candidates: list[Candidate]):
+        self.passages, self.pool, self.candidates = passages, pool, candidates
+        self.no_partner = 0
+        self.job: concurrent.futures.Future | None = None
+
+    def start(self) -> concurrent.futures.Future:
+        if self.job is None:
+            self.job = concurrent.futures.Future()
+            threading.Thread(target=self._run, name="ragexp-side-work", daemon=True).start()
+        return self.job
+
+    def _run(self) -> None:
+        if not self.job.set_running_or_notify_cancel():
+            return
+        try:
+            chinese = lambda cs: any(checks.has_chinese(p.text) for c in cs for p in c.passages)  # noqa: E731
+            checks.warm(chinese(self.candidates))
+            index = Neighbours(self.passages)  # the pairing rule (eligible ones) and the round trip
+            multi = [c for c in self.candidates if c.waits]
+            partners = index.partners([c.passages[0] for c in multi], self.pool) if multi else []
+            for c, partner in zip(multi, partners):
+                if partner is None:
+                    c.kind, self.no_partner = "factoid", self.no_partner + 1
+                else:
+                    c.passages.append(partner)
+            if chinese(multi):  # a partner's Chinese text: jieba loaded before any of those items is asked
+                checks.warm(True)
+            self.job.set_result(index)
+        except BaseException as exc:  # noqa: BLE001 - handed to the run, which raises it
+            self.job.set_exception(exc)
+
+    def index(self) -> Neighbours:
+        """The BM25 index (the side work done, started here when asking never started it: nothing to ask)."""
+        return self.start().result()
 
 
 def _kept_records(candidates: list[Candidate], index: Neighbours, dup: float, judge_model: str,
