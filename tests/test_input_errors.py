@@ -124,8 +124,16 @@ CASES = [
     case("mapping_unknown_field", "mapped", "run.csv", CSV_RUN,
          "{f}: dataset.columns names an unknown field 'contxts': expected canonical fields (id, query, contexts, "
          "context_ids, gt_contexts, gt_context_ids, answer, reference_answers, label, latency_s, timings, human, "
-         "category, context_sources, or human.<metric key>) mapped to the file's column names",
+         "category, context_sources, or human.<metric key>) mapped to the file's column names; did you mean "
+         "'contexts'?",
          "dataset.columns={query: question, contxts: retrieved}"),
+    # the mapping written the other way round (column: field): said so, with the mapping to write (H8's walkthrough)
+    case("mapping_the_other_way_round", "mapped", "run.csv", CSV_RUN,
+         "{f}: dataset.columns names an unknown field 'question': expected canonical fields (id, query, contexts, "
+         "context_ids, gt_contexts, gt_context_ids, answer, reference_answers, label, latency_s, timings, human, "
+         "category, context_sources, or human.<metric key>) mapped to the file's column names; written the other "
+         "way round? a field maps to your column: {query: question}",
+         "dataset.columns={question: query}"),
     case("mapping_unknown_column", "mapped", "run.csv", CSV_RUN,
          "{f}, field 'contexts': column 'retreived' (mapped to field 'contexts') not found: the file's columns are "
          "question, retrieved, gold", "dataset.columns={query: question, contexts: retreived}"),

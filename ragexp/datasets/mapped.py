@@ -101,6 +101,21 @@ scored by no metric; dataset.columns={<field>: <column>} reads a column as a fie
             "scored by no metric; dataset.columns={<field>: <column>} reads a column as a field")
 
 
+def _field_hint(key: str, value: Any) -> str:
+    """What follows an unknown field of ``dataset.columns``: the mapping written the other way round
+    (``{question: query}``), or the closest field (``contxts``).
+
+    >>> _field_hint("question", "query"), _field_hint("contxts", "retrieved"), _field_hint("zzz", "q")
+    ('; written the other way round? a field maps to your column: {query: question}', "; did you mean 'contexts'?", '')
+    """
+    import difflib
+
+    if value in FIELDS:
+        return f"; written the other way round? a field maps to your column: {{{value}: {key}}}"
+    near = difflib.get_close_matches(str(key), FIELDS, n=1, cutoff=0.75)
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
 def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",
                 format: str | None = None, name: str = "mapped", limit: int | None = None,
                 label: bool | None = None, **split) -> Dataset:
@@ -160,8 +175,8 @@ def _mapping(columns: dict[str, str] | None, json_fields: str | list[str], sourc
     unknown = [k for k in mapping if k not in FIELDS and not (k.startswith("human.") and len(k) > 6)]
     if unknown:
         raise DataError(f"dataset.columns names an unknown field {unknown[0]!r}: expected canonical fields "
-                        f"({', '.join(FIELDS)}, or human.<metric key>) mapped to the file's column names",
-                        path=source)
+                        f"({', '.join(FIELDS)}, or human.<metric key>) mapped to the file's column names"
+                        f"{_field_hint(unknown[0], mapping[unknown[0]])}", path=source)
     if json_fields == "auto":
         return mapping, set(JSON_FIELDS), False
     if isinstance(json_fields, (list, tuple)):
