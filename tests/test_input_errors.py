@@ -56,7 +56,7 @@ def case(id, option, name, content, expected, *overrides):
 CASES = [
     # --- missing and unreadable files
     case("missing_file", "records", "nope.jsonl", None,
-         "{f}: dataset file not found (looked at {f}); check dataset.path or data_dir"),
+         "{f}: dataset file not found (looked at {f}); check dataset.path, or data_dir= / $RAGEXP_DATA_DIR (the folder of the shared datasets)"),
     case("no_path_given", "records", None, None, "no dataset file given: set dataset.path=FILE"),
     case("unreadable_jsonl_line", "records", "r.jsonl", lines({"query": "fine"}, '{"query": "cut off'),
          "{f}, row 2: unreadable JSON line: Unterminated string starting at column 11; expected one JSON object per line"),
@@ -185,7 +185,7 @@ def test_missing_file_under_data_dir(compose, tmp_path):
     with pytest.raises(DataError) as e:
         load_dataset(cfg.dataset)
     f = tmp_path / "squad2" / "dev-v2.0.json"
-    assert message(e) == f"{f}: dataset file not found (looked at {f}); check dataset.path or data_dir"
+    assert message(e) == f"{f}: dataset file not found (looked at {f}); check dataset.path, or data_dir= / $RAGEXP_DATA_DIR (the folder of the shared datasets)"
 
 
 def test_a_directory_is_not_a_file(load, tmp_path):
@@ -336,7 +336,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path, data_dir, case):
         jsonl(f, {"id": "a", "query": "q", "contexts": "abc"})
         expected = f"ragexp: error: {f}, row 1, field 'contexts': expected a list of strings, got str 'abc'"
     else:
-        expected = f"ragexp: error: {f}: dataset file not found (looked at {f}); check dataset.path or data_dir"
+        expected = f"ragexp: error: {f}: dataset file not found (looked at {f}); check dataset.path, or data_dir= / $RAGEXP_DATA_DIR (the folder of the shared datasets)"
     proc = subprocess.run([sys.executable, "-m", "ragexp", "dataset=records", f"dataset.path={f}",
                            f"data_dir={data_dir}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2

@@ -46,7 +46,7 @@ def existing(path: str | Path, what: str = "dataset file", *, directory: bool = 
         raise DataError(f"no {what} given: set dataset.path=FILE")
     p = Path(path).expanduser()
     if not p.exists():
-        raise DataError(f"{what} not found (looked at {p.resolve()}); check dataset.path or data_dir", path=str(path))
+        raise DataError(f"{what} not found (looked at {p.resolve()}); check dataset.path, or data_dir= / $RAGEXP_DATA_DIR (the folder of the shared datasets)", path=str(path))
     if directory and not p.is_dir():
         raise DataError(f"expected a {what} (a directory), got a file", path=str(path))
     if not directory and p.is_dir():
