@@ -113,6 +113,19 @@ def test_a_child_without_the_metric_is_listed_not_dropped():
     assert "failed" in board["rows"][-1]["note"]
 
 
+def test_a_run_level_metric_is_said_to_have_one_value_per_run_not_too_few_shared_ids():
+    # keyword_verdict_f1 is dataset level: each run has one value and no per-sample values, as compare says
+    def run(name, mean):
+        return Entry(run_id=name, name=name, status="FINISHED", interval={"mean": mean, "n": 46})
+
+    board = rank([run("strong", 0.9048), run("weak", 0.1538)], metric="keyword_verdict_f1", resamples=500)
+    assert board["rows"][1]["note"] == "not compared (one value per run, nothing to pair)"
+    assert "p_holm" not in board["rows"][1] and "differs" not in board["rows"][1]
+    one = rank([_entry("a", A), Entry(run_id="b", name="b", status="FINISHED", interval={"mean": 0.1, "n": 1},
+                                      values={"0": 0.1})], metric="m", resamples=500)
+    assert one["rows"][1]["note"] == "only 1 sample ids with an ok value in both runs: not compared"
+
+
 def test_which_metric_and_direction():
     summaries = [{"metrics": {"token_precision": 0.1, "hit_rate/hit_rate_at_1": 0.9}}]
     assert choose_metric("ndcg/ndcg_at_10", "mrr/mrr_at_5", summaries) == "ndcg/ndcg_at_10"

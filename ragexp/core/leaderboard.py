@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ragexp.core.pairing import RUN_LEVEL, run_level
 from ragexp.metrics.base import direction, load_all
 from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED
 
@@ -173,7 +174,8 @@ def rank(entries: list[Entry], *, metric: str, higher: bool = True, resamples: i
             elif len(ids) >= 2:
                 paired.setdefault(tuple(ids), []).append((len(rows), e))
             else:
-                row["note"] = f"only {len(ids)} sample ids with an ok value in both runs: not compared"
+                row["note"] = (f"not compared ({RUN_LEVEL})" if run_level(metric) else
+                               f"only {len(ids)} sample ids with an ok value in both runs: not compared")
         rows.append(row)
     by = best.cluster_by if best is not None and best.clusters else None
     for ids, group in paired.items():  # the children paired on the same ids share one resampling

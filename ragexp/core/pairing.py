@@ -307,13 +307,21 @@ def _regressions(values_b: Any, values_c: Any, ok: Any, both: list[str], rows: d
 _INTERVAL_SUFFIXES = ("/n", "/stderr", "/ci_low", "/ci_high")
 
 
+#: why a dataset-level metric is not compared (``ragexp.compare``'s line under the table, the sweep board's note)
+RUN_LEVEL = "one value per run, nothing to pair"
+
+
+def run_level(key: str) -> bool:
+    """Whether ``key`` is a dataset-level metric's value: one per run, no per-sample values to pair.
+
+    >>> run_level("keyword_verdict_f1"), run_level("answer_token_f1"), run_level("keyword_verdict_f1/n")
+    (True, False, False)
+    """
+    info = load_all().get(key.split("/", 1)[0])
+    return info is not None and info.level == "dataset" and not key.endswith(_INTERVAL_SUFFIXES)
+
+
 def _dataset_level(baseline: RunTable, candidate: RunTable) -> dict[str, dict[str, float]]:
     """Dataset-level metrics both runs logged (one value per run, no per-sample values to pair)."""
-    registry = load_all()
-    out = {}
-    for key in baseline.metrics:
-        info = registry.get(key.split("/", 1)[0])
-        if info is not None and info.level == "dataset" and key in candidate.metrics \
-                and not key.endswith(_INTERVAL_SUFFIXES):
-            out[key] = {"baseline": baseline.metrics[key], "candidate": candidate.metrics[key]}
-    return out
+    return {key: {"baseline": baseline.metrics[key], "candidate": candidate.metrics[key]}
+            for key in baseline.metrics if key in candidate.metrics and run_level(key)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Mapping
 
+from ragexp.core.pairing import RUN_LEVEL
 from ragexp.errors import printable
 from ragexp.report.console import number
 
@@ -137,7 +138,7 @@ def _lines_below(result: Mapping[str, Any]) -> list[str]:
                      f"raise stats.resamples (e.g. stats.resamples={round(20 * compared / (1 - method['confidence'])):,})")
     whole = result.get("not_compared") or {}
     if whole:
-        lines.append("not compared (one value per run, nothing to pair): " + ", ".join(
+        lines.append(f"not compared ({RUN_LEVEL}): " + ", ".join(
             f"{k} {number(v['baseline'])} → {number(v['candidate'])}" for k, v in whole.items()))
     return lines
 
