@@ -130,6 +130,8 @@ def test_which_metric_and_direction():
     summaries = [{"metrics": {"token_precision": 0.1, "hit_rate/hit_rate_at_1": 0.9}}]
     assert choose_metric("ndcg/ndcg_at_10", "mrr/mrr_at_5", summaries) == "ndcg/ndcg_at_10"
     assert choose_metric(None, "mrr/mrr_at_5", summaries) == "mrr/mrr_at_5"
+    assert choose_metric("f1", None, summaries) == "keyword_verdict_f1"  # an old name: the key actually ranked
+    assert choose_metric(None, "mrr/k5", summaries) == "mrr/mrr_at_5"
     assert choose_metric(None, None, summaries) == "token_precision"
     headed = [{"metrics": {"token_precision": 0.1, "answer_token_f1": 0.5}, "headline": ["answer_token_f1"]}]
     assert choose_metric(None, None, headed) == "answer_token_f1"  # the suite's headline before its first metric

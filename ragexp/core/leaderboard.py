@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ragexp.common.renamed import current_key
 from ragexp.core.pairing import RUN_LEVEL, run_level
 from ragexp.metrics.base import direction, load_all
 from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED
@@ -44,11 +45,13 @@ class Entry:
 
 def choose_metric(primary: str | None, objective: str | None, summaries: list[Mapping[str, Any]]) -> str | None:
     """``stats.primary``, else the objective, else the first headline metric of the children's summaries
-    (the suite's ``_headline_``, :mod:`ragexp.core.headline`), else the first metric of the first child's summary."""
+    (the suite's ``_headline_``, :mod:`ragexp.core.headline`), else the first metric of the first child's summary.
+    A key written under an old name is today's (``f1`` → ``keyword_verdict_f1``, the key the children's values
+    are read under, and the one the board is headed with)."""
     if primary:
-        return str(primary)
+        return current_key(str(primary))
     if objective:
-        return str(objective)
+        return current_key(str(objective))
     recorded = answers_recorded(summaries)
     for s in summaries:
         if s.get("headline"):  # over recorded answers, a metric of the answer cannot tell the jobs apart
