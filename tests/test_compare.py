@@ -381,6 +381,10 @@ def test_comparison_plot_is_a_png_with_a_panel_per_scale(tmp_path):
               for i, v in enumerate(base)]
     out = compare_tables(table("b", rows_b, keys), table("c", rows_c, keys))
     path = plot_paired_differences(out, tmp_path / "comparison.png")
+    from ragexp.report.plots import _paired_title
+
+    assert _paired_title(out, []).endswith(  # the caption says what the p-values and the intervals are adjusted for
+        "\np: Holm-adjusted over the 3 metrics compared; intervals are each metric's own 95%, not adjusted")
     with Image.open(path) as img:
         assert img.format == "PNG" and img.size[0] > 600 and img.size[1] > 200
     empty = compare_tables(table("b", rows_b, ("bleu",)), table("c", rows_c, ("answer_token_f1",)),
@@ -407,7 +411,10 @@ def test_too_few_resamples_for_holm_are_called_out(capsys):
     print_comparison(few)
     # 2 / 1000 · 30 metrics = 0.06 >= 0.05: nothing could be significant, and the output says why
     assert all(r["verdict"] == "no significant difference" for r in few["metrics"].values())
-    assert "raise stats.resamples (e.g. stats.resamples=12,000)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "raise stats.resamples (e.g. stats.resamples=12,000)" in printed
+    # the p-values are Holm-adjusted over the family, the intervals are not: said under the table
+    assert "p: Holm-adjusted over the 30 metrics compared; intervals are each metric's own 95%, not adjusted" in printed
     enough = compare_tables(table("b", rows_b, keys), table("c", rows_c, keys), resamples=5000)
     print_comparison(enough)
     assert all(r["verdict"] == "better" for r in enough["metrics"].values())

@@ -321,6 +321,20 @@ def run_level(key: str) -> bool:
     return info is not None and info.level == "dataset" and not key.endswith(_INTERVAL_SUFFIXES)
 
 
+def multiplicity_note(comparison: dict[str, Any]) -> str:
+    """The line under a comparison's table and in its picture's caption: the p-values are Holm-adjusted over every
+    metric compared, the intervals are not, so an interval that excludes 0 beside a p above the threshold is no
+    contradiction (docs/uncertainty.md, "Comparing two runs").
+
+    >>> multiplicity_note({"method": {"confidence": 0.95}, "metrics": {f"m{i}": {"p_value": 0.1} for i in range(39)}})
+    "p: Holm-adjusted over the 39 metrics compared; intervals are each metric's own 95%, not adjusted"
+    """
+    compared = sum(1 for r in comparison["metrics"].values() if "p_value" in r)
+    level = round(100 * comparison["method"]["confidence"], 2)
+    return (f"p: Holm-adjusted over the {compared} metric{'s' if compared != 1 else ''} compared; "
+            f"intervals are each metric's own {level:g}%, not adjusted")
+
+
 def _dataset_level(baseline: RunTable, candidate: RunTable) -> dict[str, dict[str, float]]:
     """Dataset-level metrics both runs logged (one value per run, no per-sample values to pair)."""
     return {key: {"baseline": baseline.metrics[key], "candidate": candidate.metrics[key]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Mapping
 
-from ragexp.core.pairing import RUN_LEVEL
+from ragexp.core.pairing import RUN_LEVEL, multiplicity_note
 from ragexp.errors import printable
 from ragexp.report.console import number
 
@@ -118,7 +118,7 @@ def _lines_below(result: Mapping[str, Any]) -> list[str]:
     one value per run."""
     method, s = result["method"], result["samples"]
     lines = [f"samples: {s['matched']} in both runs, {s['only_in_baseline']} only in the baseline, "
-             f"{s['only_in_candidate']} only in the candidate (left out)"]
+             f"{s['only_in_candidate']} only in the candidate (left out)", multiplicity_note(result)]
     if any(not r.get("higher_is_better", True) for r in result["metrics"].values()):
         lines.append("↓ = lower is better")
     if any(not r.get("direction_known", True) for r in result["metrics"].values()):

@@ -137,16 +137,24 @@ def plot_paired_differences(comparison: dict[str, Any], path: str | Path) -> Pat
         left, right = ax.get_xlim()
         edge = max(abs(left), abs(right))
         ax.set_xlim(-edge, edge)  # zero in the middle: left is lower, right is higher
-    level = round(100 * comparison["method"]["confidence"], 2)
-    b, c = comparison["baseline"]["name"], comparison["candidate"]["name"]
-    first = f"headline metrics first, in bold: {', '.join(lead)}\n" if lead else ""
-    m = comparison["method"]
-    over = f" over the {m['clusters']} clusters of {m['cluster_by']}" if m.get("cluster_by") else ""
-    fig.suptitle(f"{c} vs {b}: paired difference{over}, {level:g}% CI\n{first}"
-                 f"green/red = significantly better/worse (Holm), grey = within the noise; ↓ = lower is better",
-                 fontsize=9.5)
+    fig.suptitle(_paired_title(comparison, lead), fontsize=9.5)
     fig.tight_layout()
     return _save(fig, path, dpi=120, tight=True)
+
+
+def _paired_title(comparison: dict[str, Any], lead: list[str]) -> str:
+    """The comparison picture's caption: the runs, the interval, the headline metrics, the colours, and what the
+    p-values and the intervals are adjusted for (:func:`ragexp.core.pairing.multiplicity_note`)."""
+    from ragexp.core.pairing import multiplicity_note
+
+    m = comparison["method"]
+    level = round(100 * m["confidence"], 2)
+    b, c = comparison["baseline"]["name"], comparison["candidate"]["name"]
+    first = f"headline metrics first, in bold: {', '.join(lead)}\n" if lead else ""
+    over = f" over the {m['clusters']} clusters of {m['cluster_by']}" if m.get("cluster_by") else ""
+    return (f"{c} vs {b}: paired difference{over}, {level:g}% CI\n{first}"
+            f"green/red = significantly better/worse (Holm), grey = within the noise; ↓ = lower is better\n"
+            f"{multiplicity_note(comparison)}")
 
 
 def _num(value: float) -> str:
