@@ -264,3 +264,39 @@ def test_too_few_passages_for_n_says_the_chunker_setting_that_gives_enough(tmp_p
                                       out=str(tmp_path / "again.jsonl")), progress=False)
     assert "too_few_passages" not in again["not_generated"] and adds_up(again)
     assert "questions will not be generated" not in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_an_interrupted_generate_keeps_every_reply_it_received(tmp_path):
+    """Ctrl-C in the middle of ``python -m ragexp.generate``: exit 130 with its one line, every reply received is in
+    the judge cache (only the requests in flight, at most judge.max_concurrency, are lost), and the same command
+    then pays only for the rest (docs/testset.md, "Re-runs, interruptions, budget")."""
+    import signal
+    import sqlite3
+    import time
+
+    cli._require("integration", "starts ragexp as a process")
+    squad_corpus(tmp_path / "docs.jsonl", limit=80)
+    command = (f"python -m ragexp.generate corpus.path=docs.jsonl n=60 min_words=20 judge=openai_compatible "
+               f"judge.max_concurrency=4 tracking.enabled=false progress=false")
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    with JudgeServer(latency=0.2) as server:
+        argv = [sys.executable, *shlex.split(command)[1:], f"judge.api_base={server.url}"]
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while server.calls < 30 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        sent = server.calls
+        assert proc.returncode == 130 and "interrupted; every reply received is in the judge cache" in err, err[-2000:]
+        with sqlite3.connect(tmp_path / ".ragexp_cache" / "judge.sqlite") as db:
+            cached = db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+        assert 30 - 4 <= sent - 4 <= cached <= sent < 120, (sent, cached)  # stopped mid-run; in flight lost at most
+        assert not (tmp_path / "testset.jsonl").exists()
+        server.reset()
+        run_module(f"{command} judge.api_base={server.url}", cwd=tmp_path)
+        report = json.loads((tmp_path / "generation_report.json").read_text())
+    asked = report["generated"] + report["answerability_checks"]
+    assert report["judge"]["cache_hits"] == cached and server.calls == report["judge"]["calls"] == asked - cached
+    assert adds_up(report) and report["asked"] == 60

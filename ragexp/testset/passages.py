@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ragexp.pipeline.chunking import Chunk, Chunker
 
@@ -82,25 +82,48 @@ def eligible(passages: list[Passage], min_words: int) -> tuple[list[Passage], in
     return keep, len(passages) - len(keep)
 
 
-def too_few_line(n: int, pool: list[Passage], min_words: int) -> str | None:
+def too_few_line(n: int, pool: list[Passage], min_words: int,
+                 count: Callable[[int], int] | None = None) -> str | None:
     """When the passages to ask about are fewer than the ``n`` questions asked for (each is asked about once): the
-    sentence saying so, with the chunker setting that gives enough of them (windows of the size that cuts the
-    eligible text into ``n`` passages, never under ``min_words``); None when there are enough.
+    sentence saying so, with the chunker setting that gives enough of them; None when there are enough.
+
+    The setting is ``chunker=words`` windows of the size that cuts the eligible text into ``n`` passages, never
+    under ``min_words``. ``count(size)``, when given, says how many passages of ``min_words``+ words that size
+    really gives (a document's last window may fall short): then the size named is the largest that gives ``n``,
+    and when even ``min_words`` does not, the line says to lower ``min_words`` or give more documents.
 
     >>> pool = [Passage(f"d{i}#0", f"d{i}", 0, 600, " ".join(["w"] * 120)) for i in range(10)]
     >>> too_few_line(30, pool, 30)
     'n=30, but the corpus gives 10 passages of 30+ words (each is asked about once): 20 questions will not be generated; cut the documents into more passages: chunker=words chunker.size=40 chunker.overlap=0 (docs/testset.md)'
     >>> too_few_line(10, pool, 30) is None
     True
+
+    Ten documents of 50 words: 40-word windows would leave 10-word tails, too short to ask about:
+
+    >>> pool = [Passage(f"d{i}#0", f"d{i}", 0, 300, " ".join(["w"] * 50)) for i in range(10)]
+    >>> too_few_line(12, pool, 30, count=lambda size: 10 * (50 // size))
+    'n=12, but the corpus gives 10 passages of 30+ words (each is asked about once): 2 questions will not be generated; no chunker.size gives 12 passages of 30+ words: lower min_words (and cut shorter passages: chunker=words chunker.size=<min_words>), or give more documents (docs/testset.md)'
+    >>> too_few_line(12, pool, 20, count=lambda size: 10 * (50 // size))
+    'n=12, but the corpus gives 10 passages of 20+ words (each is asked about once): 2 questions will not be generated; cut the documents into more passages: chunker=words chunker.size=25 chunker.overlap=0 (docs/testset.md)'
     """
     if len(pool) >= n:
         return None
     words = sum(len(p.text.split()) for p in pool)
     size = max(min_words, words // n)
-    if size < words // len(pool):  # smaller windows than the passages are now: more of them
+    if count is not None and count(size) < n:  # the largest size from min_words up to it that gives n
+        low, high = min_words, size - 1
+        size = 0
+        while low <= high:
+            mid = (low + high) // 2
+            if count(mid) >= n:
+                size, low = mid, mid + 1
+            else:
+                high = mid - 1
+    if size and size < words // len(pool):  # smaller windows than the passages are now: more of them
         fix = f"cut the documents into more passages: chunker=words chunker.size={size} chunker.overlap=0"
     else:  # the passages are already that short: only a lower bound or more text helps
-        fix = f"set min_words={max(1, min_words // 2)}, or give more documents"
+        fix = (f"no chunker.size gives {n} passages of {min_words}+ words: lower min_words (and cut shorter passages: "
+               f"chunker=words chunker.size=<min_words>), or give more documents")
     return (f"n={n}, but the corpus gives {len(pool)} passages of {min_words}+ words (each is asked about once): "
             f"{n - len(pool)} questions will not be generated; {fix} (docs/testset.md)")
 

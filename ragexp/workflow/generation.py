@@ -115,8 +115,8 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
     clock["read"] = time.perf_counter()
     picked = sample(pool, n, seed)
     short_of = n - len(picked)
-    if short_of and (line := too_few_line(n, pool, min_words)):  # with the setting that gives enough passages
-        print(f"ragexp.generate: warning: {line}", file=sys.stderr)
+    if short_of and (line := too_few_line(n, pool, min_words, _counter(corpus.docs, min_words))):
+        print(f"ragexp.generate: warning: {line}", file=sys.stderr)  # with the setting that gives enough passages
     candidates = _candidates(kind_plan(n, shares, seed), picked, pool, min_words)
     clock["indexed"], cpu = time.perf_counter(), time.process_time()
     side = _SideWork(passages, pool, candidates)
@@ -146,6 +146,15 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
         run_id = log_testset(tracking, out, report_path, cfg, report, records)
         print(f"MLflow run {run_id} (the test set as a dataset, the report and config as artifacts)")
     return report
+
+
+def _counter(docs: Mapping[str, str], min_words: int) -> Any:
+    """``count(size)``: how many passages of ``min_words``+ words ``chunker=words chunker.size=<size>
+    chunker.overlap=0`` cuts the documents into (the too-few-passages line names a size that gives enough)."""
+    from ragexp.pipeline.chunking import Chunker
+
+    return lambda size: len(eligible(chunk_passages(dict(docs), Chunker(name="words", size=size, overlap=0)),
+                                     min_words)[0])
 
 
 def _candidates(plan: list[str], picked: list[Any], pool: list[Any], min_words: int) -> list[Candidate]:
