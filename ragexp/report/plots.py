@@ -169,7 +169,7 @@ HEADLINE_MAX = 8
 
 
 def _ranges(keys: list[str]) -> dict[str, tuple[float, float] | None]:
-    """Each metric's range from the registry (``ndcg/k10`` → ``ndcg``'s), None when unbounded (latency)."""
+    """Each metric's range from the registry (``ndcg/ndcg_at_10`` → ``ndcg``'s), None when unbounded (latency)."""
     registry = load_all()
     out: dict[str, tuple[float, float] | None] = {}
     for key in keys:
@@ -192,7 +192,7 @@ def headline_metrics(keys: list[str], *, primary: str | None = None, objective: 
                      limit: int = HEADLINE_MAX, lead: list[str] | None = None) -> list[str]:
     """The metrics a picture leads with: ``stats.primary``, the ``objective``, the run's headline metrics
     (``lead``: ``summary.json``'s ``headline``), then the suite's metrics
-    in their order, one key per metric (``hit_rate/k1`` stands for ``hit_rate/k3``…) before any second
+    in their order, one key per metric (``hit_rate/hit_rate_at_1`` stands for ``hit_rate/hit_rate_at_3``…) before any second
     cut-off, bounded metrics only (a latency is not a score); at most ``limit``."""
     ranges = _ranges(keys)
     bounded = [k for k in keys if ranges[k] is not None]
