@@ -66,27 +66,36 @@ def python_literal(text: str) -> list | dict | None:
     return value if isinstance(value, (list, dict)) else None
 
 
+#: the sources :func:`load_in_memory` names, where the mapping is the Python API's ``columns=`` argument
+IN_MEMORY = ("DataFrame", "list of records")
+
+
 def with_aliases(source: str, names: Iterable[str], mapping: dict[str, str]) -> dict[str, str]:
     """``mapping`` with the fields the columns ``names`` give by a common name (:func:`aliased`), said in one line."""
     found = aliased(names, mapping)
+    setting = "columns=" if source in IN_MEMORY else "dataset.columns="  # the Python API's argument, or the config key
     if found:
         print(f"[ragexp] {source}: read column{'s' if len(found) > 1 else ''} "
-              f"{', '.join(f'{c!r} as {f}' for f, c in found.items())} (their common names; dataset.columns maps "
+              f"{', '.join(f'{c!r} as {f}' for f, c in found.items())} (their common names; {setting[:-1]} maps "
               "any other)", file=sys.stderr)
-    line = unread_line(source, names, {**mapping, **found})
+    line = unread_line(source, names, {**mapping, **found}, setting=setting)
     if line:
         print(line, file=sys.stderr)
     return {**mapping, **found}
 
 
-def unread_line(source: str, names: Iterable[str], mapping: dict[str, str], shown: int = 5) -> str | None:
+def unread_line(source: str, names: Iterable[str], mapping: dict[str, str], shown: int = 5,
+                setting: str = "dataset.columns=") -> str | None:
     """The line saying which columns are read as no field (kept as each record's extra data, scored by no metric),
     so that a file whose references sit in a column named otherwise (``truth``) says so before a metric asks for
-    ``reference_answers``; None when every column is a field or mapped to one.
+    ``reference_answers``; None when every column is a field or mapped to one. ``setting``: how the user maps a
+    column (``columns=`` in the Python API).
 
     >>> unread_line("my_run.csv", ["question", "response", "truth"], {"query": "question", "answer": "response"})
     "[ragexp] my_run.csv: column 'truth' is no record field (docs/records.md): kept as each record's extra data, \
 scored by no metric; dataset.columns={<field>: <column>} reads a column as a field"
+    >>> unread_line("DataFrame", ["query", "lang"], {}, setting="columns=").endswith("columns={<field>: <column>} reads a column as a field")
+    True
     >>> unread_line("f.csv", ["query", "answer"], {}) is None
     True
     """
@@ -98,7 +107,7 @@ scored by no metric; dataset.columns={<field>: <column>} reads a column as a fie
                                                            else "")
     return (f"[ragexp] {source}: column{'s' if len(unread) > 1 else ''} {listed} "
             f"{'are' if len(unread) > 1 else 'is'} no record field (docs/records.md): kept as each record's extra data, "
-            "scored by no metric; dataset.columns={<field>: <column>} reads a column as a field")
+            f"scored by no metric; {setting}{{<field>: <column>}} reads a column as a field")
 
 
 def _field_hint(key: str, value: Any) -> str:
