@@ -9,7 +9,7 @@ carries is an argument of its constructor. Definitions: docs/errors.md, "The exc
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterable
 
 #: What must not reach a terminal raw from a value quoted in a message (an id, a path, a field's text): line
 #: breaks (which would forge a line of their own), other C0/C1 control characters (ANSI escape sequences start
@@ -126,6 +126,28 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C during the judge's work; the message says what was received and where it is kept."""
 
 
+def closest(word: str, choices: Iterable[str], n: int = 1) -> list[str]:
+    """The ``n`` choices closest to a mistyped ``word`` (difflib's ratio at least 0.75), closest first; every
+    "did you mean" of ragexp uses this one rule.
+
+    >>> closest("contxts", ["query", "contexts", "answer"]), closest("zzz", ["bm25"])
+    (['contexts'], [])
+    """
+    import difflib
+
+    return difflib.get_close_matches(word, list(choices), n=n, cutoff=0.75)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``; did you mean 'x'?`` for the choice closest to ``word`` (:func:`closest`), or nothing.
+
+    >>> did_you_mean("dataset.system=wek", ["dataset.system=weak"]), did_you_mean("zzz", ["bm25"])
+    ("; did you mean 'dataset.system=weak'?", '')
+    """
+    near = closest(word, choices)
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
 def _suggestion(option: str, options: list[str]) -> str:
     """What follows "no option 'x' in group 'g'": the closest options first (a typo, or a name inside a longer one:
     ``faithfulness`` → ``claim_faithfulness``), then every option when there are few, else how to list them.
@@ -137,9 +159,7 @@ def _suggestion(option: str, options: list[str]) -> str:
     >>> _suggestion("zzz", ["bm25", "dense"])
     '; the options are: bm25, dense'
     """
-    import difflib
-
-    near = difflib.get_close_matches(option, options, n=2, cutoff=0.75)
+    near = closest(option, options, n=2)
     near += [o for o in options if len(option) >= 4 and option in o and o not in near]
     said = f"; did you mean {' or '.join(repr(o) for o in near[:2])}?" if near else ""
     if len(options) <= 12 or not near:
@@ -163,14 +183,12 @@ def _mistyped_key(cause: BaseException | None) -> str | None:
     """``dataset.sytem=weak``: the closest key of that node, instead of Hydra's advice to append the typo as a new
     key (``+dataset.sytem=weak``); None when the key is not in a node or no key of the node is close to it.
     Reads the public attributes OmegaConf's errors carry (``key``, ``full_key``, ``parent_node``)."""
-    import difflib
-
     key, full_key, parent = (getattr(cause, name, None) for name in ("key", "full_key", "parent_node"))
     if not isinstance(key, str) or not isinstance(full_key, str) or not hasattr(parent, "keys") \
             or "not in struct" not in str(cause):
         return None
     keys = [str(k) for k in parent.keys() if not str(k).startswith("_")]
-    near = difflib.get_close_matches(key, keys, n=1, cutoff=0.75)
+    near = closest(key, keys)
     if not near:
         return None
     node = full_key[:-len(key)]

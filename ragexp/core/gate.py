@@ -13,13 +13,12 @@ file of missed floors is :mod:`ragexp.results.gate_files`'.
 
 from __future__ import annotations
 
-import difflib
 import math
 import warnings
 from typing import Any, Mapping
 
 from ragexp.common.renamed import current_key, renamed_note
-from ragexp.errors import ConfigError, RenamedKeyWarning
+from ragexp.errors import ConfigError, RenamedKeyWarning, closest
 
 def flat_conditions(node: Any, where: str = "gate") -> dict[str, float]:
     """``{hit_rate: {hit_rate_at_5: 0.5}}`` → ``{"hit_rate/hit_rate_at_5": 0.5}``; every value must be a number."""
@@ -66,7 +65,7 @@ def floor_failures(values: Mapping[str, float | None], floors: Mapping[str, floa
     lines = []
     for key, floor in floors.items():
         if key not in values:
-            near = difflib.get_close_matches(key, list(values), n=1, cutoff=0.75)
+            near = closest(key, values)
             known = f"did you mean {near[0]}?" if near else f"metrics: {', '.join(sorted(values)) or 'none'}"
             lines.append(f"gate: {key} was not computed{what}, so it cannot be checked against its floor "
                          f"{floor:g} ({known})")

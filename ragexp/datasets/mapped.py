@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any, Iterable
 
-from ragexp.errors import DataError
+from ragexp.errors import DataError, did_you_mean
 from ragexp.common.records import FIELDS
 from ragexp.datasets.base import TOO_DEEP, Dataset, build, collector_paused, existing, plain, read_table
 from ragexp.datasets.split import split_of
@@ -117,12 +117,9 @@ def _field_hint(key: str, value: Any) -> str:
     >>> _field_hint("question", "query"), _field_hint("contxts", "retrieved"), _field_hint("zzz", "q")
     ('; written the other way round? a field maps to your column: {query: question}', "; did you mean 'contexts'?", '')
     """
-    import difflib
-
     if value in FIELDS:
         return f"; written the other way round? a field maps to your column: {{{value}: {key}}}"
-    near = difflib.get_close_matches(str(key), FIELDS, n=1, cutoff=0.75)
-    return f"; did you mean {near[0]!r}?" if near else ""
+    return did_you_mean(str(key), FIELDS)
 
 
 def load_mapped(path: str, *, columns: dict[str, str] | None = None, json_fields: str | list[str] = "auto",

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from ragexp.common.renamed import current_key, current_keys
 from ragexp.core.pairing import TABLE_FILE, RunTable
 from ragexp.results.columns import FULL_TABLE_FILE, current_columns, table_columns
-from ragexp.errors import ConfigError, DataError, RagexpError, TrackingError
+from ragexp.errors import ConfigError, DataError, RagexpError, TrackingError, did_you_mean
 
 SUMMARY_FILE = "summary.json"
 KIND_TAG, BASELINE_TAG, CANDIDATE_TAG = "ragexp.kind", "ragexp.baseline_run_id", "ragexp.candidate_run_id"
@@ -53,11 +53,8 @@ def read_runs(uri: str, refs: Mapping[str, str], client: Any = None) -> tuple[An
 def _closest_names(client: Any, experiment_ids: list[str], ref: str) -> str:
     """``; did you mean 'dataset.system=weak'?`` when a run of the store is named close to ``ref`` (a typo in
     ``baseline='dataset.system=wek'``), else nothing."""
-    import difflib
-
     names = {r.info.run_name for r in client.search_runs(experiment_ids, max_results=1000) if r.info.run_name}
-    near = difflib.get_close_matches(ref, sorted(names), n=1, cutoff=0.75)
-    return f"; did you mean {near[0]!r}?" if near else ""
+    return did_you_mean(ref, sorted(names))
 
 
 def find_run(client: Any, ref: str, role: str) -> Any:
