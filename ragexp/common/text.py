@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from typing import Iterable
 
 from ragexp.common.caches import text_cache
 from ragexp.common.segmentation import segment
@@ -97,11 +98,21 @@ def squad_counts(text: str) -> tuple[dict[str, int], int]:
     """The SQuAD tokens of ``text`` counted (token → occurrences), and how many there are (cached: a
     run meets the same reference in several metrics; the tokens themselves are not kept)."""
     toks = _token_list(text)
-    counts: dict[str, int] = {}  # what dict(Counter(toks)) holds, without a Counter made and copied
+    return token_counts(toks), len(toks)
+
+
+def token_counts(tokens: Iterable[str]) -> dict[str, int]:
+    """Each token's occurrences, in first-seen order: what ``dict(Counter(tokens))`` holds, without a Counter
+    made and copied (a run counts every answer and reference; docs/performance.md).
+
+    >>> token_counts(["the", "cat", "the"])
+    {'the': 2, 'cat': 1}
+    """
+    counts: dict[str, int] = {}
     get = counts.get
-    for t in toks:
+    for t in tokens:
         counts[t] = get(t, 0) + 1
-    return counts, len(toks)
+    return counts
 
 
 def overlap(a: dict, b: dict) -> int:

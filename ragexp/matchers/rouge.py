@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from ragexp.common.caches import text_cache
-from ragexp.common.text import overlap
+from ragexp.common.text import overlap, token_counts
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 #: up to this many tokens a text's bit masks are all built at once (see Tokens.masks_for)
@@ -35,11 +35,7 @@ class Tokens:
 
     def __init__(self, seq: tuple[str, ...]):
         self.seq, self.n = seq, len(seq)
-        counts: dict[str, int] = {}  # token → how many times it occurs (dict(Counter(seq)), without the Counter)
-        get = counts.get
-        for tok in seq:
-            counts[tok] = get(tok, 0) + 1
-        self.counts = counts
+        self.counts = token_counts(seq)  # token → how many times it occurs
         self.set = frozenset(self.counts)
         self.repeats = self.n - len(self.counts)
         self._positions: dict[str, list[int]] | None = None
