@@ -20,7 +20,7 @@ from ragexp.common.targets import resolve
 from ragexp.errors import ConfigError, FieldsError
 from ragexp.metrics.base import MetricSpec, Score, info_for, is_int, is_number
 from ragexp.common.records import Record, present_fields
-from ragexp.datasets.base import collector_paused
+from ragexp.common.collector import collector_paused
 
 #: Keys of the ``metric`` node that are settings of the suite, not metrics.
 SUITE_KEYS = ("_all_that_apply_", "_headline_")

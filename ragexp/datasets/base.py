@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ragexp.common.collector import collector_paused
 from ragexp.errors import DataError
 from ragexp.common.records import Record, to_record
 from ragexp.datasets.ids import IdRows
@@ -312,19 +313,6 @@ def _surrogate_free(value: Any) -> bool:
         return text is not None and (text.isascii() or bool(text.encode()))
     except (TypeError, UnicodeEncodeError):  # an item that is not a text; a surrogate
         return False
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The garbage collector waits while a dataset is read: reading makes millions of objects and no
-    reference cycle, and each collection would walk every record read so far again."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class RecordSink:

@@ -12,7 +12,8 @@ from typing import Any, Iterable
 
 from ragexp.errors import DataError, did_you_mean
 from ragexp.common.records import FIELDS
-from ragexp.datasets.base import TOO_DEEP, Dataset, build, collector_paused, existing, plain, read_table
+from ragexp.common.collector import collector_paused
+from ragexp.datasets.base import TOO_DEEP, Dataset, build, existing, plain, read_table
 from ragexp.datasets.split import split_of
 
 JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings", "human",

@@ -17,7 +17,8 @@ from ragexp.common.paths import env_defaults, sqlite_path, store_uri
 from ragexp.common.secrets import redact_url
 from ragexp.common.spans import (RECORD_TAG, SpanReading, count_problems, problems_line, read_trace, record_of,
                                  unreadable)
-from ragexp.datasets.base import Dataset, collector_paused
+from ragexp.common.collector import collector_paused
+from ragexp.datasets.base import Dataset
 from ragexp.datasets.split import split_of, split_records
 from ragexp.errors import DataError
 from ragexp.metrics.base import label_scales

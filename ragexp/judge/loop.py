@@ -13,11 +13,12 @@ import atexit
 import concurrent.futures
 import contextlib
 import functools
-import gc
 import os
 import sys
 import threading
 from typing import Any, Awaitable, Callable, Iterable
+
+from ragexp.common.collector import collector_paused
 
 
 def import_litellm() -> Any:
@@ -25,13 +26,8 @@ def import_litellm() -> Any:
     objects, none of them garbage, and the collections it set off on the way (each walking every object made so
     far) were 0.6–0.8 s of its 3.3–3.4 s of CPU (docs/performance.md, "Test-set generation")."""
     if "litellm" not in sys.modules:
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             import litellm  # noqa: F401
-        finally:
-            if enabled:
-                gc.enable()
     import litellm  # another thread's import under way: waits for it to end
 
     return litellm
