@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from ragexp.metrics.base import Score
+from ragexp.metrics.base import Score, register
 from ragexp.metrics.token import token_f1, token_precision, token_recall
 from ragexp.core.scoring import _as_score, build_metrics, check_fields, score
 
@@ -107,3 +107,33 @@ def test_scoring_on_two_processes_gives_the_scores_of_one(records):
     assert list(two) == list(one) and len(one) > 20
     assert two == one  # every Score: value, status and reason, in record order
     assert seen == records  # the progress wrapper saw every record once
+
+
+@register(fields=("answer",))
+def scoring_pid(answer: str) -> float:
+    """The id of the process that scored the record: where a run's scoring happened."""
+    import os
+
+    return float(os.getpid())
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_run_in_memory_scores_on_the_processes_it_is_given(processes):
+    # execution.processes is the number of scoring processes for a run held in memory too (it was followed by
+    # streamed runs only, so a run of 5,000 records forked whatever it was told): one → this process alone
+    import os
+    import warnings
+
+    import ragexp
+    from ragexp.common.processes import can_fork
+
+    rows = [{"id": str(i), "query": "q", "answer": f"a {i}", "reference_answers": ["a"]} for i in range(5000)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork beside pytest's threads
+        result = ragexp.evaluate(rows, log=False, overrides=["+metric.scoring_pid._target_=test_scoring_shared.scoring_pid",
+                                                             f"execution.processes={processes}"])
+    pids = set(result.per_sample["scoring_pid"])
+    if processes == 1 or not can_fork():
+        assert pids == {float(os.getpid())}
+    else:
+        assert len(pids) == 2 and float(os.getpid()) not in pids

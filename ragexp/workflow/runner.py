@@ -93,7 +93,7 @@ def in_memory(cfg: DictConfig, tracking: dict[str, Any], dataset: Dataset | None
     """A run holding its records: checked, through the pipeline, scored as one chunk, aggregated."""
     plan = check_step(cfg, tracking, dataset)  # every check, before any work
     records = pipeline_step(plan, bars)
-    scored = score_step(plan, records, bars)
+    scored = score_step(plan, records, bars, processes=OmegaConf.select(cfg, "execution.processes"))
     st = plan.stats
     clusters = cluster_labels(records, st["cluster_by"], dataset=plan.dataset.name, source=plan.dataset.source)
     intervals = uncertainty_step(plan, scored.tally, clusters)
@@ -161,11 +161,13 @@ def pipeline_step(plan: Plan, show: bool) -> list[Record]:
     return plan.pipeline.run(plan.records, progress=progress(show, "pipeline", len(plan.records)))
 
 
-def score_step(plan: Plan, records: list[Record], show: bool) -> Scored:
-    """Every metric on every record (the judge's too), into the run's one aggregator as one chunk, aggregated."""
+def score_step(plan: Plan, records: list[Record], show: bool, processes: int | None = None) -> Scored:
+    """Every metric on every record (the judge's too), into the run's one aggregator as one chunk, aggregated.
+    ``processes``: ``execution.processes`` (None: the machine's rule, :func:`ragexp.core.scoring.score`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
-        scores = score(records, plan.specs, progress=progress(show and len(records) >= 200, "metrics", len(records)))
+        scores = score(records, plan.specs, progress=progress(show and len(records) >= 200, "metrics", len(records)),
+                       processes=processes)
         usage: dict[str, float] = {}
         if plan.judge is not None:
             judge_scores, usage = plan.judge.score(records, plan.judge_specs, progress=show)
