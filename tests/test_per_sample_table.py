@@ -218,3 +218,88 @@ def test_digests_are_sha256_of_each_records_fields_as_json_lines():
 
     assert questions_digest(records) == expected(QUESTION_FIELDS)
     assert outputs_digest(records) == expected(("id", *OUTPUT_FIELDS))
+
+
+def _json_lines_digest(records, fields) -> str:
+    """The digests' definition as arithmetic: SHA-256 of one ``json.dumps(..., ensure_ascii=False, default=str)``
+    line a record, 16 hex digits."""
+    import hashlib
+
+    lines = "".join(json.dumps([getattr(r, f) for f in fields], ensure_ascii=False, default=str) + "\n"
+                    for r in records)
+    return hashlib.sha256(lines.encode()).hexdigest()[:16]
+
+
+#: Every code point but the surrogates in one text, and texts a separator or an escape could be mistaken in:
+#: quotes around commas (``","`` is orjson's list separator, ``", "`` json's), backslashes before quotes and at
+#: the end, U+007F and U+2028 (neither escapes), a non-BMP character, and escapes on both sides of 16- and
+#: 32-byte boundaries (an encoder may take a text in blocks).
+ADVERSARIAL_TEXTS = ["".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000),
+                     '","', '", "', 'a","b', 'a", "b', '["x", "y"]', '\\', '\\"', 'ends with \\', '"', '""',
+                     "\x7f\u2028\u2029\x85\ufeff", "😀𝄞", "\x00\x08\t\n\x0b\x0c\r\x1b\x1f", "null", "", " ",
+                     *("x" * k + esc + "y" * k for k in (7, 15, 16, 31, 32, 63) for esc in ('"', "\\", "\n", "\x01", "é"))]
+
+
+def test_digests_are_json_dumps_lines_on_every_code_point_and_separator_lookalikes():
+    """The three digests, whether taken one by one or in the Survey's one pass, equal SHA-256 of json.dumps lines
+    on texts built to break a faster encoder: every code point, separator lookalikes, escapes at block edges."""
+    from ragexp.common.records import Record
+    from ragexp.results.columns import ANSWER_FIELDS, answers_digest
+    from ragexp.results.columns import OUTPUT_FIELDS, QUESTION_FIELDS, outputs_digest, questions_digest
+    from ragexp.workflow.steps import Survey
+
+    t = ADVERSARIAL_TEXTS
+    records = [Record(id=f"r{i}" if i % 4 else text, query=text, answer=None if i % 5 == 1 else text,
+                      contexts=t[i:i + 3] if i % 6 else [], context_ids=None if i % 3 else [text, "p,1"],
+                      reference_answers=[text, t[-1 - i]], gt_contexts=[t[(i * 7) % len(t)]] if i % 2 else None,
+                      gt_context_ids=[f"g{i}", '","'])
+               for i, text in enumerate(t)]
+    assert records[0].query == t[0] and len(t[0]) == 0x110000 - 0x800
+    expected = {f: _json_lines_digest(records, f) for f in (QUESTION_FIELDS, ("id", *OUTPUT_FIELDS), ANSWER_FIELDS)}
+    assert questions_digest(records) == expected[QUESTION_FIELDS]
+    assert outputs_digest(records) == expected[("id", *OUTPUT_FIELDS)]
+    assert answers_digest(records) == expected[ANSWER_FIELDS]
+    survey = Survey(3)
+    for i in range(0, len(records), 3):  # chunk by chunk, as a streamed run
+        survey(records[i:i + 3])
+    assert [survey.questions.hexdigest(), survey.outputs.hexdigest(), survey.answers.hexdigest()] == list(
+        expected.values())
+
+
+def test_digests_of_values_that_are_not_texts_are_json_dumps_lines():
+    """A field holding something other than None, a text or a list of texts (numbers, a mapping, a tuple, a text
+    subclass, a list mixing kinds, an object json writes with ``default=str``) is hashed as json.dumps writes it;
+    one field alone, or two digests over the same fields, are hashed the same way."""
+    from types import SimpleNamespace
+
+    from ragexp.results.columns import FieldsDigest, update_digests
+
+    class Label(str):
+        pass
+
+    odd = [3, 2.5, True, {"k": ["v", 1]}, ("a", "b"), Label("sub"), ["a", 1, None], [["a"], "b"], Path("p/q"),
+           [Label("x")], float("nan"), "plain", None, []]
+    records = [SimpleNamespace(a=v, b=odd[-1 - i], c=f"c{i}") for i, v in enumerate(odd)]
+    for fields in (("a",), ("a", "b", "c"), ("c", "a")):
+        digest = FieldsDigest(fields)
+        digest.update(records[:5])
+        digest.update(records[5:])
+        assert digest.hexdigest() == _json_lines_digest(records, fields)
+    one, same, other = FieldsDigest(("b", "a")), FieldsDigest(("b", "a")), FieldsDigest(("c",))
+    update_digests(records, one, same, other)
+    assert one.hexdigest() == same.hexdigest() == _json_lines_digest(records, ("b", "a"))
+    assert other.hexdigest() == _json_lines_digest(records, ("c",))
+
+
+def test_a_lone_surrogate_in_a_digested_text_raises_as_json_does():
+    """A text that is not valid UTF-8 (a lone surrogate; the readers refuse one at load) fails as
+    ``json.dumps(...).encode()`` does, with UnicodeEncodeError, not orjson's error."""
+    from types import SimpleNamespace
+
+    from ragexp.results.columns import FieldsDigest
+
+    for value in ("a\ud800b", ["ok", "\udfff"]):
+        with pytest.raises(UnicodeEncodeError):
+            json.dumps([value], ensure_ascii=False).encode()
+        with pytest.raises(UnicodeEncodeError):
+            FieldsDigest(("a",)).update([SimpleNamespace(a=value)])

@@ -12,6 +12,8 @@ import json
 from itertools import islice
 from typing import Any, Iterator
 
+from orjson import dumps as _dumps
+
 from ragexp.metrics.base import Score
 from ragexp.common.records import cluster_labels
 
@@ -238,41 +240,65 @@ def _fields_digest(records, fields) -> str:
 class FieldsDigest:
     """:func:`questions_digest` (``QUESTION_FIELDS``) or :func:`outputs_digest` (``("id", *OUTPUT_FIELDS)``)
     taken chunk by chunk: ``update`` with the records in order, then ``hexdigest`` — the same value as over
-    the whole list at once (a streamed run never holds it)."""
+    the whole list at once (a streamed run never holds it). It hashes one line a record: the record's
+    ``fields`` as ``json.dumps([...], ensure_ascii=False, default=str)``, then a newline (SHA-256, 16 hex digits)."""
 
     def __init__(self, fields) -> None:
         import hashlib
 
         self.fields = tuple(fields)
         self._hash = hashlib.sha256()
-        self._encode = json.JSONEncoder(ensure_ascii=False, default=str).encode  # json.dumps with these options
 
     def update(self, records) -> None:
-        for r in records:
-            self._hash.update(_json_bytes([getattr(r, f) for f in self.fields], self._encode))
-            self._hash.update(b"\n")
+        update_digests(records, self)
 
     def hexdigest(self) -> str:
         return self._hash.hexdigest()[:16]
 
 
-#: The control characters: JSON escapes them (``\n``, ``\u0001``), so a line holding one goes to the encoder
-_CONTROL = bytes(range(32))
+def update_digests(records, *digests: FieldsDigest) -> None:
+    """``digest.update(records)`` for each of ``digests`` in one pass over the records: a field several
+    digests hash (``id``, ``answer``) is encoded once, and each digest's line is joined from those bytes
+    (``json.dumps([a, b])`` is ``"[" + json.dumps(a) + ", " + json.dumps(b) + "]"``)."""
+    from operator import attrgetter
+
+    fields = tuple(dict.fromkeys(f for d in digests for f in d.fields))
+    get = attrgetter(*fields) if len(fields) > 1 else (lambda r, g=attrgetter(*fields): (g(r),))
+    lines = [(d._hash.update, _line_format(len(d.fields)), _picker([fields.index(f) for f in d.fields]))
+             for d in digests]
+    encode = json.JSONEncoder(ensure_ascii=False, default=str).encode  # json.dumps with these options
+    for r in records:
+        values = get(r)
+        try:  # None and a text straight to orjson (b"null", the quoted text), the rest by _json_value
+            parts = [_dumps(v) if v is None or type(v) is str else _json_value(v, encode) for v in values]
+        except TypeError:  # a text orjson refuses (a lone surrogate): json's own error, as before
+            parts = [encode(v).encode() for v in values]
+        for update, line, pick in lines:
+            update(line % pick(parts))
 
 
-def _json_bytes(values: list, encode: Any) -> bytes:
-    """``encode(values).encode()``, made faster when each value is None, a text or a list of texts: the texts
-    as UTF-8, ``\\`` and ``"`` escaped by byte replacement, 0xFF (never in UTF-8) marking their quotes."""
-    parts = []
-    for v in values:
-        if v is None or type(v) is str:
-            parts.append(b"null" if v is None else b"\xff" + v.encode() + b"\xff")
-        elif type(v) is list and all(type(x) is str for x in v):
-            parts.append(b"[\xff" + b"\xff, \xff".join([x.encode() for x in v]) + b"\xff]" if v else b"[]")
-        else:
-            break
-    else:
-        text = b"[" + b", ".join(parts) + b"]"
-        if len(text.translate(None, _CONTROL)) == len(text):
-            return text.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\xff", b'"')
-    return encode(values).encode()
+def _line_format(n: int) -> bytes:
+    """A digest's line of ``n`` encoded values: ``[v1, v2]`` and a newline."""
+    return b"[" + b", ".join([b"%b"] * n) + b"]\n"
+
+
+def _picker(indices: list[int]):
+    """A function of a record's encoded values to the tuple of those at ``indices``, in order."""
+    from operator import itemgetter
+
+    return itemgetter(*indices) if len(indices) > 1 else (lambda parts, i=indices[0]: (parts[i],))
+
+
+def _json_value(value: Any, encode: Any) -> bytes:
+    """``encode(value).encode()``: ``json.dumps(value, ensure_ascii=False, default=str)`` as UTF-8. None, a
+    text and a list of texts are written by orjson, whose escapes of a text are ``json.dumps``'s byte for byte
+    (every code point: tests/test_per_sample_table.py), the items of a list joined by ``", "`` as ``json.dumps``
+    does (orjson writes ``","``); anything else by ``encode``. A text orjson refuses (a lone surrogate, not
+    valid UTF-8) raises TypeError."""
+    if value is None or type(value) is str:
+        return _dumps(value)
+    if type(value) is list:
+        items = [_dumps(x) for x in value if type(x) is str]
+        if len(items) == len(value):
+            return b"[" + b", ".join(items) + b"]"
+    return encode(value).encode()

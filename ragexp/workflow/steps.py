@@ -24,7 +24,7 @@ from ragexp.core.scoring import MetricSpec, build_metrics
 from ragexp.metrics.base import Score
 from ragexp.common.records import FIELDS, Record
 from ragexp.core.headline import declared, headline_keys
-from ragexp.results.columns import ANSWER_FIELDS, OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest
+from ragexp.results.columns import ANSWER_FIELDS, OUTPUT_FIELDS, QUESTION_FIELDS, FieldsDigest, update_digests
 from ragexp.common.paths import conf_dir, launch_dir, plain
 from ragexp.common.targets import build, resolve
 from ragexp.common.secrets import redact_url, scrub
@@ -123,9 +123,7 @@ class Survey(RecordSink):
         self.depth = 0  # the most passages a record has
 
     def __call__(self, chunk: list) -> None:
-        self.questions.update(chunk)
-        self.outputs.update(chunk)
-        self.answers.update(chunk)
+        update_digests(chunk, self.questions, self.outputs, self.answers)  # one pass: id and answer encoded once
         # field by field over the chunk's column (list.count at C speed), not record by record
         columns = {f: [getattr(r, f) for r in chunk] for f in FIELDS}
         added: dict[str, tuple[int, list]] = {}  # a field no earlier record held → (its first record here, shape)
@@ -145,8 +143,10 @@ class Survey(RecordSink):
             if s is None:
                 s = [None, rest[0], self.n + start > 0]
                 added[f] = (start, s)
-            if not s[2]:  # held by every record so far: does one here lack it (None, or empty)?
-                s[2] = bool(rest.count(None) if start else absent) or any(map(rest.count, ("", [], {})))
+            if not s[2]:  # held by every record so far: does one here lack it (None, or empty)? Only a falsy
+                # value can be None or empty, so all() (truth at C speed) spares the four counts of a field always held
+                s[2] = not all(rest) and (bool(rest.count(None) if start else absent)
+                                          or any(map(rest.count, ("", [], {}))))
             if s[0] is None:
                 s[0] = next((v for v in rest if v), None)
         # in the order record by record would add them: by first record, then as FIELDS lists them
