@@ -4,10 +4,15 @@ on real answers, and AutoRAG's own stored per-sample BLEU and ROUGE values."""
 from __future__ import annotations
 
 import json
+import re
+import string
+from collections import Counter
 
 import pandas as pd
 import pytest
 import sacrebleu
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
 from ragexp.metrics.answer import answer_token_f1, bleu, exact_match, rouge1, rouge2, rougeL, squad_f1
@@ -40,6 +45,45 @@ def test_exact_match_and_token_f1_follow_squad():
     assert squad_f1("the", "a") == 1.0 and squad_f1("the", "cat") == 0.0   # SQuAD v2's no-token rule
     assert exact_match("x", []).status == "undefined"     # an empty ground truth
     assert exact_match("", ["x"]) == 0.0                    # an empty answer is a wrong answer
+
+
+def _official_f1(prediction, truth):
+    """The official SQuAD v2 script's normalize_answer and compute_f1, written out."""
+    def tokens(s):
+        s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
+        return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split()).split()
+
+    p, t = tokens(prediction), tokens(truth)
+    if not p or not t:
+        return float(p == t)
+    same = sum((Counter(p) & Counter(t)).values())
+    if same == 0:
+        return 0.0
+    return 2 * (same / len(p)) * (same / len(t)) / (same / len(p) + same / len(t))
+
+
+# ASCII texts (the fast path: bytes lowercased and stripped of punctuation) with the articles beside
+# punctuation, control characters (\x01: no word character and no space) and str.split's extra white
+# space (\x1c-\x1f), and non-ASCII ones (the expression's path)
+TRICKY = ["The cat.", "a.the an,A", "the\x01cat the", "an\x1ca\x1dthe cat", "  the\tA\n", "x_the_y an_", "",
+          "!!!", "The café", "theatre an apple", "A-an-THE", "thé the", "the…a"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["the", "a", "an", "The", "cat", "A", " ", ".", ",", "'", "-", "\x01", "\x1c",
+                                 "\t", "é", "7", "_"]), max_size=12).map("".join),
+       st.lists(st.sampled_from(["the", "a", "cat", "A", " ", ".", "\x1f", "é", "7"]), max_size=8).map("".join))
+def test_token_f1_is_the_official_squad_arithmetic_on_any_text(answer, reference):
+    assert squad_f1(answer, reference) == _official_f1(answer, reference)
+    if reference.strip():
+        assert answer_token_f1(answer, [reference, "cat"]) == max(_official_f1(answer, reference),
+                                                                   _official_f1(answer, "cat"))
+
+
+def test_token_f1_is_the_official_squad_arithmetic_on_real_answers(answer_pairs):
+    long = [(a, [" ".join(TRICKY) + " the cat", "the cat"]) for a in TRICKY + [" ".join(TRICKY * 3)]]  # > 8 tokens
+    for answer, refs in answer_pairs + [(a, [r for r in TRICKY if r.strip()]) for a in TRICKY] + long:
+        assert answer_token_f1(answer, refs) == max(_official_f1(answer, r) for r in refs), (answer, refs)
 
 
 def _squad_answers(data_dir, n):

@@ -46,6 +46,28 @@ def test_a_text_in_use_stays_and_is_computed_once():
     assert upper("Reference ", ) == "REFERENCE " and upper(text="x") == "X"  # keyword arguments work too
 
 
+def test_a_tokeniser_is_keyed_by_its_text_alone():
+    """A function of one argument ``text`` gets the one-argument wrapper: ``f(t)`` and ``f(text=t)`` are one
+    entry, charged the text's length; a function of more arguments keeps the general key."""
+    calls = []
+
+    @text_cache(max_bytes=10_000, per_entry=100, per_char=10)
+    def words(text: str) -> tuple[str, ...]:
+        calls.append(text)
+        return tuple(text.split())
+
+    assert words("a b") == words(text="a b") == ("a", "b") and calls == ["a b"]
+    assert words.cache_info() == {"entries": 1, "bytes": 100 + 10 * 3, "max_bytes": 10_000}
+
+    @text_cache(max_bytes=10_000, per_entry=100, per_char=10)
+    def joined(text: str, sep: str = " ") -> str:
+        calls.append(text)
+        return sep.join(text)
+
+    assert joined("ab") == joined("ab") == "a b" and calls == ["a b", "ab"]
+    assert joined.cache_info()["bytes"] == 100 + 10 * 2
+
+
 @pytest.mark.slow  # about 10 s: tracemalloc watching 3.6 M characters tokenised
 def test_real_caches_hold_their_budget_in_memory():
     """150 distinct long answers (about 24,000 characters each) through the SQuAD counts and rouge's

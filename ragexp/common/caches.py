@@ -14,6 +14,10 @@ previous old one is dropped); a hit in the old generation moves the entry back t
 text used at least once while half the budget fills stays; the cache never holds more than its
 budget (but for one entry larger than half of it, held alone).
 
+A tokeniser (a function of one argument, ``text``) gets a wrapper of that one argument, keyed by the text
+itself: the per-call cost of a lookup is a dictionary probe, which a run that scores every text once pays
+on each record (docs/performance.md, "Deterministic metrics").
+
     >>> calls = []
     >>> @text_cache(max_bytes=1_000, per_entry=0, per_char=10)
     ... def upper(text):
@@ -31,6 +35,7 @@ budget (but for one entry larger than half of it, held alone).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 _MISS = object()
@@ -48,6 +53,17 @@ def _chars(args: tuple) -> int:
     return n
 
 
+def _one_text(fn: Callable) -> bool:
+    """True when ``fn`` takes one argument, ``text``, and nothing else (the tokenisers): its cache is keyed by the
+    text alone. A keyword call ``fn(text=...)`` keys the same as ``fn(...)``."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return (len(params) == 1 and params[0].name == "text" and params[0].default is params[0].empty
+            and params[0].kind == params[0].POSITIONAL_OR_KEYWORD)
+
+
 def text_cache(max_bytes: int = 32 * 2 ** 20, *, per_entry: int = 256, per_char: int = 48) -> Callable:
     """Decorate a function of texts (hashable arguments; keyword arguments are part of the key as
     given) with a cache of at most ``max_bytes`` estimated bytes (see the module's docstring)."""
@@ -57,6 +73,22 @@ def text_cache(max_bytes: int = 32 * 2 ** 20, *, per_entry: int = 256, per_char:
         young: dict = {}
         old: dict = {}
         used = 0
+
+        def cached_text(text):
+            # a function of one text: keyed by the text itself, no argument tuple packed or walked
+            nonlocal young, old, used
+            value = young.get(text, _MISS)
+            if value is not _MISS:
+                return value
+            value = old.pop(text, _MISS)
+            if value is _MISS:
+                value = fn(text)
+            cost = per_entry + per_char * (len(text) if type(text) is str else _chars((text,)))
+            if used + cost > half:  # the young generation is full: it becomes the old one
+                old, young, used = young, {}, 0
+            young[text] = value
+            used += cost
+            return value
 
         def cached(*args, **options):
             nonlocal young, old, used
@@ -87,6 +119,8 @@ def text_cache(max_bytes: int = 32 * 2 ** 20, *, per_entry: int = 256, per_char:
             # charged per_entry bytes or more), which core.scoring.clear_text_caches reads to find the caches
             return {"maxsize": max_bytes // max(per_entry, 1), "typed": False, "max_bytes": max_bytes}
 
+        if _one_text(fn):
+            cached = cached_text
         cached.cache_clear, cached.cache_info, cached.cache_parameters = cache_clear, cache_info, cache_parameters
         cached.__wrapped__, cached.__doc__, cached.__name__ = fn, fn.__doc__, fn.__name__
         cached.__qualname__, cached.__module__ = fn.__qualname__, fn.__module__

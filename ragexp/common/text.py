@@ -39,7 +39,34 @@ def squad_normalize(text: str) -> str:
 
 def _squad_words(text: str) -> list[str]:
     """:func:`squad_normalize`'s words, before they are joined by single spaces."""
+    words = _ascii_words(text)
+    if words is not None:
+        return [w for w in words if w not in _DROPPED]
     return _ARTICLES.sub(" ", text.lower().translate(_NO_PUNCT)).split()
+
+
+#: SQuAD's punctuation, and the white space ``bytes.split`` and ``str.split`` both split an ASCII text on
+_PUNCT_BYTES = string.punctuation.encode()
+_SPACE_BYTES = b" \t\n\r\x0b\x0c"
+
+
+def _ascii_words(text: str) -> list[str] | None:
+    """An ASCII text's words after SQuAD's lowercasing and punctuation removal, articles still in, when
+    they are letters and digits only (None otherwise, e.g. a control character or non-ASCII text).
+
+    Then each article the expression ``\\b(a|an|the)\\b`` would remove is a whole word, so leaving the words
+    ``a``, ``an`` and ``the`` out gives :func:`squad_normalize`'s words; the bytes' C-level lowercasing and
+    deletion replace ``str.translate``'s per-character table look-ups (docs/performance.md, "Deterministic metrics").
+
+    >>> _ascii_words("The Cat's (a) hat!"), _ascii_words("naïve"), _ascii_words("tab\\x01")
+    (['the', 'cats', 'a', 'hat'], None, None)
+    """
+    if not text.isascii():
+        return None
+    kept = text.encode().lower().translate(None, _PUNCT_BYTES)
+    if not kept.translate(None, _SPACE_BYTES).isalnum():  # empty, or a character neither a word's nor a space
+        return None
+    return kept.decode().split()
 
 
 #: the characters a text is segmented one by one for (docs/metrics.md, "Keywords and Chinese text"):
@@ -96,9 +123,55 @@ def squad_tokens(text: str) -> list[str]:
 @text_cache(per_char=26)
 def squad_counts(text: str) -> tuple[dict[str, int], int]:
     """The SQuAD tokens of ``text`` counted (token → occurrences), and how many there are (cached: a
-    run meets the same reference in several metrics; the tokens themselves are not kept)."""
-    toks = _token_list(text)
-    return token_counts(toks), len(toks)
+    run meets the same reference in several metrics; the tokens themselves are not kept).
+
+    >>> squad_counts("The cat and the hat, a cat.")
+    ({'cat': 2, 'and': 1, 'hat': 1}, 4)
+    """
+    words = _ascii_words(text)
+    if words is None:
+        toks = _token_list(text)
+        return token_counts(toks), len(toks)
+    counts = token_counts(words)  # the articles counted, then taken out: one pass, no filtered list
+    n = len(words)
+    for article in ("the", "a", "an"):
+        if article in counts:
+            n -= counts.pop(article)
+    return counts, n
+
+
+def squad_bag(text: str) -> tuple[list[str], int]:
+    """The SQuAD tokens of ``text`` as a list to count other texts' tokens in (``list.count``, in C), and how
+    many tokens it has; uncached (an answer is met once per metric). The list of an ASCII text may still
+    hold the articles a / an / the, which are never a SQuAD token: count in it only the tokens of
+    :func:`squad_counts` or :func:`squad_tokens`.
+
+    >>> words, n = squad_bag("The cat saw a cat.")
+    >>> n, words.count("cat"), words.count("saw")
+    (3, 2, 1)
+    """
+    words = _ascii_words(text)
+    if words is None:
+        words = _token_list(text)
+        return words, len(words)
+    return words, len(words) - words.count("the") - words.count("a") - words.count("an")
+
+
+def bag_overlap(words: list[str], counts: dict[str, int]) -> int:
+    """The multiset overlap of :func:`squad_bag`'s list and another text's :func:`squad_counts`, walking the
+    counts (:func:`overlap` of the two texts' counts, without counting the list while the counts are a few:
+    a reference answer's; each ``list.count`` walks the whole list).
+
+    >>> bag_overlap(squad_bag("the cat saw a cat")[0], {"cat": 1, "dog": 2})
+    1
+    """
+    if len(counts) > 8:  # a long text's counts: the list counted once costs less than a walk per token
+        return overlap(token_counts(words), counts)
+    same = 0
+    for token, c in counts.items():
+        k = words.count(token)
+        same += c if c < k else k
+    return same
 
 
 def token_counts(tokens: Iterable[str]) -> dict[str, int]:

@@ -30,7 +30,7 @@ from functools import lru_cache, partial
 
 from ragexp.common.caches import text_cache
 from ragexp.matchers.rouge import rouge_l, rouge_n
-from ragexp.common.text import answer_normalize, overlap, squad_counts
+from ragexp.common.text import answer_normalize, bag_overlap, overlap, squad_bag, squad_counts
 from ragexp.metrics.base import Score, is_number, register
 
 
@@ -77,15 +77,14 @@ def squad_f1(prediction: str, reference: str) -> float:
     >>> squad_f1("the cat sat", "a cat sat down") == 2 * (2/2 * 2/3) / (2/2 + 2/3)
     True
     """
-    return _f1(*squad_counts(prediction), *squad_counts(reference))
+    (p_counts, p_len), (r_counts, r_len) = squad_counts(prediction), squad_counts(reference)
+    return _f1(overlap(p_counts, r_counts), p_len, r_len)
 
 
-def _f1(p_counts: dict, p_len: int, r_counts: dict, r_len: int) -> float:
-    """:func:`squad_f1` from the two texts' counted tokens (:func:`ragexp.common.text.squad_counts`)."""
+def _f1(same: int, p_len: int, r_len: int) -> float:
+    """:func:`squad_f1` from the tokens two texts share (a multiset overlap) and their numbers of tokens."""
     if not p_len or not r_len:
         return float(p_len == r_len)
-    # token_prf's arithmetic, without its cache of pairs: an answer meets each reference once
-    same = overlap(p_counts, r_counts)
     if same == 0:
         return 0.0
     precision, recall = same / p_len, same / r_len
@@ -93,8 +92,10 @@ def _f1(p_counts: dict, p_len: int, r_counts: dict, r_len: int) -> float:
 
 
 def _answer_token_f1(prepared: tuple[str, list[str]], **_) -> float:
-    answer = squad_counts(prepared[0])  # counted once for all its references
-    return max(_f1(*answer, *squad_counts(r)) for r in prepared[1])
+    # the answer's tokens once for all its references, not counted (an answer is met once): each reference's
+    # tokens, a few, are counted in them (bag_overlap); a reference's counts are cached (a run meets it again)
+    words, n = squad_bag(prepared[0])
+    return max(_f1(bag_overlap(words, r_counts), n, r_len) for r_counts, r_len in map(squad_counts, prepared[1]))
 
 
 @register(prepare=_references, finish=_answer_token_f1)
