@@ -300,3 +300,35 @@ def test_an_interrupted_generate_keeps_every_reply_it_received(tmp_path):
     asked = report["generated"] + report["answerability_checks"]
     assert report["judge"]["cache_hits"] == cached and server.calls == report["judge"]["calls"] == asked - cached
     assert adds_up(report) and report["asked"] == 60
+
+
+def test_the_side_work_starts_once_a_reply_is_back_and_waiting_items_follow_it(tmp_path):
+    """The side work (bm25s' import, BM25, the language models: CPU under the GIL) starts once the first reply is
+    back, not while litellm's first call, which every request waits for, is still under way (docs/performance.md,
+    "Test-set generation"); the items that wait for it are asked after it."""
+    import concurrent.futures
+
+    from ragexp.judge import build_judge
+    from ragexp.testset.generator import Candidate, Limits, generate
+    from ragexp.testset.passages import Passage
+
+    passages = [Passage(f"d{i}#0", f"d{i}", 0, len(t), t) for i, t in enumerate(TEXTS)]
+    seen: dict[str, int] = {}
+
+    def side() -> concurrent.futures.Future:
+        with server.lock:  # the requests the server has answered by now
+            seen["answered"], seen["calls"] = server.calls - server.in_flight, server.calls
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        done.set_result(None)
+        return done
+
+    with JudgeServer(latency=0.3) as server:
+        judge = build_judge(config(tmp_path, tmp_path / "unused.jsonl", server.url)["judge"])
+        warm = Passage("w#0", "w", 0, 60, "Tin mines on the Cornish coast closed one by one after 1870.")
+        generate(judge, [Candidate(9, "factoid", [warm])], Limits())  # litellm's first call made: no load
+        server.reset()  # in the test's timing on a busy machine
+        items = [Candidate(i, "factoid", [p], waits=i == 4) for i, p in enumerate(passages)]
+        generate(judge, items, Limits(), side=side)
+        asked_after = [r for r in server.log if TEXTS[4] in json.dumps(r.body)]
+    assert seen["calls"] >= 1 and seen["answered"] >= 1, seen  # the old rule started it with 4 in flight, 0 answered
+    assert items[4].question and asked_after, items[4]

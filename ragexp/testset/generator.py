@@ -153,13 +153,19 @@ async def _one(client: JudgeClient, c: Candidate, limits: Limits, usage: Usage) 
     c.outcome = "generated"
 
 
+#: seconds after which the side work of :func:`agenerate` starts though no reply came back yet (a slow judge)
+SIDE_AFTER_S = 3.0
+
+
 async def agenerate(judge: Any, candidates: list[Candidate], limits: Limits, progress: bool = False,
                     side: Callable[[], concurrent.futures.Future] | None = None) -> Usage:
     """Ask and check every candidate (in place) on the judge's client; the run's usage.
 
     ``side`` starts work to run beside the calls (in its own thread) and returns its future: it is started once the
-    first requests are out (or after a second, e.g. when every reply is cached), so that its CPU falls in the wait
-    for their replies; candidates that ``wait`` are asked after it is done, and its failure fails the run."""
+    first reply is back (a cache hit, a failure, or :data:`SIDE_AFTER_S` seconds without one), so that its CPU falls
+    in the wait for the other replies and not in litellm's first call, which must finish before any request leaves
+    (docs/performance.md, "Test-set generation"); candidates that ``wait`` are asked after it is done, and its
+    failure fails the run."""
     usage = Usage()
     budget = Budget(judge.settings.max_cost_usd)
     client = JudgeClient(judge.settings, judge.cache, judge.prices, usage, budget)
@@ -175,9 +181,9 @@ async def agenerate(judge: Any, candidates: list[Candidate], limits: Limits, pro
         bar = tqdm(total=len(candidates), desc="generate", file=sys.stderr, leave=False, mininterval=0.5)
 
     async def beside() -> None:
-        first = min(judge.settings.max_concurrency, sum(1 for c in candidates if not c.waits))
-        since = loop.time()  # cached replies keep the loop busy: no wait to fill then
-        while client.in_flight < first and not usage.cache_hits and loop.time() - since < 1.0:
+        since, asks_first = loop.time(), any(not c.waits for c in candidates)  # else nothing is asked before it
+        while (asks_first and not (usage.answered or usage.cache_hits or usage.failures)
+               and loop.time() - since < SIDE_AFTER_S):
             await asyncio.sleep(0.01)
         try:
             side_done.set_result(await asyncio.wrap_future(side()))

@@ -9,6 +9,7 @@ Every item asked for ends in exactly one outcome (:mod:`ragexp.testset.generator
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import sys
 import threading
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from ragexp.common.collector import collector_paused
 from ragexp.common.files import refuse_overwriting, write_atomic
 from ragexp.common.secrets import redact
 from ragexp.datasets.corpus import TEXT_SUFFIXES, read_corpus
@@ -111,16 +113,18 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
 
         raise ConfigError(f"ragexp.generate needs a model to write and check the questions: add judge=<name> "
                           f"({JUDGE_NAMES_HINT})")
-    judge = build_judge(cfg.get("judge"))
-    clock["read"] = time.perf_counter()
-    picked = sample(pool, n, seed)
-    short_of = n - len(picked)
-    if short_of and (line := too_few_line(n, pool, min_words, _counter(corpus.docs, min_words))):
-        print(f"ragexp.generate: warning: {line}", file=sys.stderr)  # with the setting that gives enough passages
-    candidates = _candidates(kind_plan(n, shares, seed), picked, pool, min_words)
-    clock["indexed"], cpu = time.perf_counter(), time.process_time()
-    side = _SideWork(passages, pool, candidates)
-    with frozen_heap():
+    with contextlib.ExitStack() as frozen:
+        with collector_paused():  # litellm's import (the judge's prices): its objects are frozen before any
+            judge = build_judge(cfg.get("judge"))  # collection walks them, the first request yet to leave
+            frozen.enter_context(frozen_heap())
+        clock["read"] = time.perf_counter()
+        picked = sample(pool, n, seed)
+        short_of = n - len(picked)
+        if short_of and (line := too_few_line(n, pool, min_words, _counter(corpus.docs, min_words))):
+            print(f"ragexp.generate: warning: {line}", file=sys.stderr)  # with the setting that gives enough passages
+        candidates = _candidates(kind_plan(n, shares, seed), picked, pool, min_words)
+        clock["indexed"], cpu = time.perf_counter(), time.process_time()
+        side = _SideWork(passages, pool, candidates)
         usage = generate(judge, [c for c in candidates if c.outcome == "pending"], limits, progress, side=side.start)
         clock["asked"], cpu = time.perf_counter(), time.process_time() - cpu
         records = _kept_records(candidates, side.index(), dup, judge.settings.model, chunker.name)
