@@ -303,3 +303,26 @@ def test_a_lone_surrogate_in_a_digested_text_raises_as_json_does():
             json.dumps([value], ensure_ascii=False).encode()
         with pytest.raises(UnicodeEncodeError):
             FieldsDigest(("a",)).update([SimpleNamespace(a=value)])
+
+
+def test_per_sample_columns_keep_a_field_some_record_holds_even_falsy_and_in_their_order():
+    """A record field is a column when some record holds it (record.has), a label or latency when one is not None,
+    even when every held value is falsy (False, 0.0, a tuple); fields all absent or empty are left out, and so are
+    the run's extra columns when no record has an extra key. Columns come in their documented order."""
+    from ragexp.common.records import Record
+    from ragexp.metrics.base import Score
+    from ragexp.results.columns import per_sample_columns
+
+    bare = [Record(id=f"r{i}", query="q", answer="", contexts=[] if i else None, category="", human={} if i else None)
+            for i in range(3)]
+    scores = {"m": [Score(1.0), Score(None, "undefined", "why"), Score(0.0)]}
+    assert list(per_sample_columns(bare, scores)) == ["id", "query", "answer", "m", "m/status", "m/detail"]
+    falsy = [Record(id="a", query="q", gt_context_ids=(), latency_s=0.0, human={"correct": 0.0}),
+             Record(id="b", query="q", label=False, extra={"pipeline_error": "", "note": 0}),
+             Record(id="c", query="q", context_sources=["s"], extra={"trace_id": "t1"})]
+    columns = per_sample_columns(falsy, {})
+    assert list(columns) == ["id", "query", "answer", "gt_context_ids", "context_sources", "label", "human/correct",
+                             "latency_s", "trace_id", "note"]
+    assert columns["gt_context_ids"] == [(), None, None] and columns["label"] == [None, False, None]
+    assert columns["latency_s"] == [0.0, None, None] and columns["human/correct"] == [0.0, None, None]
+    assert columns["trace_id"] == [None, None, "t1"] and columns["note"] == [None, 0, None]

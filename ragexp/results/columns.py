@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from itertools import islice
+from operator import attrgetter
 from typing import Any, Iterator
 
 from orjson import dumps as _dumps
@@ -79,21 +80,28 @@ def per_sample_columns(records, scores: dict[str, list[Score]], cluster_by: str 
     clusters = cluster_labels(records, cluster_by, dataset="", source="") if cluster_by else None
     # a column some rows lack is still in its place for all (blank there), so the order holds; list cells are
     # the records' own lists, not copies (100k copies cost 3 full garbage collections)
-    columns: dict[str, list] = {f: [getattr(r, f) for r in records] for f in RECORD_COLUMNS
-                                if f in RECORD_COLUMNS[:3] or any(r.has(f) for r in records)}
+    # (a truthy value is held, so record.has is asked only of a column with none)
+    columns: dict[str, list] = {}
+    for f in RECORD_COLUMNS:
+        values = list(map(attrgetter(f), records))
+        if f in RECORD_COLUMNS[:3] or any(values) or any(r.has(f) for r in records):
+            columns[f] = values
     if clusters is not None:
         columns[cluster_by] = list(clusters)
-    if any(r.label is not None for r in records):
-        columns["label"] = [r.label for r in records]
-    for key in dict.fromkeys(k for r in records for k in (r.human or {})):  # people's labels: docs/judge-trust.md
-        columns[f"human/{key}"] = [(r.human or {}).get(key) for r in records]
-    if any(r.latency_s is not None for r in records):
-        columns["latency_s"] = [r.latency_s for r in records]
-    # why a stage left a sample's fields empty; a traced app's trace, what of it was read, its retriever's scores
-    for name in ("pipeline_error", "trace_id", "trace_status", "context_scores"):
-        if any(r.extra.get(name) for r in records):
-            columns[name] = [r.extra.get(name) or None for r in records]
-    columns.update(_extra_columns(records, set(columns)))
+    labels, humans, latencies = (list(map(attrgetter(f), records)) for f in ("label", "human", "latency_s"))
+    if labels.count(None) < len(labels):
+        columns["label"] = labels
+    if any(humans):  # people's labels: docs/judge-trust.md
+        for key in dict.fromkeys(k for marks in humans for k in (marks or {})):
+            columns[f"human/{key}"] = [(marks or {}).get(key) for marks in humans]
+    if latencies.count(None) < len(latencies):
+        columns["latency_s"] = latencies
+    if any(map(attrgetter("extra"), records)):  # a record with keys beyond the fields
+        # why a stage left a sample's fields empty; a traced app's trace, what of it was read, its retriever's scores
+        for name in ("pipeline_error", "trace_id", "trace_status", "context_scores"):
+            if any(r.extra.get(name) for r in records):
+                columns[name] = [r.extra.get(name) or None for r in records]
+        columns.update(_extra_columns(records, set(columns)))
     for key, per in scores.items():
         columns[key] = [s.value for s in per]
         columns[status_column(key)] = [s.status for s in per]
