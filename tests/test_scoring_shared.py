@@ -109,7 +109,6 @@ def test_scoring_on_two_processes_gives_the_scores_of_one(records):
     assert seen == records  # the progress wrapper saw every record once
 
 
-@register(fields=("answer",))
 def scoring_pid(answer: str) -> float:
     """The id of the process that scored the record: where a run's scoring happened."""
     import os
@@ -117,8 +116,18 @@ def scoring_pid(answer: str) -> float:
     return float(os.getpid())
 
 
+@pytest.fixture
+def pid_metric():
+    """``scoring_pid`` registered for one test only: other tests walk every registered metric."""
+    from ragexp.metrics import base
+
+    register(fields=("answer",))(scoring_pid)
+    yield
+    del base.REGISTRY["scoring_pid"], base._BY_FUNCTION[scoring_pid]
+
+
 @pytest.mark.parametrize("processes", [1, 2])
-def test_a_run_in_memory_scores_on_the_processes_it_is_given(processes):
+def test_a_run_in_memory_scores_on_the_processes_it_is_given(processes, pid_metric):
     # execution.processes is the number of scoring processes for a run held in memory too (it was followed by
     # streamed runs only, so a run of 5,000 records forked whatever it was told): one → this process alone
     import os
