@@ -73,6 +73,16 @@ def test_tokens_identical_to_rouge_score_tokenizer(text):
 
 
 @settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(max_codepoint=127), max_size=80))
+def test_ascii_tokens_identical_to_rouge_score_tokenizer(text):
+    """An ASCII text is tokenised byte by byte (bytes.translate), any other by the expression: both as rouge-score."""
+    from rouge_score import tokenize
+
+    assert list(tokens(text).seq) == tokenize.tokenize(text, None)
+    assert tokens(text).repeats == len(tokens(text).seq) - len(set(tokens(text).seq))
+
+
+@settings(max_examples=300, deadline=None)
 @given(st.lists(WORDS, max_size=40), st.lists(WORDS, max_size=40))
 def test_lcs_length_is_symmetric(a, b):
     ta, tb = tokens(" ".join(a)), tokens(" ".join(b))

@@ -31,13 +31,12 @@ class Tokens:
     positions is built when the LCS first asks for it (:meth:`mask`), from a positions index made once:
     linear in the text's length (one mask per token shared with the other text, not one per token)."""
 
-    __slots__ = ("seq", "set", "counts", "n", "repeats", "_positions", "_masks", "_all")
+    __slots__ = ("seq", "set", "n", "repeats", "_positions", "_masks", "_all")
 
     def __init__(self, seq: tuple[str, ...]):
         self.seq, self.n = seq, len(seq)
-        self.counts = token_counts(seq)  # token → how many times it occurs
-        self.set = frozenset(self.counts)
-        self.repeats = self.n - len(self.counts)
+        self.set = frozenset(seq)
+        self.repeats = self.n - len(self.set)  # occurrences beyond each token's first
         self._positions: dict[str, list[int]] | None = None
         self._masks: dict[str, int] = {}
         self._all = False
@@ -71,8 +70,15 @@ class Tokens:
 @text_cache(per_char=56)  # with the bit masks the LCS adds
 def _plain_tokens(text: str) -> Tokens:
     # Same tokens as rouge_score.tokenize.tokenize(text, None): after the substitution only
-    # [a-z0-9] and spaces remain, so str.split() yields exactly its valid, non-empty tokens.
+    # [a-z0-9] and spaces remain, so str.split() yields exactly its valid, non-empty tokens. An ASCII
+    # text gets the same substitution byte by byte in C (lowercased, every byte but [a-z0-9] a space).
+    if text.isascii():
+        return Tokens(tuple(text.encode().lower().translate(_SPACED).decode().split()))
     return Tokens(tuple(_NON_ALNUM.sub(" ", text.lower()).split()))
+
+
+#: bytes.translate's table: [a-z0-9] kept, any other byte a space (what _NON_ALNUM's substitution does)
+_SPACED = bytes(b if b in b"abcdefghijklmnopqrstuvwxyz0123456789" else 32 for b in range(256))
 
 
 _STEMMER = None
@@ -130,7 +136,11 @@ def fmeasure(precision: float, recall: float) -> float:
 
 def rouge_l(target: str, prediction: str, use_stemmer: bool = False) -> tuple[float, float, float]:
     """(precision, recall, F) of ROUGE-L, as ``RougeScorer(['rougeL']).score(target, prediction)``."""
-    t, p = tokens(target, use_stemmer), tokens(prediction, use_stemmer)
+    return rouge_l_of(tokens(target, use_stemmer), tokens(prediction, use_stemmer))
+
+
+def rouge_l_of(t: Tokens, p: Tokens) -> tuple[float, float, float]:
+    """:func:`rouge_l` of two texts' tokens (a prediction tokenised once for all its targets)."""
     if not t.n or not p.n:
         return 0.0, 0.0, 0.0
     lcs = lcs_length(t, p)
@@ -148,7 +158,7 @@ def _ngram_counts(text: str, n: int, use_stemmer: bool) -> tuple[dict[tuple[str,
     # (and rouge1/rouge2 the same answer) many times
     tok = tokens(text, use_stemmer)
     if n == 1:
-        return tok.counts, tok.n  # the unigrams are the tokens (keyed by token, not 1-tuple: both sides alike)
+        return token_counts(tok.seq), tok.n  # the unigrams are the tokens (keyed by token, not 1-tuple: both sides alike)
     counts = _ngrams(tok.seq, n)
     return dict(counts), sum(counts.values())
 
@@ -177,7 +187,7 @@ def min_passing_lcs(n_target: int, threshold: float, inclusive: bool) -> int | N
     return None
 
 
-__all__ = ["Tokens", "tokens", "lcs_length", "fmeasure", "rouge_l", "rouge_n", "min_passing_lcs"]
+__all__ = ["Tokens", "tokens", "lcs_length", "fmeasure", "rouge_l", "rouge_l_of", "rouge_n", "min_passing_lcs"]
 
 
 # -- the matcher -------------------------------------------------------------------------------

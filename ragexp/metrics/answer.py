@@ -29,7 +29,7 @@ from __future__ import annotations
 from functools import lru_cache, partial
 
 from ragexp.common.caches import text_cache
-from ragexp.matchers.rouge import rouge_l, rouge_n
+from ragexp.matchers.rouge import rouge_l_of, rouge_n, tokens
 from ragexp.common.text import answer_normalize, bag_overlap, overlap, squad_bag, squad_counts
 from ragexp.metrics.base import Score, is_number, register
 
@@ -168,7 +168,8 @@ def sentence_bleu(hypothesis: str, references: list[str], *, lowercase: bool = F
 def _best(prepared: tuple[str, list[str]], *, n: int | None, use_stemmer: bool = False, **_) -> float:
     answer, refs = prepared
     if n is None:
-        return max(rouge_l(r, answer, use_stemmer)[2] for r in refs)
+        p = tokens(answer, use_stemmer)  # once for all its references
+        return max(rouge_l_of(tokens(r, use_stemmer), p)[2] for r in refs)
     return max(rouge_n(r, answer, n, use_stemmer)[2] for r in refs)
 
 
