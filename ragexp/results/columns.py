@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from itertools import islice
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Iterator
 
 from orjson import dumps as _dumps
@@ -268,8 +268,6 @@ def update_digests(records, *digests: FieldsDigest) -> None:
     """``digest.update(records)`` for each of ``digests`` in one pass over the records: a field several
     digests hash (``id``, ``answer``) is encoded once, and each digest's line is joined from those bytes
     (``json.dumps([a, b])`` is ``"[" + json.dumps(a) + ", " + json.dumps(b) + "]"``)."""
-    from operator import attrgetter
-
     fields = tuple(dict.fromkeys(f for d in digests for f in d.fields))
     get = attrgetter(*fields) if len(fields) > 1 else (lambda r, g=attrgetter(*fields): (g(r),))
     lines = [(d._hash.update, _line_format(len(d.fields)), _picker([fields.index(f) for f in d.fields]))
@@ -292,8 +290,6 @@ def _line_format(n: int) -> bytes:
 
 def _picker(indices: list[int]):
     """A function of a record's encoded values to the tuple of those at ``indices``, in order."""
-    from operator import itemgetter
-
     return itemgetter(*indices) if len(indices) > 1 else (lambda parts, i=indices[0]: (parts[i],))
 
 
