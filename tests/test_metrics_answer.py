@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
+from ragexp.common.text import squad_normalize
 from ragexp.metrics.answer import answer_token_f1, bleu, exact_match, rouge1, rouge2, rougeL, squad_f1
 
 DOG_REFS = ["The dog had bit the man.", "The man had bitten the dog."]
@@ -47,13 +48,15 @@ def test_exact_match_and_token_f1_follow_squad():
     assert exact_match("", ["x"]) == 0.0                    # an empty answer is a wrong answer
 
 
-def _official_f1(prediction, truth):
-    """The official SQuAD v2 script's normalize_answer and compute_f1, written out."""
-    def tokens(s):
-        s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
-        return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split()).split()
+def _official_normalize(s):
+    """The official SQuAD v2 script's normalize_answer, written out."""
+    s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
 
-    p, t = tokens(prediction), tokens(truth)
+
+def _official_f1(prediction, truth):
+    """The official SQuAD v2 script's compute_f1, written out."""
+    p, t = _official_normalize(prediction).split(), _official_normalize(truth).split()
     if not p or not t:
         return float(p == t)
     same = sum((Counter(p) & Counter(t)).values())
@@ -74,6 +77,7 @@ TRICKY = ["The cat.", "a.the an,A", "the\x01cat the", "an\x1ca\x1dthe cat", "  t
                                  "\t", "é", "7", "_"]), max_size=12).map("".join),
        st.lists(st.sampled_from(["the", "a", "cat", "A", " ", ".", "\x1f", "é", "7"]), max_size=8).map("".join))
 def test_token_f1_is_the_official_squad_arithmetic_on_any_text(answer, reference):
+    assert squad_normalize(answer) == _official_normalize(answer)
     assert squad_f1(answer, reference) == _official_f1(answer, reference)
     if reference.strip():
         assert answer_token_f1(answer, [reference, "cat"]) == max(_official_f1(answer, reference),

@@ -39,7 +39,9 @@ def _references(answer: str, reference_answers: list[str], **_) -> tuple[str, li
     references, or an ``undefined`` Score when there is none. A repeated reference changes no value
     (a max over references; BLEU clips by the largest count in any reference and takes the closest
     length), and SQuAD repeats about half of its answers."""
-    refs = list(dict.fromkeys(r for r in reference_answers if r.strip()))
+    refs = [r for r in reference_answers if r.strip()]
+    if len(refs) > 1:
+        refs = list(dict.fromkeys(refs))
     return (answer, refs) if refs else Score.undefined("no reference answer (empty ground truth)")
 
 
