@@ -332,3 +332,36 @@ def test_the_side_work_starts_once_a_reply_is_back_and_waiting_items_follow_it(t
         asked_after = [r for r in server.log if TEXTS[4] in json.dumps(r.body)]
     assert seen["calls"] >= 1 and seen["answered"] >= 1, seen  # the old rule started it with 4 in flight, 0 answered
     assert items[4].question and asked_after, items[4]
+
+
+def test_bm25_ranks_computed_while_asking_are_the_ranks_of_the_end(tmp_path):
+    """The side thread ranks each question generated while the asking goes on (so the end of the run does not):
+    the same ranks the end computes for the same questions and gold passages; a rank kept for another question
+    than the item's is not used."""
+    import copy
+    import time
+
+    from ragexp.testset.generator import Candidate
+    from ragexp.testset.passages import Passage
+    from ragexp.workflow.generation import _kept_records, _SideWork
+
+    passages = [Passage(f"d{i}#0", f"d{i}", 0, len(t), t) for i, t in enumerate(TEXTS)]
+    items = [Candidate(i, "factoid", [p]) for i, p in enumerate(passages)]
+    side = _SideWork(passages, passages, items)
+    index = side.start().result()
+    questions = ["When was the red bridge over the Tamar finished?", "What kept the sheep away from the apple trees?",
+                 "What did the foundry in Coalbrookdale cast?", "How many wooden piers did the harbour have?",
+                 "Which cities does the tunnel beneath the Alps join?"]
+    for c, q in zip(items, questions):
+        c.question, c.answer, c.outcome = q, "x", "generated"
+    deadline = time.monotonic() + 60
+    while len(side.ranks) < len(items) and time.monotonic() < deadline:  # ranked within one of its rounds
+        time.sleep(0.05)
+    ranked = side.ranked()
+    alone = index.ranks(questions, [{p.id} for p in passages])
+    assert ranked == {i: (q, r) for i, (q, r) in enumerate(zip(questions, alone))} and alone[0] == 1
+    at_end = _kept_records(copy.deepcopy(items), index, 0.8, "m", "none")
+    assert _kept_records(copy.deepcopy(items), index, 0.8, "m", "none", ranked) == at_end
+    wrong = {**ranked, 0: ("another question", 99)}
+    assert _kept_records(copy.deepcopy(items), index, 0.8, "m", "none", wrong) == at_end
+    assert [r["bm25_rank"] for r in at_end] == alone

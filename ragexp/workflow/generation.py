@@ -125,9 +125,10 @@ def run_generation(cfg: Mapping[str, Any], *, progress: bool = True) -> dict[str
         candidates = _candidates(kind_plan(n, shares, seed), picked, pool, min_words)
         clock["indexed"], cpu = time.perf_counter(), time.process_time()
         side = _SideWork(passages, pool, candidates)
+        frozen.callback(side.asked.set)  # on every way out: its thread stops ranking
         usage = generate(judge, [c for c in candidates if c.outcome == "pending"], limits, progress, side=side.start)
         clock["asked"], cpu = time.perf_counter(), time.process_time() - cpu
-        records = _kept_records(candidates, side.index(), dup, judge.settings.model, chunker.name)
+        records = _kept_records(candidates, side.index(), dup, judge.settings.model, chunker.name, side.ranked())
     report = _report(cfg, n, candidates, records, corpus, passages, pool, too_short, side.no_partner, short_of, usage,
                      dup)
     clock["done"] = time.perf_counter()
@@ -178,12 +179,17 @@ class _SideWork:
     (:func:`~ragexp.testset.generator.agenerate`), so that its CPU falls in the wait for their replies rather
     than before them: langdetect's profiles (and jieba's dictionary when a sampled passage holds Chinese text),
     which the first replies' language filter needs; then BM25 over every chunk and each ``multi`` item's partner
-    (the pairing rule; an item without one is asked as a factoid), which those items wait for."""
+    (the pairing rule; an item without one is asked as a factoid), which those items wait for; then, until the
+    asking ends (:meth:`ranked`), the BM25 round trip's rank of each question generated so far, which the end of
+    the run would otherwise compute after the last reply (a question's rank depends on it alone)."""
 
     def __init__(self, passages: list[Any], pool: list[Any], candidates: list[Candidate]):
         self.passages, self.pool, self.candidates = passages, pool, candidates
         self.no_partner = 0
         self.job: concurrent.futures.Future | None = None
+        self.ranks: dict[int, tuple[str, int | None]] = {}  # candidate index: (its question, its rank)
+        self.asked = threading.Event()
+        self.ranking: threading.Thread | None = None
 
     def start(self) -> concurrent.futures.Future:
         if self.job is None:
@@ -207,26 +213,47 @@ class _SideWork:
                     c.passages.append(partner)
             if chinese(multi):  # a partner's Chinese text: jieba loaded before any of those items is asked
                 checks.warm(True)
-            self.job.set_result(index)
         except BaseException as exc:  # noqa: BLE001 - handed to the run, which raises it
             self.job.set_exception(exc)
+            return
+        self.ranking = threading.current_thread()
+        self.job.set_result(index)
+        while not self.asked.wait(0.5):
+            new = [c for c in self.candidates if c.outcome == "generated" and c.index not in self.ranks]
+            try:
+                got = index.ranks([c.question for c in new], [{p.id for p in c.passages} for c in new]) if new else []
+            except Exception:  # noqa: BLE001 - the end of the run ranks what is not ranked here, and raises there
+                return
+            self.ranks.update((c.index, (c.question, rank)) for c, rank in zip(new, got))
 
     def index(self) -> Neighbours:
         """The BM25 index (the side work done, started here when asking never started it: nothing to ask)."""
         return self.start().result()
 
+    def ranked(self) -> dict[int, tuple[str, int | None]]:
+        """The ranks computed while asking (the asking is over: the thread stops after the batch under way)."""
+        self.asked.set()
+        if self.ranking is not None:
+            self.ranking.join()
+        return self.ranks
+
 
 def _kept_records(candidates: list[Candidate], index: Neighbours, dup: float, judge_model: str,
-                  chunker_name: str) -> list[dict[str, Any]]:
-    """The generated questions past the near-duplicate filter, as records with their BM25 round trip's rank."""
+                  chunker_name: str, ranked: Mapping[int, tuple[str, int | None]] | None = None) -> list[dict[str, Any]]:
+    """The generated questions past the near-duplicate filter, as records with their BM25 round trip's rank
+    (``ranked``'s when it holds the same question: :meth:`_SideWork.ranked`)."""
     made = [c for c in candidates if c.outcome == "generated"]
     for c, twin in zip(made, checks.near_duplicates([c.question for c in made], dup)):
         if twin is not None:
             c.drop("near_duplicate", f"repeats item {made[twin].index}: {made[twin].question!r}")
     kept = [c for c in candidates if c.outcome == "generated"]
-    ranks = index.ranks([c.question for c in kept], [{p.id for p in c.passages} for c in kept]) if kept else []
+    ranks = {c.index: got[1] for c in kept if (got := (ranked or {}).get(c.index)) and got[0] == c.question}
+    rest = [c for c in kept if c.index not in ranks]
+    if rest:
+        ranks.update(zip([c.index for c in rest],
+                         index.ranks([c.question for c in rest], [{p.id for p in c.passages} for c in rest])))
     records = []
-    for c, rank in zip(kept, ranks):
+    for c, rank in ((c, ranks[c.index]) for c in kept):
         c.outcome = "kept"
         rec = record_of(c, judge_model, chunker_name)
         rec["bm25_rank"], rec["difficulty"] = rank, difficulty(rank) if c.answerable else "n/a"
