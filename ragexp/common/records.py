@@ -15,7 +15,8 @@ checks every field's type and says exactly where a bad value sits::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from itertools import chain
 from typing import Any
 
 from ragexp.errors import ConfigError, DataError
@@ -60,6 +61,10 @@ class Record:
         return value is not None and not (isinstance(value, (str, list, dict)) and len(value) == 0)
 
 
+# _plain_record makes a Record with its fields in this order
+assert tuple(f.name for f in fields(Record)) == (*FIELDS, "extra"), "Record's fields are FIELDS, then extra"
+
+
 def _got(value: Any) -> str:
     """``value``'s type and its repr, cut to 60 characters, for an error line."""
     text = repr(value)
@@ -101,6 +106,13 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
     ``row`` is 1-based and appears in every error. Unknown keys go to ``extra``. A single
     string in ``reference_answers`` becomes a one-item list (docs/records.md#fields).
     """
+    if type(raw) is dict and (record := _plain_record(raw, default_id)) is not None:
+        return record
+    return _checked_record(raw, path=path, row=row, default_id=default_id, scales=scales)
+
+
+def _checked_record(raw: Any, *, path: str, row: int, default_id: str | None, scales: dict[str, tuple]) -> Record:
+    """:func:`to_record` field by field: each value read or refused, in FIELDS' order, the first bad one raised."""
     if not isinstance(raw, dict):
         raise DataError(f"expected an object with the record's fields, got {_got(raw)}", path=path, row=row)
     out: dict[str, Any] = {}
@@ -143,6 +155,43 @@ def to_record(raw: dict[str, Any], *, path: str, row: int, default_id: str | Non
     _labels(raw, out, path=path, row=row)
     extra = {k: v for k, v in raw.items() if k not in _KNOWN}
     return Record(**out, extra=extra)
+
+
+_is_text = str.__instancecheck__
+#: the fields :func:`_plain_record` leaves to :func:`to_record`'s checks whenever a row has them
+_OTHER_FIELDS = ("timings", "human", "category", "context_sources")
+_NONE = frozenset({type(None)})
+_LIST_KINDS = frozenset({list, type(None)})
+
+
+def _plain_record(raw: dict[str, Any], default_id: str | None) -> Record | None:
+    """The Record :func:`to_record` makes of a row whose fields are all of their plainest kind (a non-blank
+    text ``query``, a text ``id``, lists of texts, a text ``answer``, a boolean ``label``, a finite float
+    ``latency_s`` of 0 or more; no ``timings``, ``human``, ``category`` or ``context_sources``), told with few
+    steps; None for any other row, which :func:`_checked_record` reads or refuses field by field.
+
+    >>> _plain_record({"id": "q1", "query": "Why?", "contexts": ["a"], "lang": "en"}, None) == to_record(
+    ...     {"id": "q1", "query": "Why?", "contexts": ["a"], "lang": "en"}, path="x.jsonl", row=1)
+    True
+    >>> _plain_record({"id": 7, "query": "Why?"}, None), _plain_record({"query": "Why?", "latency_s": 1}, "r")
+    (None, None)
+    """
+    get = raw.get
+    query, rid, answer, label, latency = get("query"), get("id", default_id), get("answer"), get("label"), \
+        get("latency_s")
+    if (type(query) is not str or type(rid) is not str or not query.strip()
+            or (answer is not None and type(answer) is not str) or (label is not None and type(label) is not bool)
+            or (latency is not None and not (type(latency) is float and 0.0 <= latency < math.inf))):
+        return None
+    if set(map(type, map(get, _OTHER_FIELDS))) != _NONE:
+        return None
+    lists = list(map(get, LIST_FIELDS))
+    if not set(map(type, lists)) <= _LIST_KINDS or not all(map(_is_text, chain.from_iterable(filter(None, lists)))):
+        return None
+    contexts, context_ids, gt_contexts, gt_context_ids, references = lists
+    # positional, in FIELDS' order (checked below Record's definition)
+    return Record(rid, query, contexts, context_ids, gt_contexts, gt_context_ids, answer, references, label, latency,
+                  None, None, None, None, {k: v for k, v in raw.items() if k not in _KNOWN})
 
 
 def _string_list(value: Any, name: str, *, path: str, row: int) -> list[str]:

@@ -16,7 +16,9 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
+
+import orjson
 
 from ragexp.common.collector import collector_paused
 from ragexp.errors import DataError
@@ -118,23 +120,92 @@ def read_json(path: Path) -> Any:
         raise unreadable(path, exc) from None
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(path: Path) -> JsonLines:
     """(line number, parsed object) for every non-blank line; a bad line names its number.
-    A UTF-8 byte-order mark at the start of the file is accepted, as in CSV."""
+    A UTF-8 byte-order mark at the start of the file is accepted, as in CSV. See :class:`JsonLines`."""
+    return JsonLines(path)
+
+
+#: orjson reads an integer literal past 64 bits as a float (json.loads: an int); no float it reads from a
+#: literal of 64 bits or fewer is this large, so a row holding one is read again by json.loads
+_BIG = float(2 ** 63)
+#: nesting deeper than this is read again by json.loads: json's reader runs out of Python's stack about
+#: 1,000 levels down, less the frames above it, where orjson reads 1,024 levels
+_NESTING = 100
+_is_float, _is_list, _is_dict = float.__instancecheck__, list.__instancecheck__, dict.__instancecheck__
+_TEXTS = frozenset({str})
+
+
+class JsonLines:
+    r"""The rows of a JSONL file, read lazily: an iterator of ``(line number, parsed object)`` for every
+    non-blank line; a bad line is a DataError naming its number. A UTF-8 byte-order mark at the start
+    of the file is accepted, as in CSV.
+
+    Each line is parsed by orjson, and by :func:`json.loads` when orjson refuses it (NaN, Infinity, a
+    lone surrogate, bad JSON: json's error names what and where) or would read it otherwise than
+    json does (:func:`_as_json_reads`), so every row and every error line is json's. orjson refuses a
+    lone surrogate (``"\ud800"``), so a row it read needs no search for one: :meth:`surrogate_free`
+    tells :func:`build` so.
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "x.jsonl"
+    >>> _ = f.write_text('{"q": "a"}\n\n{"n": 18446744073709551616}\n{"q": NaN}\n', encoding="utf-8")
+    >>> rows = JsonLines(f); next(rows), rows.surrogate_free(1)
+    ((1, {'q': 'a'}), True)
+    >>> next(rows), rows.surrogate_free(3), next(rows), rows.surrogate_free(4)
+    ((3, {'n': 18446744073709551616}), False, (4, {'q': nan}), False)
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # [the line number of the latest row orjson read, else 0]: shared with the reader, which holds no
+        # reference to this object (a cycle would keep the file open until the collector ran)
+        self._strict = [0]
+        self._held: list[tuple[int, Any]] = []  # a row :meth:`peek` read ahead
+        self._rows = _json_lines(path, self._strict)
+
+    def __iter__(self) -> JsonLines:
+        return self
+
+    def __next__(self) -> tuple[int, Any]:
+        if self._held:
+            return self._held.pop()
+        return next(self._rows)
+
+    def peek(self) -> tuple[int, Any] | None:
+        """The next row without taking it (None at the end of the file)."""
+        if not self._held:
+            row = next(self._rows, None)
+            if row is None:
+                return None
+            self._held.append(row)
+        return self._held[0]
+
+    def surrogate_free(self, row: int) -> bool:
+        """True when ``row`` is the latest row read and orjson read it: it holds no lone surrogate. False
+        otherwise (an earlier row, or one json read: then :func:`check_text` looks)."""
+        return row == self._strict[0]
+
+
+def _json_lines(path: Path, strict: list[int]) -> Iterator[tuple[int, Any]]:
+    """:class:`JsonLines`' reader; ``strict[0]``: the line number of the latest row orjson read, else 0."""
     try:
         with open(path, encoding="utf-8-sig") as fh:
             for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
                 try:
+                    item = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    if not line.strip():
+                        continue
+                else:
+                    if _as_json_reads(item):
+                        strict[0] = lineno
+                        yield lineno, item
+                        continue
+                strict[0] = 0
+                try:  # json's own reading and error, from this frame as before (its depth limit counts frames)
                     item = json.loads(line.rstrip("\r\n"))
                 except json.JSONDecodeError as exc:
-                    where = f"{exc.msg} column {exc.colno}" if exc.msg.endswith(" at") else f"{exc.msg} at column {exc.colno}"
-                    other = TABLE_FORMATS.get(path.suffix.lower()) not in (None, "jsonl")  # a CSV, a JSON list…
-                    hint = (f" (a {path.suffix} file: dataset=mapped reads it, its columns named by dataset.columns)"
-                            if other else "")
-                    raise DataError(f"unreadable JSON line: {where}; expected one JSON object per line{hint}",
-                                    path=str(path), row=lineno) from None
+                    raise _unreadable_line(path, lineno, exc) from None
                 except RecursionError:
                     raise DataError(TOO_DEEP, path=str(path), row=lineno) from None
                 yield lineno, item
@@ -142,6 +213,44 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
         raise not_text(path, exc) from None
     except OSError as exc:
         raise unreadable(path, exc) from None
+
+
+def _unreadable_line(path: Path, lineno: int, exc: json.JSONDecodeError) -> DataError:
+    """The one line for a JSONL line json cannot read."""
+    where = f"{exc.msg} column {exc.colno}" if exc.msg.endswith(" at") else f"{exc.msg} at column {exc.colno}"
+    other = TABLE_FORMATS.get(path.suffix.lower()) not in (None, "jsonl")  # a CSV, a JSON list…
+    hint = (f" (a {path.suffix} file: dataset=mapped reads it, its columns named by dataset.columns)"
+            if other else "")
+    return DataError(f"unreadable JSON line: {where}; expected one JSON object per line{hint}", path=str(path),
+                     row=lineno)
+
+
+def _as_json_reads(value: Any) -> bool:
+    """True when :func:`json.loads` reads what orjson read as ``value``: no float of 2**63 or more in
+    magnitude (:data:`_BIG`) and no nesting deeper than :data:`_NESTING`. A row of texts, numbers and
+    lists of texts is told at C speed; anything nested is walked level by level.
+
+    >>> _as_json_reads({"a": ["x"], "b": 1.5, "c": {"d": [1, -1e19]}}), _as_json_reads([[[]]])
+    (False, True)
+    """
+    if type(value) is dict:
+        values = value.values()
+        kinds = set(map(type, values))
+        if float in kinds and max(map(abs, filter(_is_float, values))) >= _BIG:
+            return False
+        if dict not in kinds and (list not in kinds
+                                  or set(map(type, itertools.chain.from_iterable(filter(_is_list, values)))) <= _TEXTS):
+            return True
+    level = [value]
+    for _ in range(_NESTING):
+        items = list(itertools.chain.from_iterable([v.values() if type(v) is dict else v for v in level]))
+        kinds = set(map(type, items))
+        if float in kinds and max(map(abs, filter(_is_float, items))) >= _BIG:
+            return False
+        if list not in kinds and dict not in kinds:
+            return True
+        level = list(filter(_is_list, items)) + list(filter(_is_dict, items))
+    return False
 
 
 #: Table formats :func:`read_table` knows, by file suffix.
@@ -269,9 +378,9 @@ def read_table(path: Path, fmt: str | None = None,
                         f"{', '.join(TABLE_FORMATS)} (or set {format_key})", path=str(path))
     if fmt == "jsonl":  # read as the rows are used: a streamed run never holds the file's rows
         items = iter_jsonl(path)
-        first = next(items, None)
+        first = items.peek()
         columns = list(first[1]) if first is not None and isinstance(first[1], dict) else []
-        return columns, itertools.chain([first] if first is not None else [], items)
+        return columns, items
     if fmt == "json":
         data = read_json(path)
         if not isinstance(data, list):
@@ -354,11 +463,14 @@ def _hand(sink: Any, records: list) -> int:
 @collector_paused()
 def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any]]], *, limit: int | None = None,
           label: bool | None = None, corpus: dict[str, str] | None = None, split: tuple | None = None,
-          **info: Any) -> Dataset:
+          surrogate_free: Callable[[int], bool] | None = None, **info: Any) -> Dataset:
     """Validate ``(row, raw)`` pairs into a :class:`Dataset`; ``label`` fills absent labels; ``split`` is
-    ``(dataset.split, split_fraction, split_seed)`` (:func:`ragexp.datasets.split.split_of`; None: no split). The garbage collector
+    ``(dataset.split, split_fraction, split_seed)`` (:func:`ragexp.datasets.split.split_of`; None: no split);
+    ``surrogate_free(row)`` true: the row is known to hold no lone surrogate (:meth:`JsonLines.surrogate_free`),
+    so :func:`check_text` need not look. The garbage collector
     is paused meanwhile (:func:`collector_paused`). Within :func:`streamed`, the records go to its sink."""
     scales = label_scales()  # what to_record checks people's labels on
+    path = str(source)
     records: list[Record] = []
     seen = IdRows()  # 24 bytes an id, whatever its length (a streamed read of a million ids: ~24 MB)
     sink = _SINK[-1] if _SINK else None
@@ -373,9 +485,9 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
             break
         if label is not None and isinstance(raw, dict) and raw.get("label") is None:
             raw = {**raw, "label": label}
-        if isinstance(raw, dict):
+        if isinstance(raw, dict) and not (surrogate_free is not None and surrogate_free(row)):
             check_text(raw, source, row)
-        record = to_record(raw, path=str(source), row=row, scales=scales)
+        record = to_record(raw, path=path, row=row, scales=scales)
         if (first := seen.add(record.id, row)) is not None:
             raise DataError(f"duplicate id '{record.id}' (first seen at row {first}); ids must be unique",
                             path=str(source), row=row, field="id")

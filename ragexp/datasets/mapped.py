@@ -13,9 +13,10 @@ from typing import Any, Iterable
 from ragexp.errors import DataError, did_you_mean
 from ragexp.common.records import FIELDS
 from ragexp.common.collector import collector_paused
-from ragexp.datasets.base import TOO_DEEP, Dataset, build, existing, plain, read_table
+from ragexp.datasets.base import TOO_DEEP, Dataset, JsonLines, build, existing, plain, read_table
 from ragexp.datasets.split import split_of
 
+_is_text = str.__instancecheck__
 JSON_FIELDS = ("contexts", "context_ids", "gt_contexts", "gt_context_ids", "reference_answers", "timings", "human",
                "context_sources")
 
@@ -211,6 +212,11 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
             raise DataError(f"column {c!r} (mapped to field {f!r}) not found: the file's columns are "
                             f"{', '.join(names)}", path=source, field=f)
     source_of = {c: f for f, c in mapping.items()}
+    read_clean = items.surrogate_free if isinstance(items, JsonLines) else None
+    decoded = [0]  # the latest row a field of which was decoded here: its new texts may hold a lone surrogate
+
+    def surrogate_free(row: int) -> bool:
+        return row != decoded[0] and read_clean(row)
 
     def rows():
         for row, item in items:
@@ -231,9 +237,13 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
                 for c, v in item.items():
                     if c not in source_of and c not in raw:
                         raw[c] = v
+            if not any(map(_is_text, map(raw.get, decode))):  # no field written as JSON text: the common case
+                yield row, raw
+                continue
             for f in decode:
                 v = raw.get(f)
                 if isinstance(v, str) and (strict or v.lstrip()[:1] in ("[", "{")):
+                    decoded[0] = row
                     if raw is item:  # the caller's row (a list of dicts) is left as it was
                         raw = dict(item)
                     try:
@@ -249,7 +259,8 @@ def map_rows(source: str, names: list[str], items: Iterable[tuple[int, Any]], ma
             yield row, raw
 
     try:
-        return build(name, source, rows(), limit=limit, label=label, split=split)
+        return build(name, source, rows(), limit=limit, label=label, split=split,
+                     surrogate_free=surrogate_free if read_clean is not None else None)
     except DataError as exc:
         column = mapping.get(exc.field or "")
         if column is not None and column != exc.field:  # name the user's column too: they look for it in the file

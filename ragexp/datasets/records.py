@@ -14,7 +14,9 @@ def load_records(path: str, *, name: str = "records", limit: int | None = None, 
     """Read canonical JSONL records; every field is checked against the types of docs/records.md#fields. ``split``:
     :mod:`ragexp.datasets.split`."""
     p = existing(path)
-    return build(name, p, _named_query(str(p), iter_jsonl(p)), limit=limit, label=label, split=split_of(split))
+    rows = iter_jsonl(p)
+    return build(name, p, _named_query(str(p), rows), limit=limit, label=label, split=split_of(split),
+                 surrogate_free=rows.surrogate_free)
 
 
 def _named_query(source: str, rows: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
