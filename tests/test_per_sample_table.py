@@ -230,11 +230,14 @@ def _json_lines_digest(records, fields) -> str:
     return hashlib.sha256(lines.encode()).hexdigest()[:16]
 
 
-#: Every code point but the surrogates in one text, and texts a separator or an escape could be mistaken in:
-#: quotes around commas (``","`` is orjson's list separator, ``", "`` json's), backslashes before quotes and at
-#: the end, U+007F and U+2028 (neither escapes), a non-BMP character, and escapes on both sides of 16- and
-#: 32-byte boundaries (an encoder may take a text in blocks).
+#: Every code point but the surrogates in one text (also without the control characters, and ASCII alone), and
+#: texts a separator or an escape could be mistaken in: quotes around commas (``","`` is orjson's list separator,
+#: ``", "`` json's), backslashes before quotes and at the end, U+007F and U+2028 (neither escapes), a non-BMP
+#: character, and escapes on both sides of 16- and 32-byte boundaries (an encoder may take a text in blocks).
 ADVERSARIAL_TEXTS = ["".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000),
+                     "".join(chr(c) for c in range(32, 0x110000) if not 0xD800 <= c < 0xE000),  # no control
+                     "".join(map(chr, range(128))), "".join(map(chr, range(32, 128))),  # ASCII, with and without
+                     'é"', "é\\", 'é\\"', '😀","😀', 'ü", "ü', "中\\n文",
                      '","', '", "', 'a","b', 'a", "b', '["x", "y"]', '\\', '\\"', 'ends with \\', '"', '""',
                      "\x7f\u2028\u2029\x85\ufeff", "😀𝄞", "\x00\x08\t\n\x0b\x0c\r\x1b\x1f", "null", "", " ",
                      *("x" * k + esc + "y" * k for k in (7, 15, 16, 31, 32, 63) for esc in ('"', "\\", "\n", "\x01", "é"))]

@@ -298,7 +298,8 @@ def _json_value(value: Any, encode: Any) -> bytes:
     text and a list of texts are written by orjson, whose escapes of a text are ``json.dumps``'s byte for byte
     (every code point: tests/test_per_sample_table.py), the items of a list joined by ``", "`` as ``json.dumps``
     does (orjson writes ``","``); anything else by ``encode``. A text orjson refuses (a lone surrogate, not
-    valid UTF-8) raises TypeError."""
+    valid UTF-8) raises TypeError. orjson keeps a non-ASCII text's UTF-8 inside the str, as pyarrow does when a
+    run saves its table: a run in memory that saves nothing holds that much more (docs/performance.md)."""
     if value is None or type(value) is str:
         return _dumps(value)
     if type(value) is list:
