@@ -181,3 +181,11 @@ def test_the_quick_way_gives_the_checks_record_or_leaves_the_row_to_them():
                 assert got is None or _same(got, expected), (field, value)
                 assert _same(to_record(dict(raw), path="x.jsonl", row=3, scales={}), expected)
     assert quick > 20
+
+
+def test_present_fields_counts_a_falsy_value_and_not_an_absent_one():
+    from ragexp.common.records import Record, present_fields
+
+    records = [Record(id="a", query="q", contexts=[], label=False), Record(id="b", query="q", answer="", latency_s=0.0)]
+    assert present_fields(records) == ["id", "query", "contexts", "answer", "label", "latency_s"]
+    assert present_fields([]) == []
