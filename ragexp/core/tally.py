@@ -21,6 +21,7 @@ from array import array
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Callable
 
 from ragexp.results.columns import per_sample_columns
@@ -28,6 +29,7 @@ from ragexp.core.scoring import MetricSpec, dataset_value, ratio_parts, score
 from ragexp.metrics.base import STATUSES
 
 _NAN = float("nan")
+_STATUS, _SAMPLES = attrgetter("status"), attrgetter("samples")
 
 
 def streamable(specs: list[MetricSpec], judged: bool = False) -> str | None:
@@ -89,7 +91,7 @@ def part_of(records: list, specs: list[MetricSpec], scores: Mapping[str, list], 
     a run of one chunk only (:func:`streamable` sends the others to memory)."""
     values = {key: [s.value if s.status == "ok" and s.value is not None else _NAN for s in per]
               for key, per in scores.items()}
-    statuses = {key: Counter(s.status for s in per) for key, per in scores.items()}
+    statuses = {key: Counter(map(_STATUS, per)) for key, per in scores.items()}
     confusions: dict[Any, list] = {}  # metrics sharing a ratio's parts share each record's counts
     ratios, whole = {}, {}
     for s in specs:
@@ -106,11 +108,15 @@ def part_of(records: list, specs: list[MetricSpec], scores: Mapping[str, list], 
 
     failed = {}
     for s in specs:
+        if not s.info.judge:  # only a judge metric's verdicts fail with a reason to keep
+            continue
         first = next((str(sc.detail)[:200] for sc in scores.get(s.key, ()) if sc.status in FAILED and sc.detail), None)
-        if s.info.judge and first is not None:
+        if first is not None:
             failed[s.key] = first
+    # judge.samples > 1 gives Scores their samples; a metric none of whose Scores has any is passed over at C speed
     samples = {key: [sc.samples if sc.status == "ok" and sc.samples else () for sc in per]
-               for key, per in scores.items() if any(sc.samples and len(sc.samples) > 1 for sc in per)}
+               for key, per in scores.items()
+               if any(map(_SAMPLES, per)) and any(sc.samples and len(sc.samples) > 1 for sc in per)}
     pairs = label_pairs(specs, scores, records, labelled) if labelled else {}
     for key, p in pairs.items():  # the rows the disagreements table may show: the largest differences first
         rows = sorted((-abs(h - j), i) for i, h, j in zip(p["idx"], p["human"], p["judge"]) if h != j)
