@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from itertools import chain, repeat
-from operator import attrgetter, is_not
+from itertools import chain
 from typing import Any
 
 from ragexp.errors import ConfigError, DataError
@@ -311,9 +310,8 @@ def human_labels(value: Any, *, path: str, row: int,
 
 
 def present_fields(records: list[Record]) -> list[str]:
-    """Canonical fields that at least one record has (an empty list or answer counts: it is there): Record.present
-    over the records, at C speed."""
-    return [f for f in FIELDS if any(map(is_not, map(attrgetter(f), records), repeat(None)))]
+    """Canonical fields that at least one record has (an empty list or answer counts: it is there)."""
+    return [f for f in FIELDS if any(r.present(f) for r in records)]
 
 
 def cluster_labels(records: list[Record], cluster_by: str | None, *, dataset: str, source: str) -> list[Any] | None:
