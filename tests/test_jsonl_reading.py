@@ -76,14 +76,17 @@ def test_an_integer_past_64_bits_stays_an_integer(tmp_path, load):
     # orjson reads 18446744073709551616 (2**64) as the float 1.8446744073709552e+19; json.loads as the int
     path = tmp_path / "big.jsonl"
     path.write_text('{"id": 18446744073709551616, "query": "q", "n": -9223372036854775809, '
-                    '"deep": {"v": [1, 123456789012345678901234567890]}, "top": 18446744073709551615, "f": 1e19}\n'
-                    '{"id": "b", "query": "q", "category": 100000000000000000000}\n', encoding="utf-8")
-    first, second = load(str(path)).records
+                    '"deep": {"v": [1, 123456789012345678901234567890]}, "top": 18446744073709551615, "f": 1e19, '
+                    '"l": ["x", -100000000000000000000]}\n'
+                    '{"id": "b", "query": "q", "category": 100000000000000000000}\n'
+                    '{"id": "c", "query": "q", "l": ["x", 18446744073709551616]}\n', encoding="utf-8")
+    first, second, third = load(str(path)).records
     assert first.id == "18446744073709551616"
     assert first.extra == {"n": -9223372036854775809, "deep": {"v": [1, 123456789012345678901234567890]},
-                           "top": 18446744073709551615, "f": 1e19}
+                           "top": 18446744073709551615, "f": 1e19, "l": ["x", -100000000000000000000]}
     assert type(first.extra["n"]) is int and type(first.extra["f"]) is float
     assert second.category == "100000000000000000000"
+    assert third.extra == {"l": ["x", 18446744073709551616]} and type(third.extra["l"][1]) is int
     rows = iter_jsonl(path)
     next(rows)
     assert not rows.surrogate_free(1)  # read again by json.loads

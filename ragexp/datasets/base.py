@@ -132,8 +132,8 @@ _BIG = float(2 ** 63)
 #: nesting deeper than this is read again by json.loads: json's reader runs out of Python's stack about
 #: 1,000 levels down, less the frames above it, where orjson reads 1,024 levels
 _NESTING = 100
-_is_float, _is_list, _is_dict = float.__instancecheck__, list.__instancecheck__, dict.__instancecheck__
-_TEXTS = frozenset({str})
+_is_float, _is_list, _is_dict, _is_text = (float.__instancecheck__, list.__instancecheck__, dict.__instancecheck__,
+                                           str.__instancecheck__)
 
 
 class JsonLines:
@@ -233,13 +233,11 @@ def _as_json_reads(value: Any) -> bool:
     >>> _as_json_reads({"a": ["x"], "b": 1.5, "c": {"d": [1, -1e19]}}), _as_json_reads([[[]]])
     (False, True)
     """
-    if type(value) is dict:
+    if type(value) is dict:  # a row of texts, numbers and lists of texts, the common case
         values = value.values()
         kinds = set(map(type, values))
-        if float in kinds and max(map(abs, filter(_is_float, values))) >= _BIG:
-            return False
-        if dict not in kinds and (list not in kinds
-                                  or set(map(type, itertools.chain.from_iterable(filter(_is_list, values)))) <= _TEXTS):
+        if dict not in kinds and (float not in kinds or max(map(abs, filter(_is_float, values))) < _BIG) and (
+                list not in kinds or all(map(_is_text, itertools.chain.from_iterable(filter(_is_list, values))))):
             return True
     level = [value]
     for _ in range(_NESTING):
