@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED, Interval, check_settings, units_of
-from ragexp.stats.resampling import CHUNK_CELLS, draws, generator
+from ragexp.stats.resampling import CHUNK_CELLS, draws, generator, one_thread
 
 STATISTICS = {"binary": ("percent_agreement", "kappa", "ac1"),
               "ordinal": ("percent_agreement", "kappa_quadratic", "alpha_ordinal", "ac1"),
@@ -231,9 +231,10 @@ def judge_agreement(metric: str, human: Sequence[float], judge: Sequence[float],
                                    note=note)
     else:
         boot = {name: np.empty(int(resamples)) for name in STATISTICS[kind]}
-        for start, size, (tables,) in _resampled([cells], [shape], unit_of, clustered, seed, int(resamples)):
-            for name, values in table_statistics(tables, hv, jv, kind).items():
-                boot[name][start:start + size] = values
+        with one_thread():  # the products of the draws on one BLAS thread: the same intervals on any machine
+            for start, size, (tables,) in _resampled([cells], [shape], unit_of, clustered, seed, int(resamples)):
+                for name, values in table_statistics(tables, hv, jv, kind).items():
+                    boot[name][start:start + size] = values
         few = (f"only {units} clusters: the cluster bootstrap needs many; this interval is rough"
                if clustered and units < 20 else None)
         for name in STATISTICS[kind]:
@@ -283,9 +284,10 @@ def paired_agreement(metric: str, human: Sequence[float], baseline: Sequence[flo
     if n < 2 or shape[0] * shape[1] > MAX_CELLS or not math.isfinite(diff):
         return AgreementDiff(metric, statistic, n, a, b, diff, None, None, None, "no interval on these labels")
     boot = np.empty(int(resamples))
-    for start, size, (ta, tb) in _resampled(cells, [shape, shape], units_of(None, n), False, seed, int(resamples)):
-        boot[start:start + size] = (table_statistics(tb, hv, jv, kind)[statistic]
-                                    - table_statistics(ta, hv, jv, kind)[statistic])
+    with one_thread():  # as in judge_agreement
+        for start, size, (ta, tb) in _resampled(cells, [shape, shape], units_of(None, n), False, seed, int(resamples)):
+            boot[start:start + size] = (table_statistics(tb, hv, jv, kind)[statistic]
+                                        - table_statistics(ta, hv, jv, kind)[statistic])
     kept = boot[np.isfinite(boot)]
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(kept, [alpha, 1 - alpha])

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from ragexp.common.paths import conf_file
-from ragexp.stats.resampling import draws
+from ragexp.stats.resampling import draws, one_thread
 
 METHODS = ("percentile", "bca")
 #: the ``stats`` defaults: conf/stats/default.yaml, their one place (the run composes the same file); the keyword
@@ -230,21 +230,23 @@ def _normal(vals, mean: float, resamples: int, confidence: float, method: str) -
 
 def _resample(seed: int, resamples: int, plans: list[Iterator[Any]]) -> list[dict[str, Interval]]:
     """Run every plan over one seeded draw: each chunk of resample counts is made once and given to
-    every plan over the same number of units (plans over another number draw their own)."""
+    every plan over the same number of units (plans over another number draw their own). On one BLAS
+    thread (:func:`~ragexp.stats.resampling.one_thread`): the same intervals on any machine."""
     takes: dict[int, list[Any]] = {}
-    for plan in plans:
-        g, take = next(plan)
-        takes.setdefault(g, []).append(take)
-    for g, group in takes.items():
-        for start, size, c in draws(seed, g, resamples):
-            for take in group:
-                take(start, size, c)
     results = []
-    for plan in plans:
-        try:
-            next(plan)
-        except StopIteration as done:
-            results.append(done.value)
+    with one_thread():
+        for plan in plans:
+            g, take = next(plan)
+            takes.setdefault(g, []).append(take)
+        for g, group in takes.items():
+            for start, size, c in draws(seed, g, resamples):
+                for take in group:
+                    take(start, size, c)
+        for plan in plans:
+            try:
+                next(plan)
+            except StopIteration as done:
+                results.append(done.value)
     return results
 
 

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragexp.stats.intervals import CONFIDENCE, RESAMPLES, SEED, check_settings, units_of
-from ragexp.stats.resampling import CHUNK_CELLS, count_matrix, generator
+from ragexp.stats.resampling import CHUNK_CELLS, count_matrix, generator, one_thread
 
 #: power of the minimum detectable difference
 _POWER = 0.8
@@ -88,7 +88,8 @@ def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, clust
     if clusters is not None:
         if len(clusters) != n:
             raise ValueError(f"clusters must have one label per pair ({n}), got {len(clusters)}")
-        return _clustered(b, c, clusters, resamples=resamples, confidence=confidence, seed=seed)
+        with one_thread():
+            return _clustered(b, c, clusters, resamples=resamples, confidence=confidence, seed=seed)
     use_mcnemar = ((b == 0) | (b == 1)).all(axis=0) & ((c == 0) | (c == 1)).all(axis=0)
 
     d = c - b
@@ -99,7 +100,10 @@ def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, clust
 
     seq_boot, seq_perm = np.random.SeedSequence(seed).spawn(2)
     alpha = 1 - confidence
-    boot = _bootstrap_mean_diffs(d, resamples, generator(seq_boot))
+    with one_thread():  # the products of the draws on one BLAS thread: the same results on any machine
+        boot = _bootstrap_mean_diffs(d, resamples, generator(seq_boot))
+        flipped = (_sign_flip_p_values(d[:, ~use_mcnemar], resamples, np.random.default_rng(seq_perm))
+                   if (~use_mcnemar).any() else None)
     ci_low, ci_high = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
 
     p = np.ones(m)
@@ -108,9 +112,8 @@ def paired_compare_columns(baseline: np.ndarray, candidate: np.ndarray, *, clust
         won, lost = wins[use_mcnemar], losses[use_mcnemar]
         tail = bdtr(np.minimum(won, lost), won + lost, 0.5)
         p[use_mcnemar] = np.where(won + lost == 0, 1.0, np.minimum(1.0, 2 * tail))
-    if (~use_mcnemar).any():
-        p[~use_mcnemar] = _sign_flip_p_values(d[:, ~use_mcnemar], resamples,
-                                              np.random.default_rng(seq_perm))
+    if flipped is not None:
+        p[~use_mcnemar] = flipped
 
     z = ndtri(1 - alpha / 2) + ndtri(_POWER)
     sd = d.std(axis=0, ddof=1) if n > 1 else np.zeros(m)

@@ -2,7 +2,9 @@
 ``resamples`` resamples of ``groups`` units (samples or clusters) as count matrices, made in
 chunks so that memory stays bounded (at most a batch of 64 MiB of byte counts and a float32 chunk of
 16 MB at a time: :func:`draws`). :mod:`ragexp.stats.intervals`, :mod:`ragexp.stats.agreement`
-and :mod:`ragexp.stats.paired` draw from here, so one seed gives the same resamples everywhere.
+and :mod:`ragexp.stats.paired` draw from here, so one seed gives the same resamples everywhere, and
+make their products of the draws on one BLAS thread (:func:`one_thread`), so one seed gives the same
+interval on any machine.
 
     >>> c = count_matrix(generator(0), 5, 3)
     >>> c.shape, c.sum(axis=1).tolist()
@@ -29,15 +31,30 @@ def generator(seed: Any):
     return np.random.Generator(np.random.SFC64(seed))
 
 
+def one_thread():
+    """A context manager that runs the BLAS library's products (numpy's matrix product) on one thread.
+
+    A float32 product of counts and values adds its terms in an order that depends on how many
+    threads share it, so the last digits of an interval would depend on the machine's cores (or
+    ``OPENBLAS_NUM_THREADS``); on one thread they do not, and no idle thread spins after each product.
+    Entered once around a whole resampling loop (~1 ms), through threadpoolctl's public API
+    (docs/uncertainty.md, "Reproducibility").
+    """
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def draws(seed: int, groups: int, resamples: int) -> Iterator[tuple[int, int, Any]]:
     """``(start, size, counts)`` chunks of the seeded draw of ``resamples`` resamples of ``groups`` units.
 
     The counts of up to :data:`BATCH_CELLS` resamples × units are drawn first, a byte a count, then given
     as float32 one chunk after the other: the same draws, chunks and matrices as one chunk at a time, so
-    every product made of them is the same to the bit. The callers' products (numpy's matrix product,
-    on several threads where the machine has several cores) then follow each other instead of being
-    spaced out by the draws: the BLAS library's idle threads wait for the next product spinning for a
-    while after each one, which cost as much processor time as the draws themselves (docs/performance.md).
+    every product made of them is the same to the bit. The callers' products (numpy's matrix product)
+    then follow each other instead of being spaced out by the draws: on several BLAS threads, the idle
+    ones waited for the next product spinning for a while after each one, which cost as much processor
+    time as the draws themselves (docs/performance.md); the callers now make them on one thread
+    (:func:`one_thread`).
 
     >>> [(start, size, c.dtype.name) for start, size, c in draws(0, 1_000_000, 9)]
     [(0, 4, 'float32'), (4, 4, 'float32'), (8, 1, 'float32')]
