@@ -192,3 +192,96 @@ def test_present_fields_counts_a_falsy_value_and_not_an_absent_one():
     records = [Record(id="a", query="q", contexts=[], label=False), Record(id="b", query="q", answer="", latency_s=0.0)]
     assert present_fields(records) == ["id", "query", "contexts", "answer", "label", "latency_s"]
     assert present_fields([]) == []
+
+
+# --- the file read as bytes (datasets.base._json_lines): lines, blank lines, the BOM and bytes that are not UTF-8
+
+
+def _as_text_mode_reads(path: Path) -> list:
+    """(row, value) as the file read as text reads it (universal newlines, a BOM dropped, json.loads per line):
+    how JsonLines read it before it read bytes."""
+    with open(path, encoding="utf-8-sig") as fh:
+        return [(n, json.loads(line)) for n, line in enumerate(fh, start=1) if line.strip()]
+
+
+@pytest.mark.parametrize("end", ["\r", "\r\n", "mixed"])
+def test_lines_end_where_text_mode_ends_them(tmp_path, end):
+    """A file of lone \\r ends (old Mac), of \\r\\n, or of every kind at once: the same rows, each with the row
+    number text mode gives it, blank lines (\\x1c, U+00A0, U+3000 are blank to str.strip) skipped."""
+    values = [{"query": f"q{i}", "answer": "caf\u00e9 \u4e2d", "x": [i, 1.5]} for i in range(9)]
+    blanks = ["", "  ", "\x1c", "\u00a0", "\u3000 \t"]
+    ends = ["\r", "\r\n", "\n", "\r\r\n", "\n\r", "\r\r"] if end == "mixed" else [end]
+    text = "\ufeff" + "".join(json.dumps(v, ensure_ascii=False) + ends[i % len(ends)] + blanks[i % len(blanks)]
+                              + ends[(i + 1) % len(ends)] for i, v in enumerate(values)) + '{"query": "last"}'
+    path = tmp_path / "ends.jsonl"
+    path.write_bytes(text.encode("utf-8"))
+    rows = list(iter_jsonl(path))
+    assert _same(rows, _as_text_mode_reads(path)) and len(rows) == 10
+    if end == "\r":
+        assert [n for n, _ in rows] == list(range(1, 20, 2))
+    (tmp_path / "bad.jsonl").write_bytes(text.replace('"q7"', '"q7\\x"').encode("utf-8"))
+    with pytest.raises(DataError) as e:
+        list(iter_jsonl(tmp_path / "bad.jsonl"))
+    with pytest.raises(json.JSONDecodeError):
+        _as_text_mode_reads(tmp_path / "bad.jsonl")
+    row = next(n for n, v in _as_text_mode_reads(path) if v.get("query") == "q7")
+    assert str(e.value).startswith(f"{tmp_path / 'bad.jsonl'}, row {row}: unreadable JSON line: Invalid \\escape")
+
+
+#: byte sequences Python's UTF-8 decoder refuses: an encoded surrogate, overlong forms, past U+10FFFF, a lone
+#: continuation byte, a sequence cut short, a 5-byte form, bytes never used in UTF-8
+NOT_UTF8 = [b"\xed\xa0\x80", b"\xc0\x80", b"\xe0\x80\xaf", b"\xf4\x90\x80\x80", b"\x80", b"\xe2\x82", b"\xf0\x9f\x98",
+            b"\xf8\x88\x80\x80\x80", b"\xff", b"\xfe", b"caf\xe9"]
+
+
+@pytest.mark.parametrize("bad", NOT_UTF8)
+@pytest.mark.parametrize("where", ["value", "key", "end"])
+def test_a_byte_that_is_not_utf8_is_told_at_its_row(tmp_path, bad, where):
+    """orjson refuses each line (it never reads one Python's decoder refuses); the line names the row holding
+    the byte, with the reason text mode's decoder gives."""
+    line = {"value": b'{"query": "' + bad + b'"}', "key": b'{"query": "q", "' + bad + b'": 1}',
+            "end": b'{"query": "q"} ' + bad}[where]
+    for end in (b"\n", b"\r", b"\r\n", b""):
+        path = tmp_path / "bad.jsonl"
+        path.write_bytes(b'{"query": "a"}\r\n\n{"query": "b"}\r' + line + end + b'{"query": "c"}\n')
+        try:
+            path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            reason = exc.reason
+        rows = iter_jsonl(path)
+        assert next(rows)[0] == 1 and next(rows)[0] == 3
+        with pytest.raises(DataError) as e:
+            next(rows)
+        assert str(e.value) == f"{path}, row 4: unreadable: not UTF-8 text ({reason})"
+
+
+def test_the_rows_before_a_byte_that_is_not_utf8_come_in_file_order(tmp_path):
+    """The file is read a line at a time: a bad JSON row before the byte is told first, and dataset.limit stops
+    before it (read as text, the byte was told first, its 8 KB of text decoded before any of its rows was read)."""
+    path = tmp_path / "order.jsonl"
+    path.write_bytes(b'{"query": "a"}\n{"query": "b"}\n{"query": "c\xff"}\n')
+    for load in (load_records, load_mapped):
+        assert [r.query for r in load(str(path), limit=2).records] == ["a", "b"]
+        with pytest.raises(DataError) as e:
+            load(str(path), limit=3)
+        assert str(e.value) == f"{path}, row 3: unreadable: not UTF-8 text (invalid start byte)"
+    path.write_bytes(b'{"query": "a"}\n{"query": \n{"query": "c\xff"}\n')
+    with pytest.raises(DataError) as e:
+        load_records(str(path))
+    assert str(e.value).startswith(f"{path}, row 2: unreadable JSON line: Expecting value")
+
+
+def test_a_binary_file_is_named_before_its_first_line_is_read(tmp_path):
+    """A PDF's first line is UTF-8 ('%PDF-1.7'); its first byte that is not comes 20 KB on: the PDF is still named,
+    not its first line's JSON; a file that starts so and is all UTF-8 is read as lines."""
+    path = tmp_path / "paper.jsonl"
+    path.write_bytes(b"%PDF-1.7\n" + b"%" * 20_000 + b"\n\xe2\xe3\xcf\xd3\n")
+    for load in (load_records, load_mapped):
+        with pytest.raises(DataError) as e:
+            load(str(path))
+        assert str(e.value) == (f"{path}: unreadable: a PDF file, not UTF-8 text (a table of records: dataset=mapped "
+                                "reads Parquet, CSV and JSON)")
+    path.write_bytes(b"%PDF-1.7\n")
+    with pytest.raises(DataError) as e:
+        load_records(str(path))
+    assert str(e.value).startswith(f"{path}, row 1: unreadable JSON line: Expecting value")

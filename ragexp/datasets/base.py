@@ -8,6 +8,7 @@ canonical fields (docs/records.md#fields), and validates every record through
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gc
 import hashlib
@@ -87,7 +88,7 @@ MAGIC = {b"PAR1": "a Parquet file", b"SQLite format 3\x00": "an SQLite database"
          "(.xlsx, .docx …)", b"\x1f\x8b": "a gzip-compressed file", b"%PDF": "a PDF file", b"\x89HDF": "an HDF5 file"}
 
 
-def not_text(path: Path, exc: UnicodeDecodeError) -> DataError:
+def not_text(path: Path, exc: UnicodeDecodeError, row: int | None = None) -> DataError:
     r"""The one line for a file that is not UTF-8 text; a known binary format (Parquet, SQLite, ZIP …) by name.
 
     >>> import tempfile; f = Path(tempfile.mkdtemp()) / "x.jsonl"; _ = f.write_bytes(b"PAR1\xff\x00")
@@ -101,7 +102,7 @@ def not_text(path: Path, exc: UnicodeDecodeError) -> DataError:
         head = b""
     kind = next((what for magic, what in MAGIC.items() if head.startswith(magic)), None)
     if kind is None:
-        return DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path))
+        return DataError(f"unreadable: not UTF-8 text ({exc.reason})", path=str(path), row=row)
     return DataError(f"unreadable: {kind}, not UTF-8 text (a table of records: dataset=mapped reads Parquet, CSV "
                      "and JSON)", path=str(path))
 
@@ -187,32 +188,73 @@ class JsonLines:
 
 
 def _json_lines(path: Path, strict: list[int]) -> Iterator[tuple[int, Any]]:
-    """:class:`JsonLines`' reader; ``strict[0]``: the line number of the latest row orjson read, else 0."""
+    """:class:`JsonLines`' reader; ``strict[0]``: the line number of the latest row orjson read, else 0.
+
+    The file is read as bytes, each line handed to orjson as it is (no decoding to text and encoding
+    again); a line is decoded only when json reads it, which is where a byte that is not UTF-8 is told,
+    at its row (orjson refuses any line that is not UTF-8). A known binary format (:data:`MAGIC`) is
+    told before any line, by :func:`_binary_first`."""
     try:
-        with open(path, encoding="utf-8-sig") as fh:
-            for lineno, line in enumerate(fh, start=1):
+        with open(path, "rb") as fh:
+            _binary_first(path, fh)
+            for lineno, line in enumerate(_text_lines(fh), start=1):
                 try:
                     item = orjson.loads(line)
                 except orjson.JSONDecodeError:
-                    if not line.strip():
-                        continue
+                    pass
                 else:
                     if _as_json_reads(item):
                         strict[0] = lineno
                         yield lineno, item
                         continue
+                try:
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise not_text(path, exc, row=lineno) from None
+                if not text.strip():
+                    continue
                 strict[0] = 0
                 try:  # json's own reading and error, from this frame as before (its depth limit counts frames)
-                    item = json.loads(line.rstrip("\r\n"))
+                    item = json.loads(text.rstrip("\r\n"))
                 except json.JSONDecodeError as exc:
                     raise _unreadable_line(path, lineno, exc) from None
                 except RecursionError:
                     raise DataError(TOO_DEEP, path=str(path), row=lineno) from None
                 yield lineno, item
-    except UnicodeDecodeError as exc:
-        raise not_text(path, exc) from None
     except OSError as exc:
         raise unreadable(path, exc) from None
+
+
+def _text_lines(fh: Any) -> Iterator[bytes]:
+    r"""The lines of a file opened as bytes, as text mode splits them: at ``\n``, ``\r\n`` and a lone ``\r``
+    (each line keeps its end); a UTF-8 byte-order mark at the start is dropped.
+
+    >>> import io; list(_text_lines(io.BytesIO(b"\xef\xbb\xbfa\r\nb\rc\n\r\nd")))
+    [b'a\r\n', b'b\r', b'c\n', b'\r\n', b'd']
+    """
+    first = fh.readline()
+    for line in itertools.chain((first[3:] if first.startswith(codecs.BOM_UTF8) else first,), fh):
+        if b"\r" in line:
+            yield from line.splitlines(True)
+        elif line:
+            yield line
+
+
+def _binary_first(path: Path, fh: Any) -> None:
+    """A DataError naming the binary format (:func:`not_text`) when the file opened as ``fh`` starts as one
+    of :data:`MAGIC` and is not UTF-8 text, told before any of its lines; ``fh`` is left at its start."""
+    head = fh.read(16)
+    fh.seek(0)
+    if not any(map(head.startswith, MAGIC)):
+        return
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    try:
+        while chunk := fh.read(1 << 20):
+            decoder.decode(chunk)
+        decoder.decode(b"", True)
+    except UnicodeDecodeError as exc:
+        raise not_text(path, exc) from None
+    fh.seek(0)
 
 
 def _unreadable_line(path: Path, lineno: int, exc: json.JSONDecodeError) -> DataError:
@@ -479,8 +521,6 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
         raise DataError(f"dataset.split={split[0]} needs every record at once: a streamed run reads all of them "
                         "(set execution.mode=memory)", path=str(source))
     for row, raw in raws:
-        if limit is not None and handed + len(records) >= limit:
-            break
         if label is not None and isinstance(raw, dict) and raw.get("label") is None:
             raw = {**raw, "label": label}
         if isinstance(raw, dict) and not (surrogate_free is not None and surrogate_free(row)):
@@ -493,6 +533,8 @@ def build(name: str, source: str | Path, raws: Iterable[tuple[int, dict[str, Any
         if sink is not None and len(records) >= sink.size:
             handed += _hand(sink, records)
             records = []
+        if limit is not None and handed + len(records) >= limit:  # before the next row is read: it may be bad
+            break
     if sink is not None and records:
         handed += _hand(sink, records)
         records = []
