@@ -74,24 +74,26 @@ def text_cache(max_bytes: int = 32 * 2 ** 20, *, per_entry: int = 256, per_char:
         old: dict = {}
         used = 0
 
+        def keep(key, value, cost):
+            # a value missed in the young generation, kept there (a hit's path stays inline in the wrappers)
+            nonlocal young, old, used
+            if used + cost > half:  # the young generation is full: it becomes the old one
+                old, young, used = young, {}, 0
+            young[key] = value
+            used += cost
+            return value
+
         def cached_text(text):
             # a function of one text: keyed by the text itself, no argument tuple packed or walked
-            nonlocal young, old, used
             value = young.get(text, _MISS)
             if value is not _MISS:
                 return value
             value = old.pop(text, _MISS)
             if value is _MISS:
                 value = fn(text)
-            cost = per_entry + per_char * (len(text) if type(text) is str else _chars((text,)))
-            if used + cost > half:  # the young generation is full: it becomes the old one
-                old, young, used = young, {}, 0
-            young[text] = value
-            used += cost
-            return value
+            return keep(text, value, per_entry + per_char * (len(text) if type(text) is str else _chars((text,))))
 
         def cached(*args, **options):
-            nonlocal young, old, used
             key = (args[0] if len(args) == 1 else args) if not options else (args, tuple(options.items()))
             value = young.get(key, _MISS)
             if value is not _MISS:
@@ -99,12 +101,7 @@ def text_cache(max_bytes: int = 32 * 2 ** 20, *, per_entry: int = 256, per_char:
             value = old.pop(key, _MISS)
             if value is _MISS:
                 value = fn(*args, **options)
-            cost = per_entry + per_char * _chars(args)
-            if used + cost > half:  # the young generation is full: it becomes the old one
-                old, young, used = young, {}, 0
-            young[key] = value
-            used += cost
-            return value
+            return keep(key, value, per_entry + per_char * _chars(args))
 
         def cache_clear() -> None:
             nonlocal young, old, used

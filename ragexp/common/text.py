@@ -134,7 +134,7 @@ def squad_counts(text: str) -> tuple[dict[str, int], int]:
         return token_counts(toks), len(toks)
     counts = token_counts(words)  # the articles counted, then taken out: one pass, no filtered list
     n = len(words)
-    for article in ("the", "a", "an"):
+    for article in _DROPPED:
         if article in counts:
             n -= counts.pop(article)
     return counts, n
@@ -154,7 +154,7 @@ def squad_bag(text: str) -> tuple[list[str], int]:
     if words is None:
         words = _token_list(text)
         return words, len(words)
-    return words, len(words) - words.count("the") - words.count("a") - words.count("an")
+    return words, len(words) - sum(map(words.count, _DROPPED))
 
 
 def bag_overlap(words: list[str], counts: dict[str, int]) -> int:
